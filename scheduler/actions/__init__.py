@@ -1,0 +1,1 @@
+"""Actions: what happens in each scheduling cycle, in order."""

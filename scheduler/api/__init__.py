@@ -1,0 +1,1 @@
+"""Plain data: quantities, resources and the compact records scheduling needs."""

@@ -1,0 +1,1 @@
+"""Session, statement, plugin interface and config: the machinery actions and plugins run in."""

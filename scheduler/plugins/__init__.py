@@ -1,0 +1,1 @@
+"""Plugins: the scheduling policies, one module each."""
