@@ -1,1 +1,12 @@
-"""Actions: what happens in each scheduling cycle, in order."""
+"""Actions: what happens in each scheduling cycle, in the order the config lists them."""
+
+from __future__ import annotations
+
+from scheduler.actions.allocate import Allocate
+from scheduler.actions.backfill import Backfill
+from scheduler.actions.enqueue import Enqueue
+from scheduler.framework.action import Action
+
+ACTIONS: dict[str, type[Action]] = {action.name: action for action in (Enqueue, Allocate, Backfill)}
+
+__all__ = ["ACTIONS"]

@@ -1,1 +1,29 @@
-"""Plugins: the scheduling policies, one module each."""
+"""Plugins: the scheduling policies, one module each, registered by name."""
+
+from __future__ import annotations
+
+from scheduler.framework.plugin import Plugin
+from scheduler.plugins.binpack import BinpackPlugin
+from scheduler.plugins.conformance import ConformancePlugin
+from scheduler.plugins.drf import DrfPlugin
+from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.nodeorder import NodeOrderPlugin
+from scheduler.plugins.predicates import PredicatesPlugin
+from scheduler.plugins.priority import PriorityPlugin
+from scheduler.plugins.proportion import ProportionPlugin
+
+PLUGINS: dict[str, type[Plugin]] = {
+    plugin.name: plugin
+    for plugin in (
+        PriorityPlugin,
+        GangPlugin,
+        ConformancePlugin,
+        DrfPlugin,
+        PredicatesPlugin,
+        ProportionPlugin,
+        NodeOrderPlugin,
+        BinpackPlugin,
+    )
+}
+
+__all__ = ["PLUGINS"]

@@ -1,0 +1,101 @@
+"""allocate: place gangs, queue by queue and job by job; a gang commits whole or not at all."""
+
+from __future__ import annotations
+
+from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.queue import QueueInfo
+from scheduler.framework.action import Action
+from scheduler.framework.node_picker import NodePicker
+from scheduler.framework.ordering import OrderedHeap
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+QUEUE_SHARE = "QueueShareExceeded"
+# Phases whose jobs allocate considers once admitted (enqueue moves Pending to Inqueue).
+SCHEDULABLE_PHASES = frozenset(
+    {PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN}
+)
+
+
+class Allocate(Action):
+    """For the queue with the smallest share, its first job: place its pending tasks on the
+    best nodes; commit when the gang is ready, keep pipelined placements when the gang can
+    start once releasing pods go, else discard everything of the job."""
+
+    name = "allocate"
+
+    def execute(self, session: Session) -> None:
+        picker = NodePicker(
+            session,
+            percentage=int(self.arguments.get("percentageOfNodesToScore", 0)),
+            minimum=int(self.arguments.get("minFeasibleNodesToFind", 100)),
+        )
+        by_queue = self._jobs_by_queue(session)
+        queues: OrderedHeap[QueueInfo] = OrderedHeap(
+            session.compare_queues, (session.queues[name] for name in by_queue)
+        )
+        while queues:
+            queue = queues.pop()
+            if session.overused(queue):
+                continue
+            jobs = by_queue[queue.name]
+            job = jobs.pop()
+            self._allocate_job(session, picker, queue, job)
+            if jobs:
+                queues.push(queue)
+
+    @staticmethod
+    def _jobs_by_queue(session: Session) -> dict[str, OrderedHeap[JobInfo]]:
+        # Without the enqueue action every Pending job is treated as admitted.
+        admit_pending = "enqueue" not in session.config.actions
+        by_queue: dict[str, OrderedHeap[JobInfo]] = {}
+        for job in session.jobs.values():
+            if job.phase not in SCHEDULABLE_PHASES and not (
+                admit_pending and job.phase is PodGroupPhase.PENDING
+            ):
+                continue
+            if not job.pending_tasks() or job.queue not in session.queues:
+                continue
+            if session.job_valid(job) is not None:
+                continue
+            by_queue.setdefault(job.queue, OrderedHeap(session.compare_jobs)).push(job)
+        return by_queue
+
+    @staticmethod
+    def _allocate_job(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
+        statement = Statement(session)
+        for task in session.sorted_tasks(job.pending_tasks()):
+            node = picker.pick(task)
+            if node is None:
+                message = picker.failure(task)
+                job.fit_errors[task.uid] = message
+                job.wait(NOT_ENOUGH_RESOURCES, message)
+                break
+            # Checked after the pick so that a full cluster is reported as such,
+            # not as the queue's share (which is capped by the cluster's size).
+            if not session.allocatable(queue, task):
+                picker.reconsider(task, node)
+                job.wait(
+                    QUEUE_SHARE,
+                    f"queue {queue.name!r} has reached its deserved share of the cluster; "
+                    "the gang waits for the queue's other jobs to finish",
+                )
+                break
+            if task.request.fits_in(node.idle):
+                statement.allocate(task, node)
+            else:
+                statement.pipeline(task, node)
+            picker.reconsider(task, node)
+        if session.job_ready(job):
+            statement.commit()
+            return
+        if session.job_pipelined(job):
+            # Room is promised on releasing resources: keep it, bind nothing yet.
+            return
+        placed = picker.discard(statement)
+        if not job.wait_reason:
+            job.wait(
+                NOT_ENOUGH_RESOURCES,
+                f"only {placed} of the {job.min_member} pods the gang needs could be placed",
+            )

@@ -1,0 +1,34 @@
+"""backfill: place best-effort pods (no requests) that allocate left pending, gang-aware."""
+
+from __future__ import annotations
+
+from scheduler.framework.action import Action
+from scheduler.framework.node_picker import NodePicker
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+
+
+class Backfill(Action):
+    """Best-effort pods take no resources, so queue shares do not hold them back; a gang of
+    them still commits only when ready."""
+
+    name = "backfill"
+
+    def execute(self, session: Session) -> None:
+        picker = NodePicker(session)
+        for job in sorted(session.jobs.values(), key=lambda j: (j.creation_timestamp, j.key)):
+            pending = [task for task in job.pending_tasks() if task.best_effort]
+            if not pending or session.job_valid(job) is not None:
+                continue
+            statement = Statement(session)
+            for task in session.sorted_tasks(pending):
+                node = picker.pick(task)
+                if node is None:
+                    job.fit_errors[task.uid] = picker.failure(task)
+                    break
+                statement.allocate(task, node)
+                picker.reconsider(task, node)
+            if session.job_ready(job):
+                statement.commit()
+            else:
+                picker.discard(statement)

@@ -1,0 +1,237 @@
+"""JobInfo: a PodGroup (a gang) and its member tasks."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+
+from scheduler.api import wire
+from scheduler.api.errors import InvalidObject
+from scheduler.api.names import DEFAULT_QUEUE
+from scheduler.api.resources import Resource
+from scheduler.api.task import ALLOCATED_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
+
+
+class PodGroupPhase(enum.Enum):
+    """PodGroup status.phase, as Volcano defines it."""
+
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+def _phase(value: str) -> PodGroupPhase:
+    try:
+        return PodGroupPhase(value)
+    except ValueError:
+        # A PodGroup nobody has written a status for yet is Pending.
+        return PodGroupPhase.PENDING
+
+
+class JobInfo:
+    """A gang: its PodGroup's spec and status, and its tasks indexed by status."""
+
+    __slots__ = (
+        "allocated",
+        "conditions",
+        "creation_timestamp",
+        "failed",
+        "fit_errors",
+        "invalid",
+        "min_member",
+        "min_resources",
+        "min_task_member",
+        "name",
+        "namespace",
+        "observed_phase",
+        "phase",
+        "priority",
+        "priority_class_name",
+        "queue",
+        "running",
+        "shadow",
+        "succeeded",
+        "tasks",
+        "tasks_by_status",
+        "uid",
+        "wait_message",
+        "wait_reason",
+    )
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        uid: str = "",
+        queue: str = DEFAULT_QUEUE,
+        min_member: int = 1,
+        min_task_member: dict[str, int] | None = None,
+        min_resources: Resource | None = None,
+        priority: int = 0,
+        priority_class_name: str = "",
+        phase: PodGroupPhase = PodGroupPhase.PENDING,
+        conditions: tuple[wire.Condition, ...] = (),
+        creation_timestamp: str = "",
+        shadow: bool = False,
+    ) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.uid = uid
+        self.queue = queue
+        self.min_member = min_member
+        self.min_task_member = min_task_member or {}
+        self.min_resources = min_resources
+        self.priority = priority
+        self.priority_class_name = priority_class_name
+        self.phase = phase
+        # The phase the API server holds; `phase` is what the session decides.
+        self.observed_phase = phase
+        self.conditions = conditions
+        self.creation_timestamp = creation_timestamp
+        self.shadow = shadow
+        # Counts last written to the PodGroup status; the session compares against them.
+        self.running = 0
+        self.succeeded = 0
+        self.failed = 0
+        self.tasks: dict[str, TaskInfo] = {}
+        self.tasks_by_status: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        self.allocated = Resource()
+        # Filled during a session: why each unplaced task could not go anywhere.
+        self.fit_errors: dict[str, str] = {}
+        # Filled during a session when the job waits: a CamelCase reason and a message.
+        self.wait_reason = ""
+        self.wait_message = ""
+        # Set when the PodGroup cannot be used as written; the job is never scheduled.
+        self.invalid: InvalidObject | None = None
+
+    @classmethod
+    def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:
+        """The record of a PodGroup; raises InvalidObject when its spec cannot be used."""
+        meta = group.metadata
+        spec = group.spec
+        key = f"{meta.namespace}/{meta.name}"
+        if spec.min_member < 0:
+            raise InvalidObject(
+                "PodGroup", key, "spec.minMember", spec.min_member, "must be 0 or more"
+            )
+        for role, count in spec.min_task_member.items():
+            if count < 0:
+                raise InvalidObject(
+                    "PodGroup", key, f"spec.minTaskMember.{role}", count, "must be 0 or more"
+                )
+        min_resources = (
+            Resource.from_list(
+                spec.min_resources, kind="PodGroup", name=key, field="spec.minResources"
+            )
+            if spec.min_resources
+            else None
+        )
+        job = cls(
+            namespace=meta.namespace,
+            name=meta.name,
+            uid=meta.uid,
+            queue=spec.queue or DEFAULT_QUEUE,
+            min_member=spec.min_member,
+            min_task_member=dict(spec.min_task_member),
+            min_resources=min_resources,
+            priority=priority,
+            priority_class_name=spec.priority_class_name,
+            phase=_phase(group.status.phase),
+            conditions=tuple(group.status.conditions),
+            creation_timestamp=meta.creation_timestamp or "",
+        )
+        job.running = group.status.running
+        job.succeeded = group.status.succeeded
+        job.failed = group.status.failed
+        return job
+
+    @property
+    def key(self) -> str:
+        """namespace/name of the PodGroup."""
+        return f"{self.namespace}/{self.name}"
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Add a member, indexed under its current status."""
+        self.tasks[task.uid] = task
+        self.tasks_by_status.setdefault(task.status, {})[task.uid] = task
+        if task.status in ALLOCATED_STATUSES:
+            self.allocated.add(task.request)
+
+    def remove_task(self, task: TaskInfo) -> None:
+        """Remove a member (with the status it has now)."""
+        stored = self.tasks.pop(task.uid, None)
+        if stored is None:
+            return
+        bucket = self.tasks_by_status.get(stored.status)
+        if bucket is not None:
+            bucket.pop(stored.uid, None)
+        if stored.status in ALLOCATED_STATUSES:
+            self.allocated.sub(stored.request)
+
+    def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a member to another status, keeping the index and totals right."""
+        self.remove_task(task)
+        task.status = status
+        self.add_task(task)
+
+    def tasks_in(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
+        """Members in any of the given statuses."""
+        for status in statuses:
+            yield from self.tasks_by_status.get(status, {}).values()
+
+    def count(self, *statuses: TaskStatus) -> int:
+        """How many members are in any of the given statuses."""
+        return sum(len(self.tasks_by_status.get(status, ())) for status in statuses)
+
+    def ready_count(self) -> int:
+        """Members that count towards minMember: placed, bound, running or done."""
+        return self.count(*READY_STATUSES)
+
+    def pipelined_count(self) -> int:
+        """Members placed on resources still being released."""
+        return self.count(TaskStatus.PIPELINED)
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        """Members waiting for a node that the scheduler may place (not gated)."""
+        return [t for t in self.tasks_in(TaskStatus.PENDING) if not t.gated]
+
+    def role_counts(self, *statuses: TaskStatus) -> dict[str, int]:
+        """Per role (volcano.sh/task-spec), how many members are in the given statuses."""
+        counts: dict[str, int] = {}
+        for task in self.tasks_in(*statuses):
+            counts[task.role] = counts.get(task.role, 0) + 1
+        return counts
+
+    def request(self) -> Resource:
+        """The sum of every non-terminal member's request."""
+        total = Resource()
+        for task in self.tasks.values():
+            if task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                total.add(task.request)
+        return total
+
+    def clone_shell(self) -> JobInfo:
+        """A copy of the job with no tasks; the snapshot adds cloned tasks to it."""
+        twin = JobInfo.__new__(JobInfo)
+        for slot in JobInfo.__slots__:
+            setattr(twin, slot, getattr(self, slot))
+        twin.tasks = {}
+        twin.tasks_by_status = {}
+        twin.allocated = Resource()
+        twin.fit_errors = {}
+        twin.wait_reason = ""
+        twin.wait_message = ""
+        return twin
+
+    def wait(self, reason: str, message: str) -> None:
+        """Record why the job does not run this session (the first cause wins)."""
+        if not self.wait_reason:
+            self.wait_reason = reason
+            self.wait_message = message
+
+    def __repr__(self) -> str:
+        phase = self.phase.value
+        return f"JobInfo({self.key}, {phase}, min={self.min_member}, tasks={len(self.tasks)})"

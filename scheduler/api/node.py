@@ -1,0 +1,164 @@
+"""NodeInfo: a node's allocatable resources and what the pods on it use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.api import wire
+from scheduler.api.quantity import int_value
+from scheduler.api.resources import PODS, Resource
+from scheduler.api.task import HostPort, TaskInfo, TaskStatus
+
+DEFAULT_MAX_PODS = 110
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """spec.taints[]."""
+
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        # kube-scheduler prints an untolerated taint as {key: value}.
+        return f"{{{self.key}: {self.value}}}"
+
+
+class NodeInfo:
+    """A node and its accounting.
+
+    `used` counts every pod placed on the node that is not terminal, pods being
+    deleted included (they still hold their resources); `releasing` is the
+    part of `used` that is going away; `pipelined` is what the session has
+    promised out of `releasing`. `idle = allocatable - used`.
+    """
+
+    __slots__ = (
+        "allocatable",
+        "idle",
+        "labels",
+        "max_pods",
+        "name",
+        "pipelined",
+        "pod_count",
+        "ready",
+        "releasing",
+        "taints",
+        "tasks",
+        "unschedulable",
+        "used",
+        "used_ports",
+        "version",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        allocatable: Resource,
+        *,
+        max_pods: int = DEFAULT_MAX_PODS,
+        labels: dict[str, str] | None = None,
+        taints: tuple[Taint, ...] = (),
+        unschedulable: bool = False,
+        ready: bool = True,
+    ) -> None:
+        self.name = name
+        self.allocatable = allocatable
+        self.max_pods = max_pods
+        self.labels = labels if labels is not None else {}
+        self.taints = taints
+        self.unschedulable = unschedulable
+        self.ready = ready
+        self.used = Resource()
+        self.idle = allocatable.clone()
+        self.releasing = Resource()
+        self.pipelined = Resource()
+        self.pod_count = 0
+        self.tasks: dict[str, TaskInfo] = {}
+        self.used_ports: list[HostPort] = []
+        # Bumped on every change of accounting; lets callers cache per-node results.
+        self.version = 0
+
+    @classmethod
+    def from_node(cls, node: wire.Node) -> NodeInfo:
+        """The record of a node; raises InvalidObject on a malformed quantity."""
+        name = node.metadata.name
+        allocatable = node.status.allocatable or node.status.capacity
+        resources = Resource.from_list(
+            allocatable, kind="Node", name=name, field="status.allocatable"
+        )
+        max_pods = int_value(allocatable[PODS]) if PODS in allocatable else DEFAULT_MAX_PODS
+        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+        return cls(
+            name,
+            resources,
+            max_pods=max_pods,
+            labels=dict(node.metadata.labels),
+            taints=tuple(Taint(t.key, t.value, t.effect) for t in node.spec.taints),
+            unschedulable=node.spec.unschedulable,
+            ready=ready,
+        )
+
+    def future_idle(self) -> Resource:
+        """What will be free once releasing pods go, less what is already promised."""
+        return self.idle.clone().add(self.releasing).sub(self.pipelined)
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Account for a task placed here (its status decides which figures move)."""
+        request = task.request
+        status = task.status
+        if status is TaskStatus.PIPELINED:
+            self.pipelined.add(request)
+        else:
+            if status is TaskStatus.RELEASING:
+                self.releasing.add(request)
+            self.used.add(request)
+            self.idle.sub(request)
+            self.pod_count += 1
+            if task.placement.host_ports:
+                self.used_ports.extend(task.placement.host_ports)
+        self.tasks[task.uid] = task
+        self.version += 1
+
+    def remove_task(self, task: TaskInfo) -> None:
+        """Undo add_task for a task, with the status it had when added."""
+        stored = self.tasks.pop(task.uid, None)
+        if stored is None:
+            return
+        request = stored.request
+        status = stored.status
+        if status is TaskStatus.PIPELINED:
+            self.pipelined.sub(request)
+        else:
+            if status is TaskStatus.RELEASING:
+                self.releasing.sub(request)
+            self.used.sub(request)
+            self.idle.add(request)
+            self.pod_count -= 1
+            for port in stored.placement.host_ports:
+                self.used_ports.remove(port)
+        self.version += 1
+
+    def clone(self) -> NodeInfo:
+        """An independent copy: accounting and task statuses can change without touching self."""
+        twin = NodeInfo.__new__(NodeInfo)
+        twin.name = self.name
+        twin.allocatable = self.allocatable
+        twin.max_pods = self.max_pods
+        twin.labels = self.labels
+        twin.taints = self.taints
+        twin.unschedulable = self.unschedulable
+        twin.ready = self.ready
+        twin.used = self.used.clone()
+        twin.idle = self.idle.clone()
+        twin.releasing = self.releasing.clone()
+        twin.pipelined = self.pipelined.clone()
+        twin.pod_count = self.pod_count
+        twin.tasks = dict(self.tasks)
+        twin.used_ports = list(self.used_ports)
+        twin.version = self.version
+        return twin
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, idle={self.idle!r}, pods={self.pod_count})"

@@ -1,0 +1,114 @@
+"""QueueInfo: a queue's weight, limits and state."""
+
+from __future__ import annotations
+
+import enum
+
+from scheduler.api import wire
+from scheduler.api.errors import InvalidObject
+from scheduler.api.resources import Resource, limit_from_list
+
+
+class QueueState(enum.Enum):
+    """Queue status.state; a queue with none counts as Open."""
+
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+    UNKNOWN = "Unknown"
+
+
+class QueueInfo:
+    """A queue: how it shares the cluster (weight, capability, guarantee) and whether it admits."""
+
+    __slots__ = (
+        "capability",
+        "deserved",
+        "guarantee",
+        "name",
+        "parent",
+        "priority",
+        "reclaimable",
+        "state",
+        "uid",
+        "weight",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        uid: str = "",
+        weight: int = 1,
+        capability: Resource | None = None,
+        guarantee: Resource | None = None,
+        deserved: Resource | None = None,
+        reclaimable: bool = True,
+        parent: str = "",
+        priority: int = 0,
+        state: QueueState = QueueState.OPEN,
+    ) -> None:
+        self.name = name
+        self.uid = uid
+        self.weight = weight
+        self.capability = capability
+        self.guarantee = guarantee if guarantee is not None else Resource()
+        self.deserved = deserved
+        self.reclaimable = reclaimable
+        self.parent = parent
+        self.priority = priority
+        self.state = state
+
+    @classmethod
+    def from_queue(cls, queue: wire.Queue) -> QueueInfo:
+        """The record of a Queue; raises InvalidObject when its spec cannot be used."""
+        name = queue.metadata.name
+        spec = queue.spec
+        if spec.weight < 1:
+            raise InvalidObject("Queue", name, "spec.weight", spec.weight, "must be 1 or more")
+        capability = limit_from_list(
+            spec.capability, kind="Queue", name=name, field="spec.capability"
+        )
+        guarantee = Resource.from_list(
+            spec.guarantee.resource, kind="Queue", name=name, field="spec.guarantee.resource"
+        )
+        if capability is not None and not guarantee.less_equal(
+            capability, missing_is_infinite=True
+        ):
+            raise InvalidObject(
+                "Queue",
+                name,
+                "spec.guarantee.resource",
+                spec.guarantee.resource,
+                f"exceeds spec.capability {spec.capability}; "
+                "lower the guarantee or raise the capability",
+            )
+        deserved = (
+            Resource.from_list(spec.deserved, kind="Queue", name=name, field="spec.deserved")
+            if spec.deserved
+            else None
+        )
+        try:
+            state = QueueState(queue.status.state) if queue.status.state else QueueState.OPEN
+        except ValueError:
+            state = QueueState.UNKNOWN
+        return cls(
+            name,
+            uid=queue.metadata.uid,
+            weight=spec.weight,
+            capability=capability,
+            guarantee=guarantee,
+            deserved=deserved,
+            reclaimable=spec.reclaimable if spec.reclaimable is not None else True,
+            parent=spec.parent,
+            priority=spec.priority,
+            state=state,
+        )
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the queue admits new PodGroups."""
+        return self.state is QueueState.OPEN
+
+    def __repr__(self) -> str:
+        return f"QueueInfo({self.name}, weight={self.weight}, {self.state.value})"

@@ -1,0 +1,237 @@
+"""Resource vectors (cpu, memory and any extended resource) and their arithmetic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from scheduler.api.errors import InvalidObject, InvalidQuantity
+from scheduler.api.quantity import format_bytes, format_milli, int_value, milli_value
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+
+_IGNORED = frozenset({PODS})
+# What an unnamed cpu or memory dimension of a limit (queue capability) means.
+UNLIMITED = 2**62
+
+
+class Resource:
+    """A vector of resources: millicores of cpu, bytes of memory, integers of the rest.
+
+    `pods` is not part of the vector: kube-scheduler counts pods per node
+    separately (the max-pods predicate), and so does muster.
+    """
+
+    __slots__ = ("cpu", "memory", "scalars")
+
+    def __init__(
+        self, cpu: int = 0, memory: int = 0, scalars: dict[str, int] | None = None
+    ) -> None:
+        self.cpu = cpu
+        self.memory = memory
+        self.scalars: dict[str, int] = scalars if scalars is not None else {}
+
+    @classmethod
+    def from_list(
+        cls,
+        values: Mapping[str, Any] | None,
+        *,
+        kind: str = "object",
+        name: str = "",
+        field: str = "resources",
+    ) -> Resource:
+        """A vector from a Kubernetes ResourceList ({"cpu": "500m", "memory": "1Gi", ...})."""
+        result = cls()
+        if not values:
+            return result
+        for key, raw in values.items():
+            if key in _IGNORED:
+                continue
+            try:
+                if key == CPU:
+                    result.cpu = milli_value(raw)
+                elif key == MEMORY:
+                    result.memory = int_value(raw)
+                else:
+                    result.scalars[key] = int_value(raw)
+            except InvalidQuantity as error:
+                raise InvalidObject(kind, name, f"{field}.{key}", raw, error.problem) from None
+        return result
+
+    def clone(self) -> Resource:
+        """An independent copy."""
+        return Resource(self.cpu, self.memory, dict(self.scalars) if self.scalars else None)
+
+    def is_empty(self) -> bool:
+        """True when every dimension is zero (a best-effort request)."""
+        return self.cpu == 0 and self.memory == 0 and not any(self.scalars.values())
+
+    def names(self) -> set[str]:
+        """The dimensions this vector holds a non-zero value for."""
+        names = {key for key, value in self.scalars.items() if value}
+        if self.cpu:
+            names.add(CPU)
+        if self.memory:
+            names.add(MEMORY)
+        return names
+
+    def get(self, name: str) -> int:
+        """One dimension's value; a missing dimension is zero."""
+        if name == CPU:
+            return self.cpu
+        if name == MEMORY:
+            return self.memory
+        return self.scalars.get(name, 0)
+
+    # In-place arithmetic: the session mutates node and queue accounting in
+    # the hot path, where allocating a new vector per operation shows up.
+    def add(self, other: Resource) -> Resource:
+        """Add other into self; returns self."""
+        self.cpu += other.cpu
+        self.memory += other.memory
+        if other.scalars:
+            scalars = self.scalars
+            for key, value in other.scalars.items():
+                scalars[key] = scalars.get(key, 0) + value
+        return self
+
+    def sub(self, other: Resource) -> Resource:
+        """Subtract other from self; returns self. Callers check fits first."""
+        self.cpu -= other.cpu
+        self.memory -= other.memory
+        if other.scalars:
+            scalars = self.scalars
+            for key, value in other.scalars.items():
+                scalars[key] = scalars.get(key, 0) - value
+        return self
+
+    def __add__(self, other: Resource) -> Resource:
+        return self.clone().add(other)
+
+    def __sub__(self, other: Resource) -> Resource:
+        return self.clone().sub(other)
+
+    def multiply(self, factor: float) -> Resource:
+        """A new vector scaled by factor, rounded down."""
+        return Resource(
+            int(self.cpu * factor),
+            int(self.memory * factor),
+            {key: int(value * factor) for key, value in self.scalars.items()},
+        )
+
+    def less_equal(self, other: Resource, *, missing_is_infinite: bool = False) -> bool:
+        """Every dimension of self is at most other's.
+
+        An extended resource other does not name counts as zero, or as
+        unlimited with `missing_is_infinite` (Volcano's rule for a queue
+        capability that names only some resources; `limit_from_list` gives
+        such a vector UNLIMITED cpu and memory when it does not name them).
+        """
+        if self.cpu > other.cpu or self.memory > other.memory:
+            return False
+        for key, value in self.scalars.items():
+            if value <= 0:
+                continue
+            limit = other.scalars.get(key)
+            if limit is None:
+                if missing_is_infinite:
+                    continue
+                return False
+            if value > limit:
+                return False
+        return True
+
+    def fits_in(self, available: Resource) -> bool:
+        """This request fits in the available vector (a missing dimension there is zero)."""
+        if self.cpu > available.cpu or self.memory > available.memory:
+            return False
+        if self.scalars:
+            other = available.scalars
+            for key, value in self.scalars.items():
+                if value > 0 and value > other.get(key, 0):
+                    return False
+        return True
+
+    def insufficient(self, available: Resource) -> list[str]:
+        """The dimensions in which this request exceeds available, in a stable order."""
+        names = []
+        if self.cpu > available.cpu:
+            names.append(CPU)
+        if self.memory > available.memory:
+            names.append(MEMORY)
+        for key in sorted(self.scalars):
+            value = self.scalars[key]
+            if value > 0 and value > available.scalars.get(key, 0):
+                names.append(key)
+        return names
+
+    def minimum(self, other: Resource) -> Resource:
+        """A new vector with the smaller value of each dimension (missing is zero)."""
+        keys = set(self.scalars) | set(other.scalars)
+        return Resource(
+            min(self.cpu, other.cpu),
+            min(self.memory, other.memory),
+            {key: min(self.scalars.get(key, 0), other.scalars.get(key, 0)) for key in keys},
+        )
+
+    def maximum(self, other: Resource) -> Resource:
+        """A new vector with the larger value of each dimension (missing is zero)."""
+        keys = set(self.scalars) | set(other.scalars)
+        return Resource(
+            max(self.cpu, other.cpu),
+            max(self.memory, other.memory),
+            {key: max(self.scalars.get(key, 0), other.scalars.get(key, 0)) for key in keys},
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resource):
+            return NotImplemented
+        if self.cpu != other.cpu or self.memory != other.memory:
+            return False
+        keys = set(self.scalars) | set(other.scalars)
+        return all(self.scalars.get(k, 0) == other.scalars.get(k, 0) for k in keys)
+
+    def __hash__(self) -> int:
+        return hash(
+            (self.cpu, self.memory, frozenset((k, v) for k, v in self.scalars.items() if v))
+        )
+
+    def to_list(self) -> dict[str, str]:
+        """The vector as a Kubernetes ResourceList, for statuses."""
+        result: dict[str, str] = {}
+        if self.cpu:
+            result[CPU] = format_milli(self.cpu)
+        if self.memory:
+            result[MEMORY] = format_bytes(self.memory)
+        for key in sorted(self.scalars):
+            if self.scalars[key]:
+                result[key] = str(self.scalars[key])
+        return result
+
+    def __repr__(self) -> str:
+        parts = [f"{key}={value}" for key, value in self.to_list().items()]
+        return f"Resource({', '.join(parts)})"
+
+
+def total(resources: Iterable[Resource]) -> Resource:
+    """The sum of many vectors."""
+    result = Resource()
+    for resource in resources:
+        result.add(resource)
+    return result
+
+
+def limit_from_list(
+    values: Mapping[str, Any] | None, *, kind: str, name: str, field: str
+) -> Resource | None:
+    """A limit vector (queue capability): None when absent, unnamed cpu/memory unlimited."""
+    if not values:
+        return None
+    limit = Resource.from_list(values, kind=kind, name=name, field=field)
+    if CPU not in values:
+        limit.cpu = UNLIMITED
+    if MEMORY not in values:
+        limit.memory = UNLIMITED
+    return limit

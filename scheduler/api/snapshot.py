@@ -1,0 +1,168 @@
+"""ClusterSnapshot: the world one session schedules, built from wire objects or cloned."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from scheduler.api import wire
+from scheduler.api.errors import InvalidObject
+from scheduler.api.job import JobInfo
+from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassInfo:
+    """A PriorityClass: its value and whether it may preempt."""
+
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"
+
+
+@dataclass(slots=True)
+class ClusterSnapshot:
+    """Nodes, jobs and queues as one session sees them; the session mutates its own copy."""
+
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClassInfo] = field(default_factory=dict)
+    # Objects that could not be read, for the status writer to report.
+    invalid: list[InvalidObject] = field(default_factory=list)
+    # Our pods that name a PodGroup that does not exist (yet): they wait.
+    orphans: list[TaskInfo] = field(default_factory=list)
+
+    def priority_of(self, class_name: str) -> int:
+        """The value of a PriorityClass; the global default (or 0) when unnamed or unknown."""
+        if class_name:
+            known = self.priority_classes.get(class_name)
+            if known is not None:
+                return known.value
+        for info in self.priority_classes.values():
+            if info.global_default:
+                return info.value
+        return 0
+
+    def clone(self) -> ClusterSnapshot:
+        """A copy a session may change freely: tasks, nodes and jobs are copied once each."""
+        tasks: dict[str, TaskInfo] = {}
+
+        def twin(task: TaskInfo) -> TaskInfo:
+            copy = tasks.get(task.uid)
+            if copy is None:
+                copy = tasks[task.uid] = task.clone()
+            return copy
+
+        nodes = {}
+        for name, node in self.nodes.items():
+            copy = node.clone()
+            copy.tasks = {uid: twin(task) for uid, task in node.tasks.items()}
+            nodes[name] = copy
+        jobs = {}
+        for key, job in self.jobs.items():
+            shell = job.clone_shell()
+            for task in job.tasks.values():
+                shell.add_task(twin(task))
+            jobs[key] = shell
+        return ClusterSnapshot(
+            nodes=nodes,
+            jobs=jobs,
+            queues=dict(self.queues),
+            priority_classes=dict(self.priority_classes),
+            invalid=list(self.invalid),
+            orphans=[twin(task) for task in self.orphans],
+        )
+
+
+def shadow_job(task: TaskInfo, default_queue: str = DEFAULT_QUEUE) -> JobInfo:
+    """A one-pod gang for a pod of ours that names no PodGroup (as Volcano's cache does)."""
+    return JobInfo(
+        namespace=task.namespace,
+        name=f"podgroup-{task.uid}",
+        uid=task.uid,
+        queue=task.queue_annotation or default_queue,
+        min_member=1,
+        priority=task.priority,
+        creation_timestamp=task.creation_timestamp,
+        shadow=True,
+    )
+
+
+def build_snapshot(
+    *,
+    pods: Iterable[wire.Pod] = (),
+    nodes: Iterable[wire.Node] = (),
+    podgroups: Iterable[wire.PodGroup] = (),
+    queues: Iterable[wire.Queue] = (),
+    priority_classes: Iterable[wire.PriorityClass] = (),
+    scheduler_names: Iterable[str] = (DEFAULT_SCHEDULER_NAME,),
+    default_queue: str = DEFAULT_QUEUE,
+) -> ClusterSnapshot:
+    """A snapshot from whole objects; an object that cannot be read is listed in `invalid`."""
+    names = frozenset(scheduler_names)
+    snapshot = ClusterSnapshot()
+    for pc in priority_classes:
+        snapshot.priority_classes[pc.metadata.name] = PriorityClassInfo(
+            pc.metadata.name, pc.value, pc.global_default, pc.preemption_policy
+        )
+    for node in nodes:
+        try:
+            info = NodeInfo.from_node(node)
+        except InvalidObject as error:
+            snapshot.invalid.append(error)
+            continue
+        snapshot.nodes[info.name] = info
+    for queue in queues:
+        try:
+            queue_info = QueueInfo.from_queue(queue)
+        except InvalidObject as error:
+            snapshot.invalid.append(error)
+            continue
+        snapshot.queues[queue_info.name] = queue_info
+    for group in podgroups:
+        try:
+            job = JobInfo.from_podgroup(group, snapshot.priority_of(group.spec.priority_class_name))
+        except InvalidObject as error:
+            snapshot.invalid.append(error)
+            job = JobInfo(
+                namespace=group.metadata.namespace,
+                name=group.metadata.name,
+                uid=group.metadata.uid,
+                queue=group.spec.queue or default_queue,
+            )
+            job.invalid = error
+        snapshot.jobs[job.key] = job
+    for pod in pods:
+        try:
+            task = TaskInfo.from_pod(pod)
+        except InvalidObject as error:
+            snapshot.invalid.append(error)
+            continue
+        add_task(snapshot, task, names, default_queue)
+    return snapshot
+
+
+def add_task(
+    snapshot: ClusterSnapshot, task: TaskInfo, scheduler_names: frozenset[str], default_queue: str
+) -> None:
+    """Place a task in the snapshot: on its node if it has one, in its job if it is ours."""
+    if task.node_name and task.status not in TERMINAL_STATUSES:
+        node = snapshot.nodes.get(task.node_name)
+        if node is not None:
+            node.add_task(task)
+    if task.scheduler_name not in scheduler_names:
+        return
+    if not task.job:
+        job = shadow_job(task, default_queue)
+        task.job = job.key
+        snapshot.jobs[job.key] = job
+    job_info = snapshot.jobs.get(task.job)
+    if job_info is None:
+        snapshot.orphans.append(task)
+        return
+    job_info.add_task(task)

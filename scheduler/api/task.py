@@ -1,0 +1,310 @@
+"""TaskInfo: the compact record of one pod, with the status the session moves it through."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from scheduler.api import wire
+from scheduler.api.names import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
+from scheduler.api.resources import Resource
+
+
+class TaskStatus(enum.Enum):
+    """Where a pod stands, as the scheduler sees it (Volcano's task statuses)."""
+
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"  # placed in this session, not yet bound
+    PIPELINED = "Pipelined"  # placed on resources that are being released
+    BINDING = "Binding"  # bind sent, answer not yet seen
+    BOUND = "Bound"  # spec.nodeName set, not yet running
+    RUNNING = "Running"
+    RELEASING = "Releasing"  # being deleted or evicted
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+# Statuses that hold resources on a node (Volcano's AllocatedStatus).
+ALLOCATED_STATUSES = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
+)
+# Statuses that count towards a gang's minMember.
+READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+TERMINAL_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """spec.tolerations[]."""
+
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorRequirement:
+    """One matchExpressions or matchFields entry of a node selector term."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorTerm:
+    """A node selector term: all its requirements must hold."""
+
+    match_expressions: tuple[SelectorRequirement, ...]
+    match_fields: tuple[SelectorRequirement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A host port a container claims on its node."""
+
+    ip: str
+    protocol: str
+    port: int
+
+    def conflicts_with(self, other: HostPort) -> bool:
+        """Two claims clash on the same port and protocol unless both name distinct IPs."""
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        wildcard = ("", "0.0.0.0")
+        return self.ip in wildcard or other.ip in wildcard or self.ip == other.ip
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacementSpec:
+    """What a pod asks of its node; shared between a task and its clones."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    required_terms: tuple[SelectorTerm, ...] = ()
+    preferred_terms: tuple[tuple[int, SelectorTerm], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+
+
+def _task_status(pod: wire.Pod) -> TaskStatus:
+    phase = pod.status.phase
+    deleting = pod.metadata.deletion_timestamp is not None
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending" or phase == "":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if pod.spec.node_name else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+def pod_request(spec: wire.PodSpec, *, name: str = "") -> Resource:
+    """The pod's effective request, as kube-scheduler computes it.
+
+    max(sum of containers + sidecars, each init container with the sidecars
+    started before it), plus pod overhead. Sidecars are init containers with
+    restartPolicy Always: they keep running beside the main containers.
+    """
+    kind = "Pod"
+    total = Resource()
+    for index, container in enumerate(spec.containers):
+        total.add(
+            Resource.from_list(
+                container.resources.requests,
+                kind=kind,
+                name=name,
+                field=f"spec.containers[{index}].resources.requests",
+            )
+        )
+    sidecars = Resource()
+    init_peak = Resource()
+    for index, container in enumerate(spec.init_containers):
+        request = Resource.from_list(
+            container.resources.requests,
+            kind=kind,
+            name=name,
+            field=f"spec.initContainers[{index}].resources.requests",
+        )
+        if container.restart_policy == "Always":
+            sidecars.add(request)
+            init_peak = init_peak.maximum(sidecars)
+        else:
+            init_peak = init_peak.maximum(request + sidecars)
+    total.add(sidecars)
+    if spec.init_containers:
+        total = total.maximum(init_peak)
+    if spec.overhead:
+        total.add(Resource.from_list(spec.overhead, kind=kind, name=name, field="spec.overhead"))
+    return total
+
+
+def _requirements(items: list[wire.NodeSelectorRequirement]) -> tuple[SelectorRequirement, ...]:
+    return tuple(SelectorRequirement(r.key, r.operator, tuple(r.values)) for r in items)
+
+
+def _term(term: wire.NodeSelectorTerm) -> SelectorTerm:
+    return SelectorTerm(_requirements(term.match_expressions), _requirements(term.match_fields))
+
+
+def placement_spec(spec: wire.PodSpec) -> PodPlacementSpec:
+    """The node constraints of a pod spec."""
+    required: tuple[SelectorTerm, ...] = ()
+    preferred: tuple[tuple[int, SelectorTerm], ...] = ()
+    node_affinity = spec.affinity.node_affinity if spec.affinity else None
+    if node_affinity is not None:
+        selector = node_affinity.required_during_scheduling_ignored_during_execution
+        if selector is not None:
+            # An empty terms list matches no node in kube-scheduler; one empty
+            # term (which matches nothing) keeps that apart from "no affinity".
+            required = tuple(_term(term) for term in selector.node_selector_terms) or (
+                SelectorTerm((), ()),
+            )
+        preferred = tuple(
+            (p.weight, _term(p.preference))
+            for p in node_affinity.preferred_during_scheduling_ignored_during_execution
+        )
+    ports = tuple(
+        HostPort(port.host_ip, port.protocol or "TCP", port.host_port)
+        for container in spec.containers
+        for port in container.ports
+        if port.host_port > 0
+    )
+    tolerations = tuple(
+        Toleration(t.key, t.operator or "Equal", t.value, t.effect) for t in spec.tolerations
+    )
+    return PodPlacementSpec(
+        node_selector=tuple(sorted(spec.node_selector.items())),
+        required_terms=required,
+        preferred_terms=preferred,
+        tolerations=tolerations,
+        host_ports=ports,
+    )
+
+
+class TaskInfo:
+    """One pod: identity, request, constraints, and where the session has put it."""
+
+    __slots__ = (
+        "creation_timestamp",
+        "gated",
+        "job",
+        "name",
+        "namespace",
+        "node_name",
+        "owner_uid",
+        "placement",
+        "preemption_policy",
+        "priority",
+        "queue_annotation",
+        "request",
+        "role",
+        "scheduler_name",
+        "status",
+        "uid",
+    )
+
+    def __init__(
+        self,
+        *,
+        uid: str,
+        namespace: str,
+        name: str,
+        request: Resource,
+        job: str = "",
+        role: str = "",
+        scheduler_name: str = "",
+        priority: int = 0,
+        preemption_policy: str = "PreemptLowerPriority",
+        node_name: str = "",
+        status: TaskStatus = TaskStatus.PENDING,
+        placement: PodPlacementSpec | None = None,
+        gated: bool = False,
+        queue_annotation: str = "",
+        owner_uid: str = "",
+        creation_timestamp: str = "",
+    ) -> None:
+        self.uid = uid
+        self.namespace = namespace
+        self.name = name
+        self.request = request
+        self.job = job
+        self.role = role
+        self.scheduler_name = scheduler_name
+        self.priority = priority
+        self.preemption_policy = preemption_policy
+        self.node_name = node_name
+        self.status = status
+        self.placement = placement if placement is not None else _NO_CONSTRAINTS
+        self.gated = gated
+        self.queue_annotation = queue_annotation
+        self.owner_uid = owner_uid
+        self.creation_timestamp = creation_timestamp
+
+    @classmethod
+    def from_pod(cls, pod: wire.Pod) -> TaskInfo:
+        """The record of a pod; raises InvalidObject on a malformed quantity."""
+        meta = pod.metadata
+        spec = pod.spec
+        group = meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+        owner = next((ref.uid for ref in meta.owner_references if ref.controller), "")
+        return cls(
+            uid=meta.uid,
+            namespace=meta.namespace,
+            name=meta.name,
+            request=pod_request(spec, name=f"{meta.namespace}/{meta.name}"),
+            job=f"{meta.namespace}/{group}" if group else "",
+            role=meta.annotations.get(TASK_SPEC_ANNOTATION, ""),
+            scheduler_name=spec.scheduler_name,
+            priority=spec.priority or 0,
+            preemption_policy=spec.preemption_policy or "PreemptLowerPriority",
+            node_name=spec.node_name,
+            status=_task_status(pod),
+            placement=placement_spec(spec),
+            gated=bool(spec.scheduling_gates),
+            queue_annotation=meta.annotations.get(QUEUE_NAME_ANNOTATION, ""),
+            owner_uid=owner,
+            creation_timestamp=meta.creation_timestamp or "",
+        )
+
+    @property
+    def key(self) -> str:
+        """namespace/name, as logs and events name a pod."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def best_effort(self) -> bool:
+        """A pod with no requests at all (placed by backfill)."""
+        return self.request.is_empty()
+
+    def clone(self) -> TaskInfo:
+        """A copy with its own status and node; request and placement are shared."""
+        twin = TaskInfo.__new__(TaskInfo)
+        twin.uid = self.uid
+        twin.namespace = self.namespace
+        twin.name = self.name
+        twin.request = self.request
+        twin.job = self.job
+        twin.role = self.role
+        twin.scheduler_name = self.scheduler_name
+        twin.priority = self.priority
+        twin.preemption_policy = self.preemption_policy
+        twin.node_name = self.node_name
+        twin.status = self.status
+        twin.placement = self.placement
+        twin.gated = self.gated
+        twin.queue_annotation = self.queue_annotation
+        twin.owner_uid = self.owner_uid
+        twin.creation_timestamp = self.creation_timestamp
+        return twin
+
+    def __repr__(self) -> str:
+        return f"TaskInfo({self.key}, {self.status.value}, node={self.node_name or '-'})"
+
+
+_NO_CONSTRAINTS = PodPlacementSpec()

@@ -1,0 +1,38 @@
+"""The scheduling engine: one session over a snapshot, from actions and plugins to decisions.
+
+Pure: no I/O. The scheduler process calls `schedule` every period with a
+snapshot from its cache and hands the result to the effects layer.
+"""
+
+from __future__ import annotations
+
+from scheduler.actions import ACTIONS
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig, parse_config
+from scheduler.framework.decisions import SessionResult
+from scheduler.framework.job_status import close_result
+from scheduler.framework.session import Session
+from scheduler.plugins import PLUGINS
+
+
+def load_config(text: str) -> SchedulerConfig:
+    """A config from YAML, checked against the actions and plugins muster has."""
+    return parse_config(text, known_actions=ACTIONS, known_plugins=PLUGINS)
+
+
+def default_config() -> SchedulerConfig:
+    """The config muster runs with when none is given."""
+    return load_config(DEFAULT_CONFIG_YAML)
+
+
+def schedule(
+    snapshot: ClusterSnapshot, config: SchedulerConfig | None = None, *, copy: bool = True
+) -> SessionResult:
+    """Run one session; with copy=False the snapshot itself is changed (the caller's own)."""
+    config = config or default_config()
+    world = snapshot.clone() if copy else snapshot
+    session = Session(world, config, PLUGINS)
+    for name in config.actions:
+        ACTIONS[name](config.action_arguments(name)).execute(session)
+    session.close()
+    return close_result(world, session.result, session.queue_deserved)

@@ -1,0 +1,98 @@
+"""What a session decides: the values the effects layer turns into API calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler.api.job import PodGroupPhase
+from scheduler.api.resources import Resource
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    """Bind a pod to a node (POST pods/NAME/binding)."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    job: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """Evict a pod: DisruptionTarget condition, an event naming the reason, delete."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    job: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCondition:
+    """A PodGroup condition as the session wants it (lastTransitionTime is the writer's)."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupStatusUpdate:
+    """A PodGroup status that differs from what the API server holds."""
+
+    namespace: str
+    name: str
+    phase: PodGroupPhase
+    conditions: tuple[GroupCondition, ...]
+    running: int
+    succeeded: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodUnschedulable:
+    """A pending pod that stays pending: PodScheduled=False and a FailedScheduling event."""
+
+    namespace: str
+    name: str
+    uid: str
+    job: str
+    reason: str  # "Unschedulable" or "SchedulingGated", as kube-scheduler writes them
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatusUpdate:
+    """A queue's status as this session computed it; the writer skips it if unchanged."""
+
+    name: str
+    state: str
+    allocated: Resource
+    deserved: Resource | None
+    podgroups: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidObjectReport:
+    """An object muster cannot use: the writer puts the message on a condition or an event."""
+
+    kind: str
+    name: str
+    message: str
+
+
+@dataclass(slots=True)
+class SessionResult:
+    """Everything one session decided, in the order it should reach the API server."""
+
+    binds: list[Bind] = field(default_factory=list)
+    evictions: list[Evict] = field(default_factory=list)
+    podgroups: list[PodGroupStatusUpdate] = field(default_factory=list)
+    unschedulable: list[PodUnschedulable] = field(default_factory=list)
+    queues: list[QueueStatusUpdate] = field(default_factory=list)
+    invalid: list[InvalidObjectReport] = field(default_factory=list)

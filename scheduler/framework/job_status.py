@@ -1,0 +1,180 @@
+"""What a session's end means for statuses: PodGroup phases and conditions, pod messages,
+queue figures. Pure functions of the session's jobs and queues."""
+
+from __future__ import annotations
+
+from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.task import TaskStatus
+from scheduler.framework.decisions import (
+    GroupCondition,
+    InvalidObjectReport,
+    PodGroupStatusUpdate,
+    PodUnschedulable,
+    QueueStatusUpdate,
+    SessionResult,
+)
+from scheduler.framework.session import INVALID_REASON
+
+# Condition types Volcano writes on PodGroups.
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED = "Scheduled"
+# Reasons (CamelCase, as Kubernetes conditions spell them).
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+NOT_ENOUGH_TASKS = "NotEnoughTasks"
+INVALID = INVALID_REASON
+GANG_READY = "GangReady"
+# kube-scheduler's pod condition reasons and the gated message.
+POD_UNSCHEDULABLE = "Unschedulable"
+POD_GATED = "SchedulingGated"
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def phase_after(job: JobInfo) -> PodGroupPhase:
+    """The PodGroup phase the session's placements imply."""
+    total = len(job.tasks)
+    done = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+    if total and done == total:
+        return PodGroupPhase.COMPLETED
+    if not total and job.observed_phase is PodGroupPhase.COMPLETED:
+        # A finished job whose pods were cleaned up stays finished.
+        return PodGroupPhase.COMPLETED
+    ready = job.ready_count()
+    if ready and ready >= job.min_member:
+        return PodGroupPhase.RUNNING
+    if ready and job.observed_phase in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN):
+        # Some members run but fewer than minMember: the gang is broken.
+        return PodGroupPhase.UNKNOWN
+    if job.phase in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN, PodGroupPhase.COMPLETED):
+        # Its pods are gone (a suspended RayJob): it waits to be admitted again.
+        return PodGroupPhase.PENDING
+    return job.phase
+
+
+def conditions_after(job: JobInfo, phase: PodGroupPhase) -> tuple[GroupCondition, ...]:
+    """The Scheduled / Unschedulable conditions the job should carry after the session."""
+    previous = {c.type: c for c in job.conditions}
+    ready = job.ready_count()
+    if phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED):
+        scheduled = GroupCondition(
+            SCHEDULED,
+            "True",
+            GANG_READY,
+            f"{ready}/{len(job.tasks)} tasks in gang placed, minMember {job.min_member}",
+        )
+        unschedulable = (
+            GroupCondition(UNSCHEDULABLE, "False", GANG_READY, "")
+            if UNSCHEDULABLE in previous
+            else None
+        )
+        return tuple(c for c in (scheduled, unschedulable) if c is not None)
+    if job.wait_reason:
+        waiting = len(job.tasks) - ready
+        message = f"{waiting}/{len(job.tasks)} tasks in gang unschedulable: {job.wait_message}"
+        return (GroupCondition(UNSCHEDULABLE, "True", job.wait_reason, message),)
+    # Nothing new was learnt this session: keep what the object says.
+    return tuple(GroupCondition(c.type, c.status, c.reason, c.message) for c in job.conditions)
+
+
+def _same_conditions(job: JobInfo, conditions: tuple[GroupCondition, ...]) -> bool:
+    current = tuple(GroupCondition(c.type, c.status, c.reason, c.message) for c in job.conditions)
+    return current == conditions
+
+
+def podgroup_update(job: JobInfo) -> PodGroupStatusUpdate | None:
+    """The PodGroup status to write, or None when the server already holds it."""
+    phase = phase_after(job)
+    conditions = conditions_after(job, phase)
+    running = job.count(TaskStatus.RUNNING)
+    succeeded = job.count(TaskStatus.SUCCEEDED)
+    failed = job.count(TaskStatus.FAILED)
+    unchanged = (
+        phase is job.observed_phase
+        and (running, succeeded, failed) == (job.running, job.succeeded, job.failed)
+        and _same_conditions(job, conditions)
+    )
+    if unchanged:
+        return None
+    return PodGroupStatusUpdate(
+        job.namespace, job.name, phase, conditions, running, succeeded, failed
+    )
+
+
+def pod_messages(job: JobInfo) -> list[PodUnschedulable]:
+    """PodScheduled=False messages for the job's members that stay pending."""
+    pending = list(job.tasks_in(TaskStatus.PENDING))
+    if not pending:
+        return []
+    messages = []
+    gang_message = ""
+    if job.wait_reason:
+        waiting = len(job.tasks) - job.ready_count()
+        gang_message = f"{waiting}/{len(job.tasks)} tasks in gang unschedulable: {job.wait_message}"
+    for task in pending:
+        if task.gated:
+            messages.append(
+                PodUnschedulable(
+                    task.namespace, task.name, task.uid, job.key, POD_GATED, GATED_MESSAGE
+                )
+            )
+            continue
+        message = job.fit_errors.get(task.uid) or gang_message
+        if message:
+            messages.append(
+                PodUnschedulable(
+                    task.namespace, task.name, task.uid, job.key, POD_UNSCHEDULABLE, message
+                )
+            )
+    return messages
+
+
+def queue_updates(
+    snapshot: ClusterSnapshot, phases: dict[str, PodGroupPhase], deserved: dict[str, Resource]
+) -> list[QueueStatusUpdate]:
+    """Each queue's allocated resources and podgroup counts per phase after the session."""
+    allocated: dict[str, Resource] = {name: Resource() for name in snapshot.queues}
+    counts: dict[str, dict[str, int]] = {
+        name: {phase.value.lower(): 0 for phase in PodGroupPhase} for name in snapshot.queues
+    }
+    for job in snapshot.jobs.values():
+        if job.queue not in allocated:
+            continue
+        allocated[job.queue].add(job.allocated)
+        phase = phases.get(job.key, job.phase)
+        counts[job.queue][phase.value.lower()] += 1
+    return [
+        QueueStatusUpdate(
+            name, queue.state.value, allocated[name], deserved.get(name), counts[name]
+        )
+        for name, queue in snapshot.queues.items()
+    ]
+
+
+def close_result(
+    snapshot: ClusterSnapshot, result: SessionResult, deserved: dict[str, Resource]
+) -> SessionResult:
+    """Fill the status parts of a session's result from its final state."""
+    phases: dict[str, PodGroupPhase] = {}
+    for job in snapshot.jobs.values():
+        update = podgroup_update(job)
+        phases[job.key] = phase_after(job)
+        if update is not None and not job.shadow:
+            result.podgroups.append(update)
+        result.unschedulable.extend(pod_messages(job))
+    for orphan in snapshot.orphans:
+        result.unschedulable.append(
+            PodUnschedulable(
+                orphan.namespace,
+                orphan.name,
+                orphan.uid,
+                orphan.job,
+                POD_UNSCHEDULABLE,
+                f"waiting for PodGroup {orphan.job}, which does not exist",
+            )
+        )
+    result.queues.extend(queue_updates(snapshot, phases, deserved))
+    result.invalid.extend(
+        InvalidObjectReport(error.kind, error.name, str(error)) for error in snapshot.invalid
+    )
+    return result

@@ -1,0 +1,159 @@
+"""The Plugin interface: one optional, typed method per extension point.
+
+A plugin implements only the points it cares about; the session asks which
+methods a plugin class overrides and combines them by tier (see tiers.py).
+A new plugin object is made for every session, so its fields are that
+session's state and nothing leaks from one cycle into the next.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scheduler.api.job import JobInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.task import TaskInfo
+from scheduler.framework.status import OK, Status
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
+
+
+class Vote(enum.IntEnum):
+    """An answer to a yes/no question that a plugin may abstain from."""
+
+    REJECT = -1
+    ABSTAIN = 0
+    PERMIT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """Why a job cannot be scheduled now: a CamelCase reason and a message for users."""
+
+    reason: str
+    message: str
+
+
+class Plugin:
+    """Base of every plugin; override the extension points the policy needs."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        self.arguments: Mapping[str, Any] = arguments or {}
+
+    # Lifecycle
+    def on_session_open(self, session: Session) -> None:
+        """Read the snapshot and set up this session's state."""
+
+    def on_session_close(self, session: Session) -> None:
+        """Release per-session state."""
+
+    # Ordering: negative when a comes first, positive when b does, 0 to defer.
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        """Which queue is served first."""
+        return 0
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        """Which job of a queue is served first."""
+        return 0
+
+    def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
+        """Which task of a job is placed first."""
+        return 0
+
+    # Node filtering and scoring
+    def node_admits(self, task: TaskInfo, node: NodeInfo) -> Status:
+        """Static filter: may depend only on task.placement and the node's labels, taints and
+        conditions, never on what is placed on it; the session caches the verdict."""
+        return OK
+
+    def node_fits(self, task: TaskInfo, node: NodeInfo) -> Status:
+        """Dynamic filter: whether the node has room for the task now (resources, ports)."""
+        return OK
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """How good a node is for a task (higher is better), already weighted."""
+        return 0.0
+
+    # Gang and job questions
+    def job_valid(self, job: JobInfo) -> Waiting | None:
+        """Why the job cannot be scheduled at all this session, or None."""
+        return None
+
+    def job_ready(self, job: JobInfo) -> bool:
+        """Whether what is placed of the job may be committed."""
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> Vote:
+        """Whether the job may keep its pipelined placements."""
+        return Vote.ABSTAIN
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        """Whether a Pending job may become Inqueue."""
+        return Vote.ABSTAIN
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """Whether the job wants more than it has (a preemptor candidate)."""
+        return False
+
+    # Queue questions
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Whether the queue may take the task's request now."""
+        return True
+
+    def overused(self, queue: QueueInfo) -> bool:
+        """Whether the queue already holds more than it deserves."""
+        return False
+
+    # Victims: None abstains; a list is the subset of candidates this plugin allows.
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Which candidates the preemptor may evict inside its queue."""
+        return None
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Which candidates of other queues the reclaimer may evict."""
+        return None
+
+    # Events: the session calls these when a statement moves a task.
+    def on_allocate(self, task: TaskInfo) -> None:
+        """A task got resources (allocated or pipelined) in this session."""
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """A task gave its resources back (discard, or evicted)."""
+
+    def on_enqueue(self, job: JobInfo) -> None:
+        """A Pending job became Inqueue: its minResources are now reserved."""
+
+
+EXTENSION_POINTS: dict[str, str] = {
+    # extension point -> Volcano's enable flag in the scheduler config
+    "queue_order": "enableQueueOrder",
+    "job_order": "enableJobOrder",
+    "task_order": "enableTaskOrder",
+    "node_admits": "enablePredicate",
+    "node_fits": "enablePredicate",
+    "node_score": "enableNodeOrder",
+    "job_valid": "",
+    "job_ready": "enableJobReady",
+    "job_pipelined": "enableJobPipelined",
+    "job_enqueueable": "enableJobEnqueued",
+    "job_starving": "enableJobStarving",
+    "allocatable": "enabledAllocatable",
+    "overused": "enabledOverused",
+    "preemptable": "enablePreemptable",
+    "reclaimable": "enableReclaimable",
+    "on_allocate": "",
+    "on_deallocate": "",
+    "on_enqueue": "",
+}
+
+
+def implements(plugin: Plugin, point: str) -> bool:
+    """Whether the plugin's class overrides an extension point."""
+    return getattr(type(plugin), point) is not getattr(Plugin, point)

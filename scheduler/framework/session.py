@@ -1,0 +1,274 @@
+"""Session: one scheduling cycle over a snapshot, with plugin answers combined by tier."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from scheduler.api.job import JobInfo
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus
+from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.decisions import SessionResult
+from scheduler.framework.plugin import EXTENSION_POINTS, Plugin, Vote, Waiting, implements
+from scheduler.framework.status import OK, Status
+
+Tiered = list[list[Callable[..., Any]]]
+# The reason on a PodGroup whose spec cannot be used (see job_status.py).
+INVALID_REASON = "InvalidPodGroup"
+
+
+class Session:
+    """A snapshot being scheduled, the plugins that judge it, and what has been decided.
+
+    Tier rules follow Volcano: orderings take the first non-zero answer;
+    filters, job-ready and allocatable need every plugin to agree; enqueueable
+    and pipelined are votes (a reject wins, else the first tier with a permit);
+    victims are intersected within a tier and the first tier that answers wins.
+    """
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        config: SchedulerConfig,
+        plugin_types: Mapping[str, type[Plugin]],
+    ) -> None:
+        self.snapshot = snapshot
+        self.config = config
+        self.jobs = snapshot.jobs
+        self.nodes = snapshot.nodes
+        self.queues = snapshot.queues
+        # A stable node order, so that sampling and ties do not depend on dict history.
+        self.node_list: list[NodeInfo] = sorted(self.nodes.values(), key=lambda n: n.name)
+        self.result = SessionResult()
+        # Filled by plugins that compute shares (proportion), read by the status writer.
+        self.queue_deserved: dict[str, Resource] = {}
+        self.plugins: list[Plugin] = []
+        self._points: dict[str, Tiered] = {point: [] for point in EXTENSION_POINTS}
+        for tier in config.tiers:
+            for point in EXTENSION_POINTS:
+                self._points[point].append([])
+            for option in tier.plugins:
+                plugin = plugin_types[option.name](option.arguments)
+                self.plugins.append(plugin)
+                for point, flag in EXTENSION_POINTS.items():
+                    if implements(plugin, point) and option.enabled(flag):
+                        self._points[point][-1].append(getattr(plugin, point))
+        # Flattened lists for the hot paths that ignore tiers.
+        self._admits = [fn for tier in self._points["node_admits"] for fn in tier]
+        self._fits = [fn for tier in self._points["node_fits"] for fn in tier]
+        self._scores = [fn for tier in self._points["node_score"] for fn in tier]
+        self._on_allocate = [fn for tier in self._points["on_allocate"] for fn in tier]
+        self._on_deallocate = [fn for tier in self._points["on_deallocate"] for fn in tier]
+        self._admit_cache: dict[tuple[PodPlacementSpec, str], Status] = {}
+        for plugin in self.plugins:
+            plugin.on_session_open(self)
+
+    def close(self) -> SessionResult:
+        """Let plugins release their state; the caller reads `result` and job statuses."""
+        for plugin in self.plugins:
+            plugin.on_session_close(self)
+        return self.result
+
+    # Orderings ------------------------------------------------------------
+    def _first_nonzero(self, point: str, a: Any, b: Any) -> int:
+        for tier in self._points[point]:
+            for fn in tier:
+                answer: int = fn(a, b)
+                if answer:
+                    return answer
+        return 0
+
+    def compare_queues(self, a: QueueInfo, b: QueueInfo) -> int:
+        """Negative when queue a is served before b."""
+        answer = self._first_nonzero("queue_order", a, b)
+        if answer:
+            return answer
+        return -1 if a.name < b.name else (1 if a.name > b.name else 0)
+
+    def compare_jobs(self, a: JobInfo, b: JobInfo) -> int:
+        """Negative when job a is served before b; older first when plugins do not care."""
+        answer = self._first_nonzero("job_order", a, b)
+        if answer:
+            return answer
+        return _compare_age(a.creation_timestamp, a.uid, b.creation_timestamp, b.uid)
+
+    def compare_tasks(self, a: TaskInfo, b: TaskInfo) -> int:
+        """Negative when task a is placed before b."""
+        answer = self._first_nonzero("task_order", a, b)
+        if answer:
+            return answer
+        return _compare_age(a.creation_timestamp, a.name, b.creation_timestamp, b.name)
+
+    def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        """Tasks in placement order."""
+        return sorted(tasks, key=functools.cmp_to_key(self.compare_tasks))
+
+    # Node filtering and scoring -------------------------------------------
+    def admits(self, task: TaskInfo, node: NodeInfo) -> Status:
+        """The static filters' verdict, cached per placement spec and node."""
+        key = (task.placement, node.name)
+        cached = self._admit_cache.get(key)
+        if cached is not None:
+            return cached
+        verdict = OK
+        for fn in self._admits:
+            status: Status = fn(task, node)
+            if not status.ok:
+                verdict = status
+                break
+        self._admit_cache[key] = verdict
+        return verdict
+
+    def fits(self, task: TaskInfo, node: NodeInfo) -> Status:
+        """The dynamic filters' verdict: is there room on the node now."""
+        for fn in self._fits:
+            status: Status = fn(task, node)
+            if not status.ok:
+                return status
+        return OK
+
+    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The sum of every scorer's weighted score."""
+        total = 0.0
+        for fn in self._scores:
+            total += fn(task, node)
+        return total
+
+    # Job and queue questions ------------------------------------------------
+    def job_valid(self, job: JobInfo) -> Waiting | None:
+        """Why the job cannot be scheduled this session, or None; recorded on the job."""
+        if job.invalid is not None:
+            verdict: Waiting | None = Waiting(INVALID_REASON, str(job.invalid))
+        else:
+            verdict = next(
+                (w for tier in self._points["job_valid"] for fn in tier if (w := fn(job))), None
+            )
+        if verdict is not None:
+            job.wait(verdict.reason, verdict.message)
+        return verdict
+
+    def enqueued(self, job: JobInfo) -> None:
+        """Tell plugins a job became Inqueue."""
+        for tier in self._points["on_enqueue"]:
+            for fn in tier:
+                fn(job)
+
+    def _all_agree(self, point: str, *args: Any) -> bool:
+        return all(fn(*args) for tier in self._points[point] for fn in tier)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        """Whether what is placed of the job may be committed (gang satisfied)."""
+        return self._all_agree("job_ready", job)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Whether the queue may take the task's request now."""
+        return self._all_agree("allocatable", queue, task)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        """Whether any plugin finds the queue over its share."""
+        return any(fn(queue) for tier in self._points["overused"] for fn in tier)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """Whether any plugin finds the job short of what it needs."""
+        return any(fn(job) for tier in self._points["job_starving"] for fn in tier)
+
+    def _vote(self, point: str, job: JobInfo) -> bool:
+        for tier in self._points[point]:
+            permitted = False
+            for fn in tier:
+                vote: Vote = fn(job)
+                if vote is Vote.REJECT:
+                    return False
+                if vote is Vote.PERMIT:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        """Whether a Pending job may become Inqueue."""
+        return self._vote("job_enqueueable", job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        """Whether the job may keep placements that wait for resources being released."""
+        return self._vote("job_pipelined", job)
+
+    def _victims(self, point: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        for tier in self._points[point]:
+            chosen: set[str] | None = None
+            for fn in tier:
+                answer: list[TaskInfo] | None = fn(actor, candidates)
+                if answer is None:
+                    continue
+                uids = {task.uid for task in answer}
+                chosen = uids if chosen is None else chosen & uids
+            if chosen is not None:
+                return [task for task in candidates if task.uid in chosen]
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The candidates the preemptor may evict (inside its queue)."""
+        return self._victims("preemptable", preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The candidates of other queues the reclaimer may evict."""
+        return self._victims("reclaimable", reclaimer, candidates)
+
+    # Moving tasks (called by Statement) ------------------------------------
+    def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        """Put a pending task on a node as Allocated or Pipelined."""
+        job = self.jobs[task.job]
+        job.set_task_status(task, status)
+        task.node_name = node.name
+        node.add_task(task)
+        for fn in self._on_allocate:
+            fn(task)
+
+    def unplace(self, task: TaskInfo) -> None:
+        """Undo place: the task is pending again and its node has the room back."""
+        node = self.nodes[task.node_name]
+        node.remove_task(task)
+        task.node_name = ""
+        self.jobs[task.job].set_task_status(task, TaskStatus.PENDING)
+        for fn in self._on_deallocate:
+            fn(task)
+
+    def mark_releasing(self, task: TaskInfo) -> TaskStatus:
+        """Start evicting a placed task; returns the status it had."""
+        previous = task.status
+        self._move_on_node(task, TaskStatus.RELEASING)
+        for fn in self._on_deallocate:
+            fn(task)
+        return previous
+
+    def unmark_releasing(self, task: TaskInfo, previous: TaskStatus) -> None:
+        """Undo mark_releasing."""
+        self._move_on_node(task, previous)
+        for fn in self._on_allocate:
+            fn(task)
+
+    def _move_on_node(self, task: TaskInfo, status: TaskStatus) -> None:
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.set_task_status(task, status)
+        else:
+            task.status = status
+        if node is not None:
+            node.add_task(task)
+
+
+def _compare_age(a_time: str, a_tie: str, b_time: str, b_tie: str) -> int:
+    # RFC 3339 timestamps in UTC sort as strings.
+    if a_time != b_time:
+        return -1 if a_time < b_time else 1
+    if a_tie != b_tie:
+        return -1 if a_tie < b_tie else 1
+    return 0

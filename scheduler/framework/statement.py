@@ -1,0 +1,85 @@
+"""Statement: a small transaction log of allocate / pipeline / evict on a session."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from scheduler.api.node import NodeInfo
+from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.framework.decisions import Bind, Evict
+from scheduler.framework.session import Session
+
+
+class _Kind(enum.Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
+
+
+@dataclass(slots=True)
+class _Operation:
+    kind: _Kind
+    task: TaskInfo
+    node: str
+    reason: str = ""
+    previous: TaskStatus = TaskStatus.PENDING
+
+
+class Statement:
+    """Operations applied to the session at once; commit turns them into decisions,
+    discard undoes them in reverse so the session is exactly as before.
+
+    Gang semantics fall out of it: an action allocates a gang's tasks in one
+    statement and commits only if the gang is ready.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.operations: list[_Operation] = []
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Give the task room on the node now."""
+        self.session.place(task, node, TaskStatus.ALLOCATED)
+        self.operations.append(_Operation(_Kind.ALLOCATE, task, node.name))
+
+    def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Promise the task room on the node once releasing pods are gone."""
+        self.session.place(task, node, TaskStatus.PIPELINED)
+        self.operations.append(_Operation(_Kind.PIPELINE, task, node.name))
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Release a placed task's room (preemption, reclaim)."""
+        previous = self.session.mark_releasing(task)
+        self.operations.append(_Operation(_Kind.EVICT, task, task.node_name, reason, previous))
+
+    def discard(self) -> None:
+        """Undo every operation, newest first."""
+        for operation in reversed(self.operations):
+            if operation.kind is _Kind.EVICT:
+                self.session.unmark_releasing(operation.task, operation.previous)
+            else:
+                self.session.unplace(operation.task)
+        self.operations.clear()
+
+    def commit(self) -> None:
+        """Turn the operations into decisions; pipelined tasks stay promised, not bound."""
+        result = self.session.result
+        for operation in self.operations:
+            task = operation.task
+            if operation.kind is _Kind.ALLOCATE:
+                result.binds.append(
+                    Bind(task.namespace, task.name, task.uid, operation.node, task.job)
+                )
+            elif operation.kind is _Kind.EVICT:
+                result.evictions.append(
+                    Evict(
+                        task.namespace,
+                        task.name,
+                        task.uid,
+                        operation.node,
+                        task.job,
+                        operation.reason,
+                    )
+                )
+        self.operations.clear()

@@ -1,0 +1,68 @@
+"""drf: dominant resource fairness between jobs: the job with the smallest share goes first."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from scheduler.api.job import JobInfo
+from scheduler.api.resources import Resource
+from scheduler.api.task import TaskInfo
+from scheduler.framework.plugin import Plugin
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
+
+
+def dominant_share(allocated: Resource, total: Resource) -> float:
+    """The largest fraction of the cluster the allocation takes in any one dimension."""
+    share = 0.0
+    if total.cpu:
+        share = max(share, allocated.cpu / total.cpu)
+    if total.memory:
+        share = max(share, allocated.memory / total.memory)
+    for key, value in allocated.scalars.items():
+        capacity = total.scalars.get(key, 0)
+        if capacity and value:
+            share = max(share, value / capacity)
+    return share
+
+
+class DrfPlugin(Plugin):
+    """Keeps each job's dominant share current as tasks are placed and released."""
+
+    name = "drf"
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        super().__init__(arguments)
+        self.total = Resource()
+        self.allocated: dict[str, Resource] = {}
+        self.shares: dict[str, float] = {}
+
+    def on_session_open(self, session: Session) -> None:
+        for node in session.node_list:
+            self.total.add(node.allocatable)
+        for key, job in session.jobs.items():
+            self.allocated[key] = job.allocated.clone()
+            self.shares[key] = dominant_share(job.allocated, self.total)
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        share_a = self.shares.get(a.key, 0.0)
+        share_b = self.shares.get(b.key, 0.0)
+        if share_a == share_b:
+            return 0
+        return -1 if share_a < share_b else 1
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self._update(task, +1)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self._update(task, -1)
+
+    def _update(self, task: TaskInfo, sign: int) -> None:
+        allocated = self.allocated.setdefault(task.job, Resource())
+        if sign > 0:
+            allocated.add(task.request)
+        else:
+            allocated.sub(task.request)
+        self.shares[task.job] = dominant_share(allocated, self.total)

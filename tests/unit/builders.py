@@ -1,0 +1,165 @@
+"""Builders for synthetic snapshots: node(cpu=2), gang("a", 4, cpu=1), queue("q", weight=3)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from scheduler.api import wire
+from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.names import DEFAULT_QUEUE
+from scheduler.api.node import NodeInfo, Taint
+from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus, placement_spec
+
+_uids = itertools.count(1)
+
+
+def resources(cpu: float = 0, memory: str | int = 0, **scalars: int) -> Resource:
+    """A vector from cpu cores, a memory quantity and extended resources (gpu -> nvidia.com/gpu)."""
+    values: dict[str, Any] = {}
+    if cpu:
+        values["cpu"] = str(cpu)
+    if memory:
+        values["memory"] = memory
+    for key, value in scalars.items():
+        values["nvidia.com/gpu" if key == "gpu" else key] = value
+    return Resource.from_list(values)
+
+
+def node(
+    name: str,
+    cpu: float = 4,
+    memory: str | int = "16Gi",
+    *,
+    gpu: int = 0,
+    max_pods: int = 110,
+    labels: dict[str, str] | None = None,
+    taints: list[tuple[str, str, str]] | None = None,
+    unschedulable: bool = False,
+    ready: bool = True,
+) -> NodeInfo:
+    """A Ready node with the given allocatable resources."""
+    extra = {"gpu": gpu} if gpu else {}
+    return NodeInfo(
+        name,
+        resources(cpu, memory, **extra),
+        max_pods=max_pods,
+        labels=labels or {"kubernetes.io/hostname": name},
+        taints=tuple(Taint(k, v, e) for k, v, e in (taints or [])),
+        unschedulable=unschedulable,
+        ready=ready,
+    )
+
+
+def task(
+    name: str,
+    cpu: float = 1,
+    memory: str | int = 0,
+    *,
+    job: str = "",
+    namespace: str = "default",
+    role: str = "",
+    priority: int = 0,
+    status: TaskStatus = TaskStatus.PENDING,
+    node_name: str = "",
+    spec: dict[str, Any] | None = None,
+    gpu: int = 0,
+    created: str = "",
+) -> TaskInfo:
+    """A pod record; `spec` is a pod spec fragment for placement constraints."""
+    placement: PodPlacementSpec | None = None
+    if spec:
+        placement = placement_spec(wire.from_dict(spec, wire.PodSpec))
+    extra = {"gpu": gpu} if gpu else {}
+    return TaskInfo(
+        uid=f"uid-{name}-{next(_uids)}",
+        namespace=namespace,
+        name=name,
+        request=resources(cpu, memory, **extra),
+        job=job,
+        role=role,
+        scheduler_name="muster",
+        priority=priority,
+        node_name=node_name,
+        status=status,
+        placement=placement,
+        creation_timestamp=created,
+    )
+
+
+def gang(
+    name: str,
+    size: int,
+    cpu: float = 1,
+    memory: str | int = 0,
+    *,
+    min_member: int | None = None,
+    queue: str = DEFAULT_QUEUE,
+    namespace: str = "default",
+    priority: int = 0,
+    phase: PodGroupPhase = PodGroupPhase.INQUEUE,
+    roles: dict[str, int] | None = None,
+    min_task_member: dict[str, int] | None = None,
+    min_resources: Resource | None = None,
+    created: str = "",
+    spec: dict[str, Any] | None = None,
+    gpu: int = 0,
+) -> JobInfo:
+    """A PodGroup with `size` pending pods (or the pods of `roles`, role -> count)."""
+    job = JobInfo(
+        namespace=namespace,
+        name=name,
+        uid=f"pg-{name}-{next(_uids)}",
+        queue=queue,
+        min_member=size if min_member is None else min_member,
+        min_task_member=min_task_member,
+        min_resources=min_resources,
+        priority=priority,
+        phase=phase,
+        creation_timestamp=created,
+    )
+    members = roles or {"": size}
+    index = 0
+    for role, count in members.items():
+        for _ in range(count):
+            job.add_task(
+                task(
+                    f"{name}-{index}",
+                    cpu,
+                    memory,
+                    job=job.key,
+                    namespace=namespace,
+                    role=role,
+                    priority=priority,
+                    spec=spec,
+                    gpu=gpu,
+                    created=created,
+                )
+            )
+            index += 1
+    return job
+
+
+def queue(name: str = DEFAULT_QUEUE, weight: int = 1, **kwargs: Any) -> QueueInfo:
+    """An Open queue."""
+    return QueueInfo(name, weight=weight, **kwargs)
+
+
+def snapshot(
+    nodes: list[NodeInfo], jobs: list[JobInfo], queues: list[QueueInfo] | None = None
+) -> ClusterSnapshot:
+    """A snapshot; running tasks of the jobs are placed on their nodes, the default queue added."""
+    snap = ClusterSnapshot(
+        nodes={n.name: n for n in nodes},
+        jobs={j.key: j for j in jobs},
+        queues={q.name: q for q in (queues or [])},
+    )
+    snap.queues.setdefault(DEFAULT_QUEUE, queue(DEFAULT_QUEUE))
+    for job in jobs:
+        for member in job.tasks.values():
+            if member.node_name:
+                snap.nodes[member.node_name].add_task(member)
+    return snap
