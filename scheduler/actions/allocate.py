@@ -55,9 +55,9 @@ class Allocate(Action):
                 admit_pending and job.phase is PodGroupPhase.PENDING
             ):
                 continue
-            if not job.pending_tasks() or job.queue not in session.queues:
+            if not job.pending_tasks() or session.job_valid(job) is not None:
                 continue
-            if session.job_valid(job) is not None:
+            if job.queue not in session.queues:
                 continue
             by_queue.setdefault(job.queue, OrderedHeap(session.compare_jobs)).push(job)
         return by_queue

@@ -47,9 +47,11 @@ class JobInfo:
         "namespace",
         "observed_phase",
         "phase",
+        "pipelined",
         "priority",
         "priority_class_name",
         "queue",
+        "ready",
         "running",
         "shadow",
         "succeeded",
@@ -99,6 +101,9 @@ class JobInfo:
         self.tasks: dict[str, TaskInfo] = {}
         self.tasks_by_status: dict[TaskStatus, dict[str, TaskInfo]] = {}
         self.allocated = Resource()
+        # Kept as tasks move: the gang questions are asked on every comparison.
+        self.ready = 0
+        self.pipelined = 0
         # Filled during a session: why each unplaced task could not go anywhere.
         self.fit_errors: dict[str, str] = {}
         # Filled during a session when the job waits: a CamelCase reason and a message.
@@ -159,6 +164,10 @@ class JobInfo:
         self.tasks_by_status.setdefault(task.status, {})[task.uid] = task
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.request)
+        if task.status in READY_STATUSES:
+            self.ready += 1
+        elif task.status is TaskStatus.PIPELINED:
+            self.pipelined += 1
 
     def remove_task(self, task: TaskInfo) -> None:
         """Remove a member (with the status it has now)."""
@@ -170,6 +179,10 @@ class JobInfo:
             bucket.pop(stored.uid, None)
         if stored.status in ALLOCATED_STATUSES:
             self.allocated.sub(stored.request)
+        if stored.status in READY_STATUSES:
+            self.ready -= 1
+        elif stored.status is TaskStatus.PIPELINED:
+            self.pipelined -= 1
 
     def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a member to another status, keeping the index and totals right."""
@@ -188,11 +201,11 @@ class JobInfo:
 
     def ready_count(self) -> int:
         """Members that count towards minMember: placed, bound, running or done."""
-        return self.count(*READY_STATUSES)
+        return self.ready
 
     def pipelined_count(self) -> int:
         """Members placed on resources still being released."""
-        return self.count(TaskStatus.PIPELINED)
+        return self.pipelined
 
     def pending_tasks(self) -> list[TaskInfo]:
         """Members waiting for a node that the scheduler may place (not gated)."""
@@ -221,6 +234,8 @@ class JobInfo:
         twin.tasks = {}
         twin.tasks_by_status = {}
         twin.allocated = Resource()
+        twin.ready = 0
+        twin.pipelined = 0
         twin.fit_errors = {}
         twin.wait_reason = ""
         twin.wait_message = ""

@@ -24,6 +24,10 @@ class TaskStatus(enum.Enum):
     FAILED = "Failed"
     UNKNOWN = "Unknown"
 
+    # Members are singletons: identity hashing is correct and, unlike Enum's
+    # Python-level __hash__, costs nothing in the set lookups of the hot path.
+    __hash__ = object.__hash__
+
 
 # Statuses that hold resources on a node (Volcano's AllocatedStatus).
 ALLOCATED_STATUSES = frozenset(

@@ -1,0 +1,175 @@
+"""allocate: gangs place whole or not at all, in queue, job and task order."""
+
+from __future__ import annotations
+
+from scheduler.api.job import PodGroupPhase
+from scheduler.api.task import TaskStatus
+from scheduler.engine import load_config, schedule
+from scheduler.framework.job_status import SCHEDULED, UNSCHEDULABLE
+from tests.unit.builders import gang, node, queue, snapshot, task
+
+
+def bound_jobs(result: object) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for bind in result.binds:  # type: ignore[attr-defined]
+        counts[bind.job] = counts.get(bind.job, 0) + 1
+    return counts
+
+
+def test_two_gangs_on_room_for_one_place_exactly_one() -> None:
+    nodes = [node(f"n{i}", cpu=1) for i in range(6)]
+    result = schedule(snapshot(nodes, [gang("a", 4), gang("b", 4)]))
+    assert list(bound_jobs(result).values()) == [4]
+    placed = next(iter(bound_jobs(result)))
+    other = "default/b" if placed == "default/a" else "default/a"
+    assert all(bind.job != other for bind in result.binds)
+    waiting = next(u for u in result.podgroups if f"default/{u.name}" == other)
+    assert waiting.phase is not PodGroupPhase.RUNNING
+
+
+def test_gang_of_three_on_two_fitting_nodes_places_nothing_and_says_insufficient_cpu() -> None:
+    result = schedule(snapshot([node("n1", cpu=1), node("n2", cpu=1)], [gang("c", 3)]))
+    assert result.binds == []
+    (update,) = result.podgroups
+    (condition,) = update.conditions
+    assert condition.type == UNSCHEDULABLE and condition.status == "True"
+    assert condition.message.startswith("3/3 tasks in gang unschedulable: ")
+    assert "0/2 nodes are available: 2 Insufficient cpu." in condition.message
+    assert {u.name for u in result.unschedulable} == {"c-0", "c-1", "c-2"}
+
+
+def test_ready_gang_goes_running_with_scheduled_condition() -> None:
+    result = schedule(snapshot([node("n1", cpu=4)], [gang("a", 3)]))
+    (update,) = result.podgroups
+    assert update.phase is PodGroupPhase.RUNNING
+    assert [c.type for c in update.conditions] == [SCHEDULED]
+    assert {b.node for b in result.binds} == {"n1"}
+
+
+def test_pending_podgroup_is_enqueued_then_placed_in_one_session() -> None:
+    job = gang("a", 2, phase=PodGroupPhase.PENDING)
+    result = schedule(snapshot([node("n1", cpu=4)], [job]))
+    assert len(result.binds) == 2
+    assert result.podgroups[0].phase is PodGroupPhase.RUNNING
+
+
+def test_members_beyond_min_member_of_running_gang_place_one_by_one() -> None:
+    job = gang("ray", 3, min_member=2, phase=PodGroupPhase.RUNNING)
+    members = list(job.tasks.values())
+    for member, name in zip(members[:2], ("n1", "n1"), strict=True):
+        job.set_task_status(member, TaskStatus.RUNNING)
+        member.node_name = name
+    result = schedule(snapshot([node("n1", cpu=3)], [job]))
+    assert [b.name for b in result.binds] == [members[2].name]
+
+
+def test_higher_priority_job_is_placed_first_when_room_for_one() -> None:
+    low = gang("low", 2, priority=1, created="2026-01-01T00:00:00Z")
+    high = gang("high", 2, priority=100, created="2026-01-01T00:00:05Z")
+    result = schedule(snapshot([node("n1", cpu=2)], [low, high]))
+    assert set(bound_jobs(result)) == {"default/high"}
+
+
+def test_older_job_first_at_equal_priority() -> None:
+    old = gang("old", 2, created="2026-01-01T00:00:00Z")
+    new = gang("new", 2, created="2026-01-01T00:01:00Z")
+    result = schedule(snapshot([node("n1", cpu=2)], [new, old]))
+    assert set(bound_jobs(result)) == {"default/old"}
+
+
+def test_min_task_member_holds_the_gang_until_every_role_fits() -> None:
+    # One head that needs a GPU node, two workers; no GPU anywhere: nothing goes.
+    job = gang("ray", 3, roles={"head": 1, "worker": 2}, min_task_member={"head": 1, "worker": 2})
+    next(t for t in job.tasks.values() if t.role == "head").request.scalars["nvidia.com/gpu"] = 1
+    result = schedule(snapshot([node("n1", cpu=8)], [job]))
+    assert result.binds == []
+    assert "Insufficient nvidia.com/gpu" in result.podgroups[0].conditions[0].message
+
+
+def test_gang_short_of_pods_waits_and_says_how_many_are_missing() -> None:
+    job = gang("a", 2, min_member=4)
+    result = schedule(snapshot([node("n1", cpu=8)], [job]))
+    assert result.binds == []
+    (condition,) = result.podgroups[0].conditions
+    assert condition.reason == "NotEnoughTasks"
+    assert "has 2 pods but minMember is 4" in condition.message
+
+
+def test_gang_placed_on_resources_being_released_is_pipelined_not_bound() -> None:
+    leaving = task("old", cpu=2, status=TaskStatus.RELEASING, node_name="n1")
+    holder = gang("holder", 1, phase=PodGroupPhase.RUNNING)
+    holder.add_task(leaving)
+    leaving.job = holder.key
+    job = gang("next", 2)
+    snap = snapshot([node("n1", cpu=2)], [job])
+    snap.nodes["n1"].add_task(leaving)
+    result = schedule(snap)
+    # The room is promised, not bound, and the gang is not reported unschedulable.
+    assert result.binds == []
+    assert [u for u in result.podgroups if u.name == "next"] == []
+    assert not any(m.job == "default/next" for m in result.unschedulable)
+
+
+def test_best_effort_pods_are_backfilled() -> None:
+    job = gang("be", 2, cpu=0)
+    result = schedule(snapshot([node("n1", cpu=1)], [job]))
+    assert len(result.binds) == 2
+
+
+def test_gated_pod_is_not_placed_and_says_it_waits_for_gates() -> None:
+    job = gang("g", 1)
+    only = next(iter(job.tasks.values()))
+    only.gated = True
+    result = schedule(snapshot([node("n1", cpu=4)], [job]))
+    assert result.binds == []
+    (message,) = result.unschedulable
+    assert message.reason == "SchedulingGated"
+    assert "scheduling gates" in message.message
+
+
+def test_large_cluster_scores_a_sample_not_every_node() -> None:
+    calls = []
+    config = load_config(
+        """
+actions: "allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: predicates
+  - name: nodeorder
+"""
+    )
+    from scheduler.plugins.nodeorder import NodeOrderPlugin
+
+    original = NodeOrderPlugin.node_score
+
+    def counting(self: NodeOrderPlugin, task: object, node: object) -> float:
+        calls.append(1)
+        return original(self, task, node)  # type: ignore[arg-type]
+
+    NodeOrderPlugin.node_score = counting  # type: ignore[method-assign]
+    try:
+        nodes = [node(f"n{i:04d}", cpu=8) for i in range(1000)]
+        result = schedule(snapshot(nodes, [gang("a", 4)]), config)
+    finally:
+        NodeOrderPlugin.node_score = original  # type: ignore[method-assign]
+    assert len(result.binds) == 4
+    assert 0 < len(calls) < 500
+
+
+def test_unschedulable_message_counts_every_node_of_a_large_cluster() -> None:
+    nodes = [node(f"n{i:04d}", cpu=1) for i in range(300)]
+    result = schedule(snapshot(nodes, [gang("big", 1, cpu=2)]))
+    assert "0/300 nodes are available: 300 Insufficient cpu." in result.unschedulable[0].message
+
+
+def test_pod_of_missing_queue_waits_with_a_message_naming_the_queue() -> None:
+    result = schedule(snapshot([node("n1")], [gang("a", 1, queue="nope")]))
+    assert result.binds == []
+    assert "queue 'nope' does not exist" in result.podgroups[0].conditions[0].message
+
+
+def test_every_queue_is_served() -> None:
+    jobs = [gang("a", 1, queue="qa"), gang("b", 1, queue="qb")]
+    result = schedule(snapshot([node("n1", cpu=2)], jobs, [queue("qa"), queue("qb")]))
+    assert set(bound_jobs(result)) == {"default/a", "default/b"}

@@ -1,0 +1,92 @@
+"""proportion: queues share the cluster by weight, within capability, above guarantee."""
+
+from __future__ import annotations
+
+from scheduler.api.job import PodGroupPhase
+from scheduler.api.queue import QueueState
+from scheduler.engine import schedule
+from tests.unit.builders import gang, node, queue, resources, snapshot
+
+
+def per_queue(result: object, jobs: dict[str, str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for bind in result.binds:  # type: ignore[attr-defined]
+        name = jobs[bind.job]
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def saturating(queues: dict[str, int], jobs_per_queue: int = 40) -> tuple[list, dict[str, str]]:
+    jobs = []
+    owner = {}
+    for name in queues:
+        for index in range(jobs_per_queue):
+            job = gang(f"{name}-{index}", 1, queue=name, created=f"2026-01-01T00:00:{index:02d}Z")
+            jobs.append(job)
+            owner[job.key] = name
+    return jobs, owner
+
+
+def test_weights_one_and_three_split_a_saturated_cluster_within_one_pod_of_one_to_three() -> None:
+    jobs, owner = saturating({"small": 1, "big": 3})
+    nodes = [node(f"n{i}", cpu=4) for i in range(10)]  # 40 cpu, 80 one-cpu pods asking
+    result = schedule(snapshot(nodes, jobs, [queue("small", 1), queue("big", 3)]))
+    counts = per_queue(result, owner)
+    assert abs(counts["small"] - 10) <= 1 and abs(counts["big"] - 30) <= 1
+    assert sum(counts.values()) == 40
+
+
+def test_capability_caps_a_queue_even_when_the_cluster_has_room() -> None:
+    jobs, owner = saturating({"capped": 1})
+    capped = queue("capped", capability=resources(cpu=5))
+    result = schedule(snapshot([node(f"n{i}", cpu=4) for i in range(10)], jobs, [capped]))
+    assert per_queue(result, owner) == {"capped": 5}
+
+
+def test_guarantee_is_deserved_even_against_a_heavier_queue() -> None:
+    jobs, owner = saturating({"light": 1, "heavy": 9})
+    light = queue("light", 1, guarantee=resources(cpu=6))
+    result = schedule(
+        snapshot([node(f"n{i}", cpu=4) for i in range(5)], jobs, [light, queue("heavy", 9)])
+    )
+    counts = per_queue(result, owner)
+    assert counts["light"] >= 6
+    assert sum(counts.values()) == 20
+
+
+def test_unused_share_flows_to_the_queue_that_asks() -> None:
+    jobs, owner = saturating({"busy": 1}, jobs_per_queue=30)
+    result = schedule(
+        snapshot(
+            [node(f"n{i}", cpu=4) for i in range(5)], jobs, [queue("busy", 1), queue("idle", 3)]
+        )
+    )
+    assert per_queue(result, owner) == {"busy": 20}
+
+
+def test_closed_queue_admits_no_pending_podgroup_and_says_so() -> None:
+    closed = queue("shut", state=QueueState.CLOSED)
+    job = gang("a", 1, queue="shut", phase=PodGroupPhase.PENDING)
+    result = schedule(snapshot([node("n1")], [job], [closed]))
+    assert result.binds == []
+    (condition,) = result.podgroups[0].conditions
+    assert condition.reason == "QueueNotOpen"
+    assert "'shut' is Closed" in condition.message
+
+
+def test_pending_gang_larger_than_queue_capability_is_not_enqueued() -> None:
+    small = queue("small", capability=resources(cpu=2))
+    job = gang("a", 4, queue="small", phase=PodGroupPhase.PENDING, min_resources=resources(cpu=4))
+    result = schedule(snapshot([node("n1", cpu=8)], [job], [small]))
+    assert result.binds == []
+    (update,) = result.podgroups
+    assert update.phase is PodGroupPhase.PENDING
+    assert update.conditions[0].reason == "QueueCapacityExceeded"
+
+
+def test_queue_status_reports_allocated_deserved_and_podgroup_counts() -> None:
+    result = schedule(snapshot([node("n1", cpu=4)], [gang("a", 2), gang("b", 8)]))
+    (status,) = [q for q in result.queues if q.name == "default"]
+    assert status.allocated.cpu == 2000
+    assert status.deserved is not None and status.deserved.cpu == 4000
+    assert status.podgroups["running"] == 1 and status.podgroups["inqueue"] == 1
