@@ -122,7 +122,8 @@ class NodeInfo:
         self.version += 1
 
     def remove_task(self, task: TaskInfo) -> None:
-        """Undo add_task for a task, with the status it had when added."""
+        """Undo add_task. The node holds the task object itself, so callers remove a
+        task before changing its status, and add it again after."""
         stored = self.tasks.pop(task.uid, None)
         if stored is None:
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -41,6 +42,8 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidQuantity(value, "not a finite number")
         return Fraction(str(value))
     if not isinstance(value, str):
         raise InvalidQuantity(value, "a quantity is a string or a number")

@@ -50,14 +50,18 @@ class Resource:
             if key in _IGNORED:
                 continue
             try:
-                if key == CPU:
-                    result.cpu = milli_value(raw)
-                elif key == MEMORY:
-                    result.memory = int_value(raw)
-                else:
-                    result.scalars[key] = int_value(raw)
+                value = milli_value(raw) if key == CPU else int_value(raw)
             except InvalidQuantity as error:
                 raise InvalidObject(kind, name, f"{field}.{key}", raw, error.problem) from None
+            if value < 0:
+                # The API server refuses negative requests and capacities; so do we.
+                raise InvalidObject(kind, name, f"{field}.{key}", raw, "must be 0 or more")
+            if key == CPU:
+                result.cpu = value
+            elif key == MEMORY:
+                result.memory = value
+            else:
+                result.scalars[key] = value
         return result
 
     def clone(self) -> Resource:
@@ -145,7 +149,11 @@ class Resource:
 
     def fits_in(self, available: Resource) -> bool:
         """This request fits in the available vector (a missing dimension there is zero)."""
-        if self.cpu > available.cpu or self.memory > available.memory:
+        # A dimension the request does not use never refuses it, even on a node
+        # whose idle went negative (pods bound by another scheduler), as in kube.
+        if (self.cpu > 0 and self.cpu > available.cpu) or (
+            self.memory > 0 and self.memory > available.memory
+        ):
             return False
         if self.scalars:
             other = available.scalars
@@ -157,9 +165,9 @@ class Resource:
     def insufficient(self, available: Resource) -> list[str]:
         """The dimensions in which this request exceeds available, in a stable order."""
         names = []
-        if self.cpu > available.cpu:
+        if self.cpu > 0 and self.cpu > available.cpu:
             names.append(CPU)
-        if self.memory > available.memory:
+        if self.memory > 0 and self.memory > available.memory:
             names.append(MEMORY)
         for key in sorted(self.scalars):
             value = self.scalars[key]

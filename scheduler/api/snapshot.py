@@ -35,7 +35,7 @@ class ClusterSnapshot:
     # Objects that could not be read, for the status writer to report.
     invalid: list[InvalidObject] = field(default_factory=list)
     # Our pods that name a PodGroup that does not exist (yet): they wait.
-    orphans: list[TaskInfo] = field(default_factory=list)
+    orphans: dict[str, TaskInfo] = field(default_factory=dict)
 
     def priority_of(self, class_name: str) -> int:
         """The value of a PriorityClass; the global default (or 0) when unnamed or unknown."""
@@ -75,7 +75,7 @@ class ClusterSnapshot:
             queues=dict(self.queues),
             priority_classes=dict(self.priority_classes),
             invalid=list(self.invalid),
-            orphans=[twin(task) for task in self.orphans],
+            orphans={uid: twin(task) for uid, task in self.orphans.items()},
         )
 
 
@@ -163,6 +163,6 @@ def add_task(
         snapshot.jobs[job.key] = job
     job_info = snapshot.jobs.get(task.job)
     if job_info is None:
-        snapshot.orphans.append(task)
+        snapshot.orphans[task.uid] = task
         return
     job_info.add_task(task)

@@ -1,0 +1,122 @@
+"""The nodeorder plugin: kube-scheduler's node scorers, weighted as Volcano configures them.
+
+Each scorer gives 0..100; the plugin returns their weighted sum:
+
+- least-allocated: mean over cpu and memory of (allocatable - requested) * 100 / allocatable
+- most-allocated: mean over cpu and memory of requested * 100 / allocatable
+- balanced allocation: 100 * (1 - standard deviation of the cpu and memory fractions)
+- node affinity: weights of the matching preferred terms * 100 / the sum of all their weights
+
+"requested" is what the node's pods use plus this pod. As in kube-scheduler,
+least- and most-allocated count a pod with no cpu (memory) request as
+100m (200Mi), so best-effort pods still spread; balanced allocation uses the
+real requests. Scores stay floats (kube-scheduler truncates to integers) so
+close nodes are still told apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.api.node import NodeInfo
+from scheduler.api.task import TaskInfo
+from scheduler.framework.plugin import Plugin
+from scheduler.plugins.arguments import weight_argument
+from scheduler.plugins.matching import term_matches
+
+# kube-scheduler's DefaultMilliCPURequest and DefaultMemoryRequest.
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+MAX_NODE_SCORE = 100.0
+# Least- and most-allocated average two resources on a 0..100 scale.
+HALF_MAX_SCORE = MAX_NODE_SCORE / 2
+_NO_ROOM = float("inf")
+
+LEAST_REQUESTED_WEIGHT = "leastrequested.weight"
+MOST_REQUESTED_WEIGHT = "mostrequested.weight"
+BALANCED_RESOURCE_WEIGHT = "balancedresource.weight"
+NODE_AFFINITY_WEIGHT = "nodeaffinity.weight"
+
+
+class NodeOrderPlugin(Plugin):
+    """Scores nodes by free room, packing, cpu/memory balance and preferred node affinity."""
+
+    name = "nodeorder"
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        super().__init__(arguments)
+        args = self.arguments
+        self.least_requested_weight = weight_argument(self.name, args, LEAST_REQUESTED_WEIGHT, 1)
+        self.most_requested_weight = weight_argument(self.name, args, MOST_REQUESTED_WEIGHT, 0)
+        self.balanced_weight = weight_argument(self.name, args, BALANCED_RESOURCE_WEIGHT, 1)
+        self.node_affinity_weight = weight_argument(self.name, args, NODE_AFFINITY_WEIGHT, 1)
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The weighted sum of the enabled scorers for this task on this node."""
+        # Plain numbers and no helper calls: this runs pods x sampled nodes
+        # times per session, and a Python call costs as much as the arithmetic.
+        request = task.request
+        used = node.used
+        allocatable = node.allocatable
+        cpu_capacity = allocatable.cpu
+        memory_capacity = allocatable.memory
+        score = 0.0
+        least_weight = self.least_requested_weight
+        most_weight = self.most_requested_weight
+        if least_weight or most_weight:
+            # A zero capacity reads as an infinite fill: no room at all.
+            cpu_fill = (
+                (used.cpu + (request.cpu or DEFAULT_MILLI_CPU)) / cpu_capacity
+                if cpu_capacity > 0
+                else _NO_ROOM
+            )
+            memory_fill = (
+                (used.memory + (request.memory or DEFAULT_MEMORY)) / memory_capacity
+                if memory_capacity > 0
+                else _NO_ROOM
+            )
+            if least_weight:
+                # An overflowing resource scores 0 (kube-scheduler's leastRequestedScore).
+                least = (0.0 if cpu_fill > 1.0 else 1.0 - cpu_fill) + (
+                    0.0 if memory_fill > 1.0 else 1.0 - memory_fill
+                )
+                score += least_weight * least * HALF_MAX_SCORE
+            if most_weight:
+                # Defaults for best-effort pods may overflow; kube-scheduler clamps
+                # to full (mostRequestedScore), and scores a zero capacity 0.
+                most = (min(cpu_fill, 1.0) if cpu_capacity > 0 else 0.0) + (
+                    min(memory_fill, 1.0) if memory_capacity > 0 else 0.0
+                )
+                score += most_weight * most * HALF_MAX_SCORE
+        balanced_weight = self.balanced_weight
+        if balanced_weight:
+            score += balanced_weight * MAX_NODE_SCORE
+            # A resource the node has none of is left out; with one resource
+            # left the deviation is 0 and the node counts as balanced.
+            if cpu_capacity > 0 and memory_capacity > 0:
+                cpu_fraction = min((used.cpu + request.cpu) / cpu_capacity, 1.0)
+                memory_fraction = min((used.memory + request.memory) / memory_capacity, 1.0)
+                # The standard deviation of two values is half their distance.
+                score -= balanced_weight * abs(cpu_fraction - memory_fraction) * HALF_MAX_SCORE
+        if self.node_affinity_weight and task.placement.preferred_terms:
+            score += self.node_affinity_weight * _preferred_affinity(task, node)
+        return score
+
+
+def _preferred_affinity(task: TaskInfo, node: NodeInfo) -> float:
+    # kube-scheduler normalises by the best node's sum after scoring all
+    # nodes; a session scores nodes one at a time, so it divides by the most
+    # any node could get instead.
+    possible = 0
+    matched = 0
+    labels = node.labels
+    for weight, term in task.placement.preferred_terms:
+        if weight <= 0:
+            continue
+        possible += weight
+        if term_matches(term, labels, node.name):
+            matched += weight
+    if possible == 0:
+        return 0.0
+    return matched * MAX_NODE_SCORE / possible

@@ -1,0 +1,86 @@
+"""The predicates plugin: which nodes may take a pod, with kube-scheduler's reasons.
+
+Static checks (node_admits, cached by the session per placement spec and node)
+run in kube-scheduler's filter order: NodeUnschedulable, TaintToleration,
+NodeAffinity. Dynamic checks (node_fits) follow NodePorts, then
+NodeResourcesFit. Each reason string is the one `kubectl describe pod` shows
+for kube-scheduler, so users read the same words from muster.
+"""
+
+from __future__ import annotations
+
+from scheduler.api.node import NodeInfo, Taint
+from scheduler.api.task import TaskInfo
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.status import OK, Status, unresolvable, unschedulable
+from scheduler.plugins.matching import first_untolerated, required_affinity_matches, tolerated
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_TAINT = "node(s) had untolerated taint {taint}"
+REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
+REASON_TOO_MANY_PODS = "Too many pods"
+REASON_INSUFFICIENT = "Insufficient {resource}"
+
+# A pod that tolerates this taint may go on a cordoned node (as with DaemonSets).
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+# The node lifecycle controller taints a NotReady node with this; muster
+# applies it from the Ready condition too, so it does not wait for the taint.
+NOT_READY_TAINT = Taint("node.kubernetes.io/not-ready", "", "NoSchedule")
+
+_NODE_UNSCHEDULABLE = unresolvable(REASON_UNSCHEDULABLE)
+_AFFINITY_MISMATCH = unresolvable(REASON_AFFINITY)
+_PORTS_TAKEN = unschedulable(REASON_PORTS)
+
+
+class PredicatesPlugin(Plugin):
+    """Filters nodes by conditions, taints, node affinity, ports, pod count and resources."""
+
+    name = "predicates"
+
+    def node_admits(self, task: TaskInfo, node: NodeInfo) -> Status:
+        """Static filters: cordon, taints (and NotReady), nodeSelector and required affinity."""
+        placement = task.placement
+        tolerations = placement.tolerations
+        if node.unschedulable and not tolerated(tolerations, UNSCHEDULABLE_TAINT):
+            return _NODE_UNSCHEDULABLE
+        taint = first_untolerated(node.taints, tolerations)
+        if taint is None and not node.ready:
+            taint = first_untolerated((NOT_READY_TAINT,), tolerations)
+        if taint is not None:
+            return unresolvable(REASON_TAINT.format(taint=taint))
+        if not required_affinity_matches(placement, node):
+            return _AFFINITY_MISMATCH
+        return OK
+
+    def node_fits(self, task: TaskInfo, node: NodeInfo) -> Status:
+        """Dynamic filters: host ports, then pod count and resources (now or once released)."""
+        ports = task.placement.host_ports
+        if ports and node.used_ports and _ports_conflict(task, node):
+            return _PORTS_TAKEN
+        if node.pod_count < node.max_pods and task.request.fits_in(node.idle):
+            return OK
+        return _resource_verdict(task, node)
+
+
+def _ports_conflict(task: TaskInfo, node: NodeInfo) -> bool:
+    used = node.used_ports
+    return any(port.conflicts_with(taken) for port in task.placement.host_ports for taken in used)
+
+
+def _resource_verdict(task: TaskInfo, node: NodeInfo) -> Status:
+    """The slow path: pipelining onto releasing resources, or kube-scheduler's reasons."""
+    request = task.request
+    too_many_pods = node.pod_count + 1 > node.max_pods
+    available = node.idle
+    if not node.releasing.is_empty():
+        # Resources of pods being deleted come back soon: the framework
+        # pipelines the task onto them instead of allocating now.
+        available = node.future_idle()
+        if not too_many_pods and request.fits_in(available):
+            return OK
+    reasons = [REASON_TOO_MANY_PODS] if too_many_pods else []
+    reasons.extend(
+        REASON_INSUFFICIENT.format(resource=name) for name in request.insufficient(available)
+    )
+    return unschedulable(*reasons)
