@@ -162,7 +162,7 @@ def close_result(
         if update is not None and not job.shadow:
             result.podgroups.append(update)
         result.unschedulable.extend(pod_messages(job))
-    for orphan in snapshot.orphans:
+    for orphan in snapshot.orphans.values():
         result.unschedulable.append(
             PodUnschedulable(
                 orphan.namespace,
