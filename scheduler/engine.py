@@ -6,6 +6,8 @@ snapshot from its cache and hands the result to the effects layer.
 
 from __future__ import annotations
 
+import time
+
 from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig, parse_config
@@ -32,7 +34,13 @@ def schedule(
     config = config or default_config()
     world = snapshot.clone() if copy else snapshot
     session = Session(world, config, PLUGINS)
+    timings: dict[str, float] = {}
     for name in config.actions:
+        start = time.perf_counter()
         ACTIONS[name](config.action_arguments(name)).execute(session)
+        timings[name] = time.perf_counter() - start
     session.close()
-    return close_result(world, session.result, session.queue_deserved)
+    result = close_result(world, session.result, session.queue_deserved, session.queue_request)
+    timings.update({f"plugin:{name}": s for name, s in session.plugin_seconds.items()})
+    result.timings = timings
+    return result

@@ -243,3 +243,15 @@ def limit_from_list(
     if MEMORY not in values:
         limit.memory = UNLIMITED
     return limit
+
+
+def share_of(allocated: Resource, deserved: Resource) -> float:
+    """Volcano's share: the largest allocated/deserved over the dimensions allocated
+    (1 where something is allocated and nothing deserved)."""
+    result = 0.0
+    pairs = [(allocated.cpu, deserved.cpu), (allocated.memory, deserved.memory)]
+    pairs.extend((value, deserved.scalars.get(key, 0)) for key, value in allocated.scalars.items())
+    for used, limit in pairs:
+        if used > 0:
+            result = max(result, used / limit if limit > 0 else 1.0)
+    return result

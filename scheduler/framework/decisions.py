@@ -75,6 +75,9 @@ class QueueStatusUpdate:
     allocated: Resource
     deserved: Resource | None
     podgroups: dict[str, int]
+    # For metrics only; not written to the Queue's status.
+    request: Resource | None = None
+    capability: Resource | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,3 +99,5 @@ class SessionResult:
     unschedulable: list[PodUnschedulable] = field(default_factory=list)
     queues: list[QueueStatusUpdate] = field(default_factory=list)
     invalid: list[InvalidObjectReport] = field(default_factory=list)
+    # Seconds per action ("allocate") and per plugin ("plugin:gang"), for metrics.
+    timings: dict[str, float] = field(default_factory=dict)

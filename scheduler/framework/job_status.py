@@ -130,7 +130,10 @@ def pod_messages(job: JobInfo) -> list[PodUnschedulable]:
 
 
 def queue_updates(
-    snapshot: ClusterSnapshot, phases: dict[str, PodGroupPhase], deserved: dict[str, Resource]
+    snapshot: ClusterSnapshot,
+    phases: dict[str, PodGroupPhase],
+    deserved: dict[str, Resource],
+    request: dict[str, Resource],
 ) -> list[QueueStatusUpdate]:
     """Each queue's allocated resources and podgroup counts per phase after the session."""
     allocated: dict[str, Resource] = {name: Resource() for name in snapshot.queues}
@@ -145,14 +148,23 @@ def queue_updates(
         counts[job.queue][phase.value.lower()] += 1
     return [
         QueueStatusUpdate(
-            name, queue.state.value, allocated[name], deserved.get(name), counts[name]
+            name,
+            queue.state.value,
+            allocated[name],
+            deserved.get(name),
+            counts[name],
+            request.get(name),
+            queue.capability,
         )
         for name, queue in snapshot.queues.items()
     ]
 
 
 def close_result(
-    snapshot: ClusterSnapshot, result: SessionResult, deserved: dict[str, Resource]
+    snapshot: ClusterSnapshot,
+    result: SessionResult,
+    deserved: dict[str, Resource],
+    request: dict[str, Resource],
 ) -> SessionResult:
     """Fill the status parts of a session's result from its final state."""
     phases: dict[str, PodGroupPhase] = {}
@@ -173,7 +185,7 @@ def close_result(
                 f"waiting for PodGroup {orphan.job}, which does not exist",
             )
         )
-    result.queues.extend(queue_updates(snapshot, phases, deserved))
+    result.queues.extend(queue_updates(snapshot, phases, deserved, request))
     result.invalid.extend(
         InvalidObjectReport(error.kind, error.name, str(error)) for error in snapshot.invalid
     )

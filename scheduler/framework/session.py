@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -47,6 +48,9 @@ class Session:
         self.result = SessionResult()
         # Filled by plugins that compute shares (proportion), read by the status writer.
         self.queue_deserved: dict[str, Resource] = {}
+        self.queue_request: dict[str, Resource] = {}
+        # Seconds spent per plugin opening and closing the session (for metrics).
+        self.plugin_seconds: dict[str, float] = {}
         self.plugins: list[Plugin] = []
         self._points: dict[str, Tiered] = {point: [] for point in EXTENSION_POINTS}
         for tier in config.tiers:
@@ -66,12 +70,16 @@ class Session:
         self._on_deallocate = [fn for tier in self._points["on_deallocate"] for fn in tier]
         self._admit_cache: dict[tuple[PodPlacementSpec, str], Status] = {}
         for plugin in self.plugins:
+            start = time.perf_counter()
             plugin.on_session_open(self)
+            self.plugin_seconds[plugin.name] = time.perf_counter() - start
 
     def close(self) -> SessionResult:
         """Let plugins release their state; the caller reads `result` and job statuses."""
         for plugin in self.plugins:
+            start = time.perf_counter()
             plugin.on_session_close(self)
+            self.plugin_seconds[plugin.name] += time.perf_counter() - start
         return self.result
 
     # Orderings ------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import UNLIMITED, Resource
+from scheduler.api.resources import UNLIMITED, Resource, share_of
 from scheduler.api.task import TaskInfo
 from scheduler.framework.plugin import Plugin, Vote, Waiting
 
@@ -52,19 +52,7 @@ class QueueShare:
 
     def update_share(self) -> None:
         """share = the largest allocated / deserved over the dimensions."""
-        self.share = share(self.allocated, self.deserved)
-
-
-def share(allocated: Resource, deserved: Resource) -> float:
-    """Volcano's share: max over dimensions of allocated/deserved (1 where nothing is deserved)."""
-    result = 0.0
-    pairs = [(allocated.cpu, deserved.cpu), (allocated.memory, deserved.memory)]
-    pairs.extend((value, deserved.scalars.get(key, 0)) for key, value in allocated.scalars.items())
-    for used, limit in pairs:
-        if not used:
-            continue
-        result = max(result, used / limit if limit else 1.0)
-    return result
+        self.share = share_of(self.allocated, self.deserved)
 
 
 def within(request: Resource, used: Resource, limit: Resource) -> bool:
@@ -114,6 +102,7 @@ class ProportionPlugin(Plugin):
         for name, attr in self.shares.items():
             attr.update_share()
             session.queue_deserved[name] = attr.deserved
+            session.queue_request[name] = attr.request
 
     def _real_capability(self, attr: QueueShare, guarantees: Resource) -> Resource:
         real = self.total.clone().sub(guarantees).add(attr.guarantee)

@@ -1,0 +1,103 @@
+"""Prometheus metrics, named after kube-scheduler's and Volcano's, prefixed muster_."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# Sessions and binds are fast: buckets from 1 ms to 10 s.
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """Every series muster exports, on a registry of its own (no process-wide state)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.schedule_attempts = Counter(
+            "muster_schedule_attempts_total",
+            "Pods the scheduler tried to place, by result (scheduled, unschedulable, error).",
+            ["result"],
+            registry=r,
+        )
+        self.attempt_duration = Histogram(
+            "muster_scheduling_attempt_duration_seconds",
+            "Time from a session's start to its decisions, observed once per session.",
+            buckets=_LATENCY,
+            registry=r,
+        )
+        self.session_duration = Histogram(
+            "muster_session_duration_seconds",
+            "Duration of one whole session: snapshot, actions, statuses.",
+            buckets=_LATENCY,
+            registry=r,
+        )
+        self.action_duration = Histogram(
+            "muster_action_duration_seconds",
+            "Duration of each action in a session.",
+            ["action"],
+            buckets=_LATENCY,
+            registry=r,
+        )
+        self.plugin_duration = Histogram(
+            "muster_plugin_duration_seconds",
+            "Time each plugin spends opening and closing a session.",
+            ["plugin"],
+            buckets=_LATENCY,
+            registry=r,
+        )
+        self.bind_duration = Histogram(
+            "muster_bind_duration_seconds",
+            "Duration of one binding request, retries included.",
+            buckets=_LATENCY,
+            registry=r,
+        )
+        self.binds = Counter(
+            "muster_binds_total", "Binding requests by result.", ["result"], registry=r
+        )
+        self.pending_pods = Gauge(
+            "muster_pending_pods", "Pods of ours waiting for a node.", registry=r
+        )
+        self.podgroups = Gauge("muster_podgroups", "PodGroups by phase.", ["phase"], registry=r)
+        labels = ["queue", "resource"]
+        self.queue_allocated = Gauge(
+            "muster_queue_allocated", "Resources allocated to a queue.", labels, registry=r
+        )
+        self.queue_deserved = Gauge(
+            "muster_queue_deserved", "Resources a queue deserves by weight.", labels, registry=r
+        )
+        self.queue_capability = Gauge(
+            "muster_queue_capability",
+            "A queue's capability (absent when unlimited).",
+            labels,
+            registry=r,
+        )
+        self.queue_request = Gauge(
+            "muster_queue_request", "Resources a queue's jobs request.", labels, registry=r
+        )
+        self.queue_share = Gauge(
+            "muster_queue_share",
+            "A queue's allocated / deserved (dominant).",
+            ["queue"],
+            registry=r,
+        )
+        self.watch_restarts = Counter(
+            "muster_watch_restarts_total",
+            "Watches restarted after an error.",
+            ["resource"],
+            registry=r,
+        )
+        self.relists = Counter(
+            "muster_relists_total", "Full lists after a 410 Gone.", ["resource"], registry=r
+        )
+        self.cache_objects = Gauge(
+            "muster_cache_objects", "Objects held in the cache.", ["kind"], registry=r
+        )
+        self.is_leader = Gauge(
+            "muster_is_leader", "1 while this replica leads and schedules.", registry=r
+        )
+        self.events_dropped = Counter(
+            "muster_events_dropped_total",
+            "Events not written because of deduplication or rate limiting.",
+            registry=r,
+        )
