@@ -1,0 +1,146 @@
+"""`muster sim`: command-line flags to SimConfig, then serve until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from scheduler.sim.faults import ErrorRule, FaultConfig, LatencyRule
+from scheduler.sim.nodes import PoolError, load_pools
+from scheduler.sim.server import SimConfig, SimServer
+from scheduler.sim.tls import TlsError
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `sim` subcommand."""
+    parser = subparsers.add_parser(
+        "sim",
+        help="run an emulated Kubernetes API server with simulated nodes",
+        description="An emulated Kubernetes API server with simulated nodes and kubelets.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=6443, help="port (0 picks a free one)")
+    parser.add_argument(
+        "--kubeconfig-out",
+        type=Path,
+        default=Path("sim.kubeconfig"),
+        help="where to write a kubeconfig for clients",
+    )
+    parser.add_argument("--token", help="require this bearer token on every request")
+    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a self-signed cert")
+    parser.add_argument("--nodes", type=int, default=0, help="number of simulated nodes")
+    parser.add_argument("--node-cpu", default="32", help="cpu of each --nodes node")
+    parser.add_argument("--node-memory", default="128Gi", help="memory of each --nodes node")
+    parser.add_argument("--node-gpus", type=int, default=0, help="nvidia.com/gpu per node")
+    parser.add_argument("--node-pools", type=Path, help="YAML file of node pools")
+    parser.add_argument("--crds", type=Path, help="directory of CRD manifests to register")
+    parser.add_argument(
+        "--pod-start-delay", type=float, default=0.1, help="seconds from binding to Running"
+    )
+    parser.add_argument(
+        "--terminate-delay",
+        type=float,
+        default=0.1,
+        help="longest wait before a gracefully deleted pod goes",
+    )
+    parser.add_argument(
+        "--history-size", type=int, default=50_000, help="watch events kept for resuming watches"
+    )
+    parser.add_argument(
+        "--bookmark-interval", type=float, default=1.0, help="seconds between watch bookmarks"
+    )
+    parser.add_argument(
+        "--fault-latency-ms",
+        type=float,
+        default=0.0,
+        help="delay every request by this many milliseconds",
+    )
+    parser.add_argument(
+        "--fault-error-rate",
+        type=float,
+        default=0.0,
+        help="fraction of requests answered with --fault-error-code",
+    )
+    parser.add_argument("--fault-error-code", type=int, default=500, help="500, 503, 504 or 429")
+    parser.add_argument(
+        "--fault-verbs", default="", help="comma-separated verbs the error/latency faults apply to"
+    )
+    parser.add_argument(
+        "--fault-resources",
+        default="",
+        help="comma-separated resources (pods, pods/binding) they apply to",
+    )
+    parser.add_argument(
+        "--fault-watch-drop",
+        type=float,
+        default=0.0,
+        help="close every watch after this many seconds",
+    )
+    parser.add_argument("--log-level", default="INFO")
+    parser.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> SimConfig:
+    """SimConfig from parsed flags; raises PoolError for a bad pool file."""
+    verbs = [v for v in args.fault_verbs.split(",") if v]
+    resources = [r for r in args.fault_resources.split(",") if r]
+    faults = FaultConfig(watch_drop_seconds=args.fault_watch_drop)
+    if args.fault_latency_ms > 0:
+        faults.latency.append(LatencyRule(args.fault_latency_ms, verbs, resources))
+    if args.fault_error_rate > 0:
+        faults.errors.append(
+            ErrorRule(args.fault_error_rate, args.fault_error_code, verbs, resources)
+        )
+    return SimConfig(
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        tls=args.tls,
+        kubeconfig_out=args.kubeconfig_out,
+        nodes=args.nodes,
+        node_cpu=args.node_cpu,
+        node_memory=args.node_memory,
+        node_gpus=args.node_gpus,
+        node_pools=load_pools(args.node_pools) if args.node_pools else [],
+        crds_dir=args.crds,
+        pod_start_delay=args.pod_start_delay,
+        terminate_delay=args.terminate_delay,
+        history_size=args.history_size,
+        bookmark_interval=args.bookmark_interval,
+        faults=faults,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT or SIGTERM; exit 0 on a clean stop, 2 on bad input."""
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        config = config_from_args(args)
+    except (PoolError, OSError) as error:
+        print(f"muster sim: {error}", file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(config))
+
+
+async def _serve(config: SimConfig) -> int:
+    server = SimServer(config)
+    try:
+        await server.start()
+    except (TlsError, OSError, RuntimeError) as error:
+        print(f"muster sim: {error}", file=sys.stderr)
+        await server.stop()
+        return 2
+    print(f"muster sim: serving {server.url}; kubeconfig at {server.kubeconfig_path}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop()
+    return 0

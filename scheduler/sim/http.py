@@ -1,0 +1,307 @@
+"""HTTP front end: routes kube-apiserver paths to ApiServer verbs and writes Status errors."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from scheduler.sim import discovery
+from scheduler.sim.apiserver import ApiServer, DeleteOptions, ListOptions
+from scheduler.sim.errors import (
+    ApiError,
+    bad_request,
+    method_not_allowed,
+    path_not_found,
+    unauthorized,
+)
+from scheduler.sim.faults import FaultInjector
+from scheduler.sim.resources import Kind
+from scheduler.sim.selectors import both, parse_field_selector, parse_label_selector
+from scheduler.sim.watch import WatchRequest, WatchStream
+
+Obj = dict[str, Any]
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+_JSON = "application/json"
+_SUCCESS_201 = _encode(
+    {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+)
+# the real server's default watch timeout is 30-60 minutes
+_DEFAULT_WATCH_TIMEOUT = 1800.0
+
+
+def json_response(obj: Any, status: int = 200) -> web.Response:
+    """A JSON body encoded with msgspec."""
+    return web.Response(body=_encode(obj), status=status, content_type=_JSON)
+
+
+def error_response(error: ApiError) -> web.Response:
+    """The Status body and code of an ApiError."""
+    response = json_response(error.status(), error.code)
+    response.headers.update(error.headers)
+    return response
+
+
+@dataclass
+class Route:
+    """A resource request's parts: /api(s)/<group>/<version>/[namespaces/<ns>/]<plural>/..."""
+
+    kind: Kind
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    watch: bool
+
+
+class HttpApi:
+    """The aiohttp application in front of an ApiServer."""
+
+    def __init__(
+        self,
+        api: ApiServer,
+        faults: FaultInjector,
+        token: str | None = None,
+        bookmark_interval: float = 1.0,
+        server_address: str = "",
+    ) -> None:
+        self.api = api
+        self.faults = faults
+        self.token = token
+        self.server_address = server_address
+        self.watches = WatchStream(api.store, bookmark_interval, api._as_version)
+
+    def application(self) -> web.Application:
+        """The aiohttp Application: one catch-all route; paths are parsed by hand (faster)."""
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Authenticate, then serve health, admin, discovery or resource requests."""
+        try:
+            if self.token is not None and not self._authorized(request):
+                raise unauthorized()
+            # clients differ on trailing slashes (the official client asks for /version/)
+            path = request.path.rstrip("/") or "/"
+            if path.startswith("/sim/"):
+                return await self._admin(request, path)
+            if path in ("/healthz", "/livez", "/readyz"):
+                return web.Response(text="ok", content_type="text/plain")
+            if path == "/version":
+                return json_response(discovery.VERSION_INFO)
+            return await self._api(request, path)
+        except ApiError as error:
+            return error_response(error)
+
+    def _authorized(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        scheme, _, value = header.partition(" ")
+        assert self.token is not None
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), self.token)
+
+    async def _admin(self, request: web.Request, path: str) -> web.StreamResponse:
+        if path == "/sim/faults":
+            if request.method == "PUT":
+                self.faults.replace(FaultInjector.parse(await request.read()))
+            elif request.method != "GET":
+                raise method_not_allowed()
+            return web.Response(body=self.faults.to_json(), content_type=_JSON)
+        if path == "/sim/compact" and request.method == "POST":
+            self.api.store.compact()
+            return json_response({"compactedResourceVersion": self.api.store.compacted_rv})
+        if path == "/sim/drop-watches" and request.method == "POST":
+            self.api.store.close_watchers()
+            return json_response({"dropped": True})
+        raise path_not_found()
+
+    async def _api(self, request: web.Request, path: str) -> web.StreamResponse:
+        parts = [p for p in path.split("/") if p]
+        if not parts or parts[0] not in ("api", "apis"):
+            raise path_not_found()
+        if parts[0] == "api":
+            if len(parts) == 1:
+                return json_response(discovery.api_versions(self.server_address))
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            if len(parts) == 1:
+                return json_response(discovery.api_group_list(self.api.registry))
+            if len(parts) == 2:
+                doc = discovery.api_group(self.api.registry, parts[1])
+                if doc is None:
+                    raise path_not_found()
+                return json_response(doc)
+            group, version, rest = parts[1], parts[2], parts[3:]
+        if not rest:
+            doc = discovery.api_resource_list(self.api.registry, group, version)
+            if doc is None:
+                raise path_not_found()
+            return json_response(doc)
+        if (not group and rest[-1] == "bindings") or (
+            not group and len(rest) == 3 and rest[0] == "namespaces" and rest[2] == "bindings"
+        ):
+            return await self._legacy_binding(request, rest)
+        route = self._route(group, version, rest)
+        verb = self._verb(request.method, route)
+        if self.faults.active:
+            resource = route.kind.plural + (f"/{route.subresource}" if route.subresource else "")
+            await self.faults.before(verb, resource)
+        return await self._dispatch(request, route, verb)
+
+    def _route(self, group: str, version: str, rest: list[str]) -> Route:
+        watch = False
+        if rest[0] == "watch":
+            watch, rest = True, rest[1:]
+        namespace: str | None = None
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and not (len(rest) == 3 and rest[2] in ("status", "finalize"))
+        ):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise path_not_found()
+        kind = self.api.registry.lookup(group, version, rest[0])
+        if kind is None or (namespace is not None and not kind.namespaced):
+            raise path_not_found()
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub is not None and sub not in kind.subresources:
+            raise path_not_found()
+        if kind.namespaced and name is not None and namespace is None:
+            raise path_not_found()
+        return Route(kind, namespace, name, sub, watch)
+
+    @staticmethod
+    def _verb(method: str, route: Route) -> str:
+        if method == "GET":
+            if route.watch or route.name is None:
+                return "watch" if route.watch else "list"
+            return "get"
+        if method == "POST":
+            return "create"
+        if method == "PUT":
+            return "update"
+        if method == "PATCH":
+            return "patch"
+        if method == "DELETE":
+            return "delete" if route.name is not None else "deletecollection"
+        raise method_not_allowed()
+
+    async def _dispatch(self, request: web.Request, route: Route, verb: str) -> web.StreamResponse:
+        api, kind, ns, name = self.api, route.kind, route.namespace, route.name
+        query = request.query
+        if verb == "get" and query.get("watch") not in ("true", "1"):
+            return json_response(api.get(kind, ns, name or ""))
+        if verb in ("list", "get", "watch"):
+            if verb == "watch" or query.get("watch") in ("true", "1"):
+                return await self._watch(request, route)
+            return json_response(api.list(kind, ns, self._list_options(kind, query)))
+        if verb == "create":
+            body = await _body(request)
+            if name is None:
+                return json_response(api.create(kind, ns, body), 201)
+            if route.subresource == "binding":
+                api.bind(ns or "", name, body)
+                return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
+            if route.subresource == "eviction":
+                api.evict(ns or "", name, body)
+                return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
+            raise method_not_allowed()
+        if name is None and verb != "deletecollection":
+            raise method_not_allowed()
+        if verb in ("update", "patch") and route.subresource not in (None, "status", "finalize"):
+            raise method_not_allowed()
+        sub = "status" if route.subresource == "status" else None
+        if verb == "update":
+            return json_response(api.update(kind, ns, name or "", await _body(request), sub))
+        if verb == "patch":
+            content_type = request.headers.get("Content-Type", "")
+            patched = api.patch(kind, ns, name or "", content_type, await _body(request), sub)
+            return json_response(patched)
+        raw = await request.read()
+        body = _decode(raw) if raw else None
+        options = DeleteOptions.from_body(body if isinstance(body, dict) else None, dict(query))
+        if verb == "deletecollection":
+            return json_response(
+                api.delete_collection(kind, ns, self._list_options(kind, query), options)
+            )
+        obj, gone = api.delete(kind, ns, name or "", options)
+        if gone and kind.key != "pods" and kind.key != "namespaces":
+            # most built-in registries answer a finished delete with a Status, pods with the pod
+            details: Obj = {"name": name}
+            if kind.group:
+                details["group"] = kind.group
+            details["kind"] = kind.plural
+            details["uid"] = obj["metadata"].get("uid")
+            return json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": details,
+                }
+            )
+        return json_response(obj)
+
+    def _list_options(self, kind: Kind, query: Any) -> ListOptions:
+        limit_text = query.get("limit", "")
+        try:
+            limit = int(limit_text) if limit_text else 0
+        except ValueError:
+            raise bad_request(f"invalid limit: {limit_text!r}") from None
+        return ListOptions(
+            label=parse_label_selector(query.get("labelSelector")),
+            field=parse_field_selector(query.get("fieldSelector"), kind.plural),
+            limit=limit,
+            continue_token=query.get("continue", ""),
+            resource_version=query.get("resourceVersion", ""),
+            resource_version_match=query.get("resourceVersionMatch", ""),
+        )
+
+    async def _watch(self, request: web.Request, route: Route) -> web.StreamResponse:
+        query = request.query
+        predicate = both(
+            parse_label_selector(query.get("labelSelector")),
+            parse_field_selector(query.get("fieldSelector"), route.kind.plural),
+        )
+        if route.name is not None:
+            wanted = route.name
+            predicate = both(predicate, lambda obj: obj["metadata"]["name"] == wanted)
+        timeout_text = query.get("timeoutSeconds", "")
+        try:
+            timeout = float(timeout_text) if timeout_text else _DEFAULT_WATCH_TIMEOUT
+        except ValueError:
+            raise bad_request(f"invalid timeoutSeconds: {timeout_text!r}") from None
+        req = WatchRequest(
+            kind=route.kind,
+            namespace=route.namespace,
+            resource_version=query.get("resourceVersion", ""),
+            predicate=predicate,
+            bookmarks=query.get("allowWatchBookmarks") in ("true", "1"),
+            timeout=timeout,
+            send_initial_events=query.get("sendInitialEvents") in ("true", "1"),
+        )
+        return await self.watches.serve(request, req, self.faults.config.watch_drop_seconds)
+
+    async def _legacy_binding(self, request: web.Request, rest: list[str]) -> web.StreamResponse:
+        # POST /api/v1/namespaces/<ns>/bindings with the pod's name in the Binding's metadata
+        if request.method != "POST" or len(rest) != 3:
+            raise method_not_allowed()
+        body = await _body(request)
+        name = str(((body or {}).get("metadata") or {}).get("name", ""))
+        self.api.bind(rest[1], name, body)
+        return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()
+    try:
+        return _decode(raw)
+    except msgspec.DecodeError as error:
+        raise bad_request(f"couldn't get version/kind; json parse error: {error}") from None

@@ -1,0 +1,124 @@
+"""Access: bearer tokens, TLS, kubeconfig output, and the `muster sim` process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import urllib3
+import yaml
+from kubernetes import client, config
+
+from scheduler.sim import SimConfig, SimServer
+from tests.sim.conftest import Raw, wait_for
+
+
+def test_token_is_required_when_configured_and_tls_verifies(tmp_path: Path) -> None:
+    out = tmp_path / "kc.yaml"
+    with SimServer(
+        SimConfig(token="s3cret", tls=True, kubeconfig_out=out, work_dir=tmp_path)
+    ).running() as sim:
+        assert sim.url.startswith("https://127.0.0.1:")
+        loaded = yaml.safe_load(out.read_text())
+        assert loaded["clusters"][0]["cluster"]["server"] == sim.url
+        assert loaded["users"][0]["user"]["token"] == "s3cret"
+        api = config.new_client_from_config(str(out))
+        try:
+            # the official client verifies the self-signed certificate from the kubeconfig
+            assert client.VersionApi(api).get_code().major == "1"
+            assert client.CoreV1Api(api).read_namespace("default").status.phase == "Active"
+        finally:
+            api.close()
+        assert sim.cert is not None
+        ca = str(sim.cert.cert_path)
+        anonymous = Raw(sim.url, ca_certs=ca)
+        code, body = anonymous.json("GET", "/api/v1/namespaces")
+        assert code == 401
+        assert body == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "Unauthorized",
+            "reason": "Unauthorized",
+            "code": 401,
+        }
+        assert Raw(sim.url, "wrong", ca).json("GET", "/api/v1/namespaces")[0] == 401
+        assert Raw(sim.url, "s3cret", ca).json("GET", "/api/v1/namespaces")[0] == 200
+
+
+def test_plain_http_listens_on_loopback_by_default() -> None:
+    with SimServer(SimConfig()).running() as sim:
+        assert sim.url.startswith("http://127.0.0.1:")
+        assert urllib3.PoolManager().request("GET", sim.url + "/healthz").status == 200
+
+
+@pytest.mark.timeout(60)
+def test_muster_sim_command_serves_and_exits_zero_on_sigterm(tmp_path: Path) -> None:
+    pools = tmp_path / "pools.yaml"
+    pools.write_text(yaml.safe_dump([{"name": "big", "count": 2, "cpu": "96"}]))
+    kubeconfig = tmp_path / "sim.kubeconfig"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scheduler.cli",
+            "sim",
+            "--port",
+            "0",
+            "--nodes",
+            "3",
+            "--node-gpus",
+            "2",
+            "--node-pools",
+            str(pools),
+            "--kubeconfig-out",
+            str(kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        wait_for(kubeconfig.exists, timeout=20, interval=0.05)
+        api = config.new_client_from_config(str(kubeconfig))
+        try:
+            nodes = client.CoreV1Api(api).list_node().items
+        finally:
+            api.close()
+        assert len(nodes) == 5
+        assert nodes[-1].status.allocatable["nvidia.com/gpu"] == "2"
+        assert {n.metadata.name for n in nodes} >= {"big-0000", "sim-node-0002"}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=20)
+    assert code == 0, process.stderr.read() if process.stderr else ""
+
+
+def test_bad_pool_file_is_a_clear_error(tmp_path: Path) -> None:
+    pools = tmp_path / "pools.yaml"
+    pools.write_text(yaml.safe_dump([{"name": "odd", "cpu": "lots"}]))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scheduler.cli",
+            "sim",
+            "--port",
+            "0",
+            "--node-pools",
+            str(pools),
+            "--kubeconfig-out",
+            str(tmp_path / "kc"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "odd" in result.stderr and "cpu" in result.stderr
