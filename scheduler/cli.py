@@ -11,7 +11,10 @@ from scheduler import __version__
 # Each subcommand module exposes `add_parser(subparsers) -> None`, which sets
 # `func` on its parser; importing lazily keeps `muster --help` fast and lets a
 # process start without importing the others' dependencies.
-_SUBCOMMANDS: tuple[tuple[str, str], ...] = (("sim", "scheduler.sim.cli"),)
+_SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("scheduler", "scheduler.server"),
+    ("sim", "scheduler.sim.cli"),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

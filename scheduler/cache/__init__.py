@@ -1,0 +1,1 @@
+"""The world as watched: reflectors per kind feeding one incrementally kept snapshot."""

@@ -1,0 +1,249 @@
+"""World: the cluster as the watches describe it, kept up to date event by event.
+
+Pure: events in, snapshots out. Each session gets `snapshot()`, a copy it may
+change freely; the world itself changes only through watch events and the
+binder's assumptions (a pod is counted on its node from the moment its bind
+is sent, as kube-scheduler assumes pods, so the next session cannot place it
+twice while the watch event is on its way).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scheduler.api import wire
+from scheduler.api.errors import InvalidObject
+from scheduler.api.job import JobInfo
+from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.api.node import NodeInfo
+from scheduler.api.queue import QueueInfo
+from scheduler.api.snapshot import ClusterSnapshot, PriorityClassInfo, add_task
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+
+log = logging.getLogger(__name__)
+
+
+class World:
+    """Records of every object scheduling needs, indexed for incremental updates."""
+
+    def __init__(
+        self,
+        scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME}),
+        default_queue: str = DEFAULT_QUEUE,
+    ) -> None:
+        self.scheduler_names = scheduler_names
+        self.default_queue = default_queue
+        self.live = ClusterSnapshot()
+        self.tasks: dict[str, TaskInfo] = {}
+        # Pods that sit on a node we have not seen yet, by node name.
+        self._waiting_for_node: dict[str, dict[str, TaskInfo]] = {}
+        self._podgroups: dict[str, wire.PodGroup] = {}
+        # Objects that could not be read, by kind and key.
+        self._invalid: dict[tuple[str, str], InvalidObject] = {}
+
+    # Snapshots ---------------------------------------------------------------
+    def snapshot(self) -> ClusterSnapshot:
+        """A copy for one session."""
+        copy = self.live.clone()
+        copy.invalid = list(self._invalid.values())
+        return copy
+
+    def counts(self) -> dict[str, int]:
+        """How many objects of each kind are cached (for metrics)."""
+        return {
+            "pod": len(self.tasks),
+            "node": len(self.live.nodes),
+            "podgroup": len(self._podgroups),
+            "queue": len(self.live.queues),
+            "priorityclass": len(self.live.priority_classes),
+        }
+
+    # Pods ------------------------------------------------------------------
+    def keeps(self, pod: wire.Pod) -> bool:
+        """Pods that name one of our schedulers, or sit on a node (they use its room)."""
+        return pod.spec.scheduler_name in self.scheduler_names or bool(pod.spec.node_name)
+
+    def upsert_pod(self, pod: wire.Pod) -> None:
+        """A pod was added or changed."""
+        uid = pod.metadata.uid
+        key = ("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}")
+        if not self.keeps(pod):
+            self.delete_pod(uid)
+            return
+        try:
+            task = TaskInfo.from_pod(pod)
+        except InvalidObject as error:
+            self._invalid[key] = error
+            self.delete_pod(uid)
+            return
+        self._invalid.pop(key, None)
+        old = self.tasks.get(uid)
+        if old is not None and _assumed_still_pending(old, task):
+            # Our bind is in flight and the server has not caught up: keep the assumption.
+            task.status = old.status
+            task.node_name = old.node_name
+        self.delete_pod(uid)
+        self._add(task)
+
+    def delete_pod(self, uid: str) -> None:
+        """A pod is gone (or no longer ours)."""
+        task = self.tasks.pop(uid, None)
+        if task is None:
+            return
+        live = self.live
+        if task.node_name:
+            node = live.nodes.get(task.node_name)
+            if node is not None:
+                node.remove_task(task)
+            else:
+                self._waiting_for_node.get(task.node_name, {}).pop(uid, None)
+        live.orphans.pop(uid, None)
+        job = live.jobs.get(task.job)
+        if job is not None:
+            job.remove_task(task)
+            if job.shadow and not job.tasks:
+                del live.jobs[job.key]
+
+    def _add(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        placed = task.node_name and task.status not in TERMINAL_STATUSES
+        if placed and task.node_name not in self.live.nodes:
+            self._waiting_for_node.setdefault(task.node_name, {})[task.uid] = task
+        add_task(self.live, task, self.scheduler_names, self.default_queue)
+
+    # The binder's assumptions ------------------------------------------------
+    def assume_bound(self, uid: str, node_name: str) -> None:
+        """A bind was sent: count the pod on its node now (status Binding)."""
+        task = self.tasks.get(uid)
+        if task is None or task.node_name:
+            return
+        self.delete_pod(uid)
+        task.node_name = node_name
+        task.status = TaskStatus.BINDING
+        self._add(task)
+
+    def forget_bound(self, uid: str) -> None:
+        """A bind failed: the pod is pending again."""
+        task = self.tasks.get(uid)
+        if task is None or task.status is not TaskStatus.BINDING:
+            return
+        self.delete_pod(uid)
+        task.node_name = ""
+        task.status = TaskStatus.PENDING
+        self._add(task)
+
+    def confirm_bound(self, uid: str) -> None:
+        """A bind succeeded: the pod stays on its node as Bound until the watch says more."""
+        task = self.tasks.get(uid)
+        if task is None or task.status is not TaskStatus.BINDING:
+            return
+        job = self.live.jobs.get(task.job)
+        node = self.live.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        if job is not None:
+            job.set_task_status(task, TaskStatus.BOUND)
+        else:
+            task.status = TaskStatus.BOUND
+        if node is not None:
+            node.add_task(task)
+
+    # Nodes -------------------------------------------------------------------
+    def upsert_node(self, node: wire.Node) -> None:
+        """A node was added or changed."""
+        name = node.metadata.name
+        try:
+            info = NodeInfo.from_node(node)
+        except InvalidObject as error:
+            self._invalid[("Node", name)] = error
+            self.delete_node(name)
+            return
+        self._invalid.pop(("Node", name), None)
+        old = self.live.nodes.get(name)
+        tasks = list(old.tasks.values()) if old is not None else []
+        tasks.extend(self._waiting_for_node.pop(name, {}).values())
+        self.live.nodes[name] = info
+        for task in tasks:
+            info.add_task(task)
+
+    def delete_node(self, name: str) -> None:
+        """A node is gone; its pods wait for it to come back (or for their own deletion)."""
+        node = self.live.nodes.pop(name, None)
+        if node is not None and node.tasks:
+            self._waiting_for_node.setdefault(name, {}).update(node.tasks)
+
+    # PodGroups ---------------------------------------------------------------
+    def upsert_podgroup(self, group: wire.PodGroup) -> None:
+        """A PodGroup was added or changed: its tasks move to the new record."""
+        key = f"{group.metadata.namespace}/{group.metadata.name}"
+        self._podgroups[key] = group
+        live = self.live
+        try:
+            job = JobInfo.from_podgroup(group, live.priority_of(group.spec.priority_class_name))
+            self._invalid.pop(("PodGroup", key), None)
+        except InvalidObject as error:
+            self._invalid[("PodGroup", key)] = error
+            job = JobInfo(
+                namespace=group.metadata.namespace,
+                name=group.metadata.name,
+                uid=group.metadata.uid,
+                queue=group.spec.queue or self.default_queue,
+            )
+            job.invalid = error
+        old = live.jobs.get(key)
+        members = list(old.tasks.values()) if old is not None else []
+        members.extend(t for t in live.orphans.values() if t.job == key)
+        live.jobs[key] = job
+        for task in members:
+            live.orphans.pop(task.uid, None)
+            job.add_task(task)
+
+    def delete_podgroup(self, namespace: str, name: str) -> None:
+        """A PodGroup is gone: its pods wait for it as orphans."""
+        key = f"{namespace}/{name}"
+        self._podgroups.pop(key, None)
+        self._invalid.pop(("PodGroup", key), None)
+        job = self.live.jobs.pop(key, None)
+        if job is not None:
+            for task in job.tasks.values():
+                self.live.orphans[task.uid] = task
+
+    # Queues and priority classes ---------------------------------------------
+    def upsert_queue(self, queue: wire.Queue) -> None:
+        """A Queue was added or changed."""
+        name = queue.metadata.name
+        try:
+            self.live.queues[name] = QueueInfo.from_queue(queue)
+            self._invalid.pop(("Queue", name), None)
+        except InvalidObject as error:
+            self._invalid[("Queue", name)] = error
+            self.live.queues.pop(name, None)
+
+    def delete_queue(self, name: str) -> None:
+        """A Queue is gone."""
+        self.live.queues.pop(name, None)
+        self._invalid.pop(("Queue", name), None)
+
+    def upsert_priority_class(self, pc: wire.PriorityClass) -> None:
+        """A PriorityClass was added or changed: job priorities follow."""
+        name = pc.metadata.name
+        self.live.priority_classes[name] = PriorityClassInfo(
+            name, pc.value, pc.global_default, pc.preemption_policy
+        )
+        self._refresh_job_priorities()
+
+    def delete_priority_class(self, name: str) -> None:
+        """A PriorityClass is gone."""
+        self.live.priority_classes.pop(name, None)
+        self._refresh_job_priorities()
+
+    def _refresh_job_priorities(self) -> None:
+        for job in self.live.jobs.values():
+            if not job.shadow:
+                job.priority = self.live.priority_of(job.priority_class_name)
+
+
+def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:
+    return (
+        old.status is TaskStatus.BINDING and not new.node_name and new.status is TaskStatus.PENDING
+    )

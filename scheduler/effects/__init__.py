@@ -1,0 +1,1 @@
+"""Effects: decisions become bindings, statuses and events on the API server."""

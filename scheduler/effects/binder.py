@@ -1,0 +1,112 @@
+"""Binder: sends the bindings of committed gangs, in parallel and bounded.
+
+Every pod of one commit is dispatched at once, so a gang's binds reach the API
+server together. Before a bind is sent the cache counts the pod on its node
+(Binding), so the next session cannot place it again; a bind that fails after
+the client's retries returns the pod to pending, with an event, so the next
+session places it again: a failed bind is never forgotten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from scheduler.cache.world import World
+from scheduler.effects.recorder import EventRecorder, ObjectRef
+from scheduler.framework.decisions import Bind
+from scheduler.kube.client import KubeClient
+from scheduler.kube.errors import NotFound, StatusError, TransportError
+from scheduler.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class Binder:
+    """Posts bindings; keeps the cache's assumptions in step with the answers."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        world: World,
+        recorder: EventRecorder,
+        metrics: Metrics,
+        *,
+        concurrency: int = 64,
+        may_bind: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.client = client
+        self.world = world
+        self.recorder = recorder
+        self.metrics = metrics
+        self.may_bind = may_bind
+        self._slots = asyncio.Semaphore(concurrency)
+        self._in_flight: set[asyncio.Task[None]] = set()
+
+    @property
+    def in_flight(self) -> int:
+        """Binds sent and not yet answered."""
+        return len(self._in_flight)
+
+    def dispatch(self, binds: list[Bind]) -> None:
+        """Assume every bind in the cache now and send them all in the background."""
+        loop = asyncio.get_running_loop()
+        for bind in binds:
+            self.world.assume_bound(bind.uid, bind.node)
+            task = loop.create_task(self._bind(bind))
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+
+    async def drain(self) -> None:
+        """Wait until every bind in flight has its answer."""
+        while self._in_flight:
+            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+
+    async def _bind(self, bind: Bind) -> None:
+        async with self._slots:
+            if not self.may_bind():
+                # Leadership was lost while this bind waited: another replica decides now.
+                self.world.forget_bound(bind.uid)
+                self.metrics.binds.labels("abandoned").inc()
+                return
+            start = time.perf_counter()
+            try:
+                await self.client.bind(bind.namespace, bind.name, bind.uid, bind.node)
+            except (StatusError, TransportError) as error:
+                self.metrics.bind_duration.observe(time.perf_counter() - start)
+                self._failed(bind, error)
+                return
+            self.metrics.bind_duration.observe(time.perf_counter() - start)
+        self.world.confirm_bound(bind.uid)
+        self.metrics.binds.labels("success").inc()
+        self.metrics.schedule_attempts.labels("scheduled").inc()
+        self.recorder.record(
+            _pod_ref(bind),
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {bind.namespace}/{bind.name} to {bind.node}",
+        )
+
+    def _failed(self, bind: Bind, error: Exception) -> None:
+        self.world.forget_bound(bind.uid)
+        self.metrics.binds.labels("error").inc()
+        self.metrics.schedule_attempts.labels("error").inc()
+        if isinstance(error, NotFound):
+            return  # the pod is gone; its deletion event follows
+        log.warning(
+            "bind failed: %s",
+            error,
+            extra={"pod": f"{bind.namespace}/{bind.name}", "node": bind.node},
+        )
+        self.recorder.record(
+            _pod_ref(bind),
+            "Warning",
+            "FailedScheduling",
+            f"Binding rejected: {error}; the pod returns to the queue",
+        )
+
+
+def _pod_ref(bind: Bind) -> ObjectRef:
+    return ObjectRef("Pod", "v1", bind.namespace, bind.name, bind.uid)

@@ -1,0 +1,27 @@
+"""API paths of the objects muster writes."""
+
+from __future__ import annotations
+
+from scheduler.api.names import GROUP, VERSION
+
+GROUP_PATH = f"/apis/{GROUP}/{VERSION}"
+
+
+def pod(namespace: str, name: str) -> str:
+    """A pod's path."""
+    return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+def podgroup(namespace: str, name: str) -> str:
+    """A PodGroup's path."""
+    return f"{GROUP_PATH}/namespaces/{namespace}/podgroups/{name}"
+
+
+def queue(name: str) -> str:
+    """A Queue's path."""
+    return f"{GROUP_PATH}/queues/{name}"
+
+
+def events(namespace: str) -> str:
+    """The core/v1 Events collection of a namespace."""
+    return f"/api/v1/namespaces/{namespace}/events"

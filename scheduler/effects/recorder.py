@@ -1,0 +1,132 @@
+"""EventRecorder: core/v1 Events, deduplicated and rate limited.
+
+An unschedulable 1,000-pod gang must not write 1,000 events every second: an
+event with the same object, reason and message as one written within the
+window is skipped, and a token bucket caps the rate overall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import time
+from dataclasses import dataclass
+
+from scheduler.effects import paths
+from scheduler.kube.client import KubeClient
+from scheduler.kube.clock import now_rfc3339
+from scheduler.kube.errors import StatusError, TransportError
+from scheduler.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "muster"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """The object an event is about."""
+
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+class EventRecorder:
+    """Writes events in the background; never blocks the scheduling loop."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        metrics: Metrics,
+        *,
+        window: float = 300.0,
+        per_second: float = 50.0,
+        burst: int = 200,
+    ) -> None:
+        self.client = client
+        self.metrics = metrics
+        self.window = window
+        self.per_second = per_second
+        self.burst = burst
+        self._tokens = float(burst)
+        self._stamp = time.monotonic()
+        self._recent: dict[tuple[str, str, str, str, str], float] = {}
+        self._pending: set[asyncio.Task[None]] = set()
+        self.instance = os.environ.get("HOSTNAME", "muster")
+
+    def record(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
+        """Queue an event unless an identical one went out within the window."""
+        now = time.monotonic()
+        key = (ref.kind, ref.namespace, ref.name, reason, message)
+        last = self._recent.get(key)
+        if last is not None and now - last < self.window:
+            self.metrics.events_dropped.inc()
+            return
+        if not self._take(now):
+            self.metrics.events_dropped.inc()
+            return
+        self._recent[key] = now
+        if len(self._recent) > 50_000:
+            self._forget_old(now)
+        task = asyncio.get_running_loop().create_task(self._write(ref, event_type, reason, message))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def forget(self, ref: ObjectRef) -> None:
+        """Allow the object's events again (its situation changed)."""
+        for key in [k for k in self._recent if k[:3] == (ref.kind, ref.namespace, ref.name)]:
+            del self._recent[key]
+
+    async def drain(self) -> None:
+        """Wait for the events in flight."""
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+
+    def _take(self, now: float) -> bool:
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.per_second)
+        self._stamp = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    def _forget_old(self, now: float) -> None:
+        for key in [k for k, t in self._recent.items() if now - t >= self.window]:
+            del self._recent[key]
+
+    async def _write(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
+        stamp = now_rfc3339()
+        namespace = ref.namespace or "default"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{ref.name}.{secrets.token_hex(8)}",
+                "namespace": namespace,
+            },
+            "involvedObject": {
+                "kind": ref.kind,
+                "apiVersion": ref.api_version,
+                "namespace": ref.namespace,
+                "name": ref.name,
+                "uid": ref.uid,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": event_type,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.instance,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        try:
+            await self.client.create(paths.events(namespace), body)
+        except (StatusError, TransportError) as error:
+            log.warning("could not write event %s on %s/%s: %s", reason, namespace, ref.name, error)

@@ -1,0 +1,186 @@
+"""StatusWriter: PodGroup and Queue status, pod PodScheduled conditions, and their events.
+
+Each is written only when it differs from what this process last wrote (or
+what the cache saw), so a steady cluster costs no writes; the writes go out
+in the background, a bounded number at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from scheduler.api.names import GROUP, VERSION
+from scheduler.effects import paths
+from scheduler.effects.recorder import EventRecorder, ObjectRef
+from scheduler.framework.decisions import (
+    InvalidObjectReport,
+    PodGroupStatusUpdate,
+    PodUnschedulable,
+    QueueStatusUpdate,
+)
+from scheduler.framework.job_status import SCHEDULED, UNSCHEDULABLE
+from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
+from scheduler.kube.clock import now_rfc3339
+from scheduler.kube.errors import NotFound, StatusError, TransportError
+
+log = logging.getLogger(__name__)
+
+_API_VERSION = f"{GROUP}/{VERSION}"
+
+
+class StatusWriter:
+    """Writes what sessions conclude about objects."""
+
+    def __init__(self, client: KubeClient, recorder: EventRecorder, concurrency: int = 16) -> None:
+        self.client = client
+        self.recorder = recorder
+        self._slots = asyncio.Semaphore(concurrency)
+        self._podgroups: dict[tuple[str, str], PodGroupStatusUpdate] = {}
+        self._pods: dict[str, str] = {}
+        self._queues: dict[str, dict[str, Any]] = {}
+        self._pending: set[asyncio.Task[None]] = set()
+
+    async def drain(self) -> None:
+        """Wait for the writes in flight."""
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+    def podgroups(self, updates: list[PodGroupStatusUpdate]) -> None:
+        """Write PodGroup statuses that changed, with an event when the verdict changes."""
+        for update in updates:
+            key = (update.namespace, update.name)
+            previous = self._podgroups.get(key)
+            if previous == update:
+                continue
+            self._podgroups[key] = update
+            self._spawn(self._write_podgroup(update))
+            self._podgroup_event(update, previous)
+
+    def pods(self, messages: list[PodUnschedulable]) -> None:
+        """Set PodScheduled=False on pods that stay pending, with a FailedScheduling event."""
+        for message in messages:
+            if self._pods.get(message.uid) == message.message:
+                continue
+            self._pods[message.uid] = message.message
+            self._spawn(self._write_pod(message))
+            if message.reason == "Unschedulable":
+                self.recorder.record(
+                    ObjectRef("Pod", "v1", message.namespace, message.name, message.uid),
+                    "Warning",
+                    "FailedScheduling",
+                    message.message,
+                )
+
+    def pod_placed(self, uid: str) -> None:
+        """Forget what was written for a pod that got a node (its message may come back)."""
+        self._pods.pop(uid, None)
+
+    def queues(self, updates: list[QueueStatusUpdate]) -> None:
+        """Write queue figures that changed."""
+        for update in updates:
+            status: dict[str, Any] = {
+                "allocated": update.allocated.to_list(),
+                **{phase: count for phase, count in update.podgroups.items()},
+            }
+            if self._queues.get(update.name) == status:
+                continue
+            self._queues[update.name] = status
+            self._spawn(self._patch(paths.queue(update.name) + "/status", {"status": status}))
+
+    def invalid(self, reports: list[InvalidObjectReport]) -> None:
+        """An event on each object muster cannot use (deduplicated by the recorder)."""
+        for report in reports:
+            namespace, _, name = report.name.rpartition("/")
+            api_version = _API_VERSION if report.kind in ("PodGroup", "Queue") else "v1"
+            self.recorder.record(
+                ObjectRef(report.kind, api_version, namespace, name),
+                "Warning",
+                "InvalidObject",
+                report.message,
+            )
+
+    # Internals -------------------------------------------------------------
+    def _spawn(self, work: Coroutine[Any, Any, object]) -> None:
+        task = asyncio.get_running_loop().create_task(self._bounded(work))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _bounded(self, work: Coroutine[Any, Any, object]) -> None:
+        async with self._slots:
+            await work
+
+    async def _write_podgroup(self, update: PodGroupStatusUpdate) -> None:
+        stamp = now_rfc3339()
+        status = {
+            "phase": update.phase.value,
+            "running": update.running,
+            "succeeded": update.succeeded,
+            "failed": update.failed,
+            "conditions": [
+                {
+                    "type": c.type,
+                    "status": c.status,
+                    "reason": c.reason,
+                    "message": c.message,
+                    "lastTransitionTime": stamp,
+                }
+                for c in update.conditions
+            ],
+        }
+        # Volcano's PodGroup has no status subresource: status goes with the object.
+        path = paths.podgroup(update.namespace, update.name)
+        if not await self._patch(path, {"status": status}):
+            # Not written: let the next session try again.
+            self._podgroups.pop((update.namespace, update.name), None)
+
+    async def _write_pod(self, message: PodUnschedulable) -> None:
+        body = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": message.reason,
+                        "message": message.message,
+                        "lastTransitionTime": now_rfc3339(),
+                    }
+                ]
+            }
+        }
+        path = paths.pod(message.namespace, message.name) + "/status"
+        if not await self._patch(path, body, STRATEGIC_MERGE_PATCH):
+            self._pods.pop(message.uid, None)
+
+    async def _patch(
+        self, path: str, body: dict[str, Any], content_type: str = "application/merge-patch+json"
+    ) -> bool:
+        try:
+            await self.client.patch(path, body, content_type=content_type)
+        except NotFound:
+            return True  # the object is gone; nothing to report on
+        except (StatusError, TransportError) as error:
+            log.warning("status write failed: %s", error)
+            return False
+        return True
+
+    def _podgroup_event(
+        self, update: PodGroupStatusUpdate, previous: PodGroupStatusUpdate | None
+    ) -> None:
+        ref = ObjectRef("PodGroup", _API_VERSION, update.namespace, update.name)
+        for condition in update.conditions:
+            if condition.status != "True":
+                continue
+            old = (
+                next((c for c in previous.conditions if c.type == condition.type), None)
+                if previous
+                else None
+            )
+            if old == condition:
+                continue
+            if condition.type == UNSCHEDULABLE:
+                self.recorder.record(ref, "Warning", "Unschedulable", condition.message)
+            elif condition.type == SCHEDULED:
+                self.recorder.record(ref, "Normal", "Scheduled", condition.message)

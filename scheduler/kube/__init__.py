@@ -1,0 +1,1 @@
+"""The only package that talks HTTP to the API server."""

@@ -1,0 +1,156 @@
+"""LeaderElector: one active scheduler among replicas, through a coordination.k8s.io Lease.
+
+Follows client-go's rules: a replica takes the lease when it is free or its
+holder has not renewed it for leaseDuration, measured on the local clock from
+when this replica last saw the record change (so clocks need not agree);
+the leader renews every retryPeriod and steps down at once if it could not
+renew within renewDeadline; updates carry the resourceVersion, so two
+replicas racing for the lease cannot both win. On shutdown the leader
+releases the lease so a standby takes over without waiting it out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from scheduler.kube.client import KubeClient
+from scheduler.kube.clock import now_micro
+from scheduler.kube.errors import Conflict, NotFound, StatusError, TransportError
+
+log = logging.getLogger(__name__)
+
+
+class LeaderElector:
+    """Campaigns for a Lease and reports whether this replica leads."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        on_change: Callable[[bool], None] = lambda leading: None,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.on_change = on_change
+        self._leading = False
+        self._renewed_at = 0.0
+        self._observed: tuple[str, str] | None = None
+        self._observed_at = 0.0
+
+    @property
+    def path(self) -> str:
+        """The Lease's API path."""
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{self.name}"
+
+    @property
+    def is_leader(self) -> bool:
+        """True while this replica holds a lease it renewed within the renew deadline."""
+        if self._leading and time.monotonic() - self._renewed_at > self.renew_deadline:
+            self._set_leading(False)
+        return self._leading
+
+    async def run(self) -> None:
+        """Try to acquire, then keep renewing, until cancelled."""
+        while True:
+            try:
+                acquired = await self._try_acquire_or_renew()
+            except (StatusError, TransportError) as error:
+                log.warning("lease %s/%s: %s", self.namespace, self.name, error)
+                acquired = False
+            if acquired:
+                self._renewed_at = time.monotonic()
+                self._set_leading(True)
+            elif self._leading and time.monotonic() - self._renewed_at > self.renew_deadline:
+                self._set_leading(False)
+            await asyncio.sleep(self.retry_period)
+
+    async def release(self) -> None:
+        """Give the lease up if we hold it (on shutdown)."""
+        if not self._leading:
+            return
+        self._set_leading(False)
+        try:
+            lease = await self.client.get_json(self.path)
+            spec = lease.setdefault("spec", {})
+            if spec.get("holderIdentity") != self.identity:
+                return
+            spec["holderIdentity"] = ""
+            spec["leaseDurationSeconds"] = 1
+            spec["renewTime"] = now_micro()
+            await self.client.request("PUT", self.path, body=lease, retry=False)
+        except (StatusError, TransportError) as error:
+            log.warning("could not release lease %s/%s: %s", self.namespace, self.name, error)
+
+    async def _try_acquire_or_renew(self) -> bool:
+        now = now_micro()
+        try:
+            lease: dict[str, Any] = await self.client.get_json(self.path)
+        except NotFound:
+            return await self._create(now)
+        spec = lease.setdefault("spec", {})
+        holder = spec.get("holderIdentity") or ""
+        record = (holder, str(spec.get("renewTime", "")))
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = time.monotonic()
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        held_by_other = holder and holder != self.identity
+        if held_by_other and time.monotonic() - self._observed_at < duration:
+            return False
+        if holder != self.identity:
+            spec["acquireTime"] = now
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        spec["holderIdentity"] = self.identity
+        spec["leaseDurationSeconds"] = int(self.lease_duration)
+        spec["renewTime"] = now
+        try:
+            await self.client.request("PUT", self.path, body=lease, retry=False)
+        except Conflict:
+            return False
+        return True
+
+    async def _create(self, now: str) -> bool:
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": int(self.lease_duration),
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": 0,
+            },
+        }
+        try:
+            await self.client.create(
+                f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases", body
+            )
+        except Conflict:
+            return False
+        return True
+
+    def _set_leading(self, leading: bool) -> None:
+        if leading != self._leading:
+            self._leading = leading
+            log.info(
+                "leadership %s",
+                "acquired" if leading else "lost",
+                extra={"lease": f"{self.namespace}/{self.name}", "identity": self.identity},
+            )
+            self.on_change(leading)
