@@ -79,6 +79,11 @@ class ClusterSnapshot:
         )
 
 
+def shadow_key(task: TaskInfo) -> str:
+    """The key of the one-pod job of a pod that names no PodGroup."""
+    return f"{task.namespace}/podgroup-{task.uid}"
+
+
 def shadow_job(task: TaskInfo, default_queue: str = DEFAULT_QUEUE) -> JobInfo:
     """A one-pod gang for a pod of ours that names no PodGroup (as Volcano's cache does)."""
     return JobInfo(
@@ -157,10 +162,11 @@ def add_task(
             node.add_task(task)
     if task.scheduler_name not in scheduler_names:
         return
-    if not task.job:
-        job = shadow_job(task, default_queue)
-        task.job = job.key
-        snapshot.jobs[job.key] = job
+    if not task.job or task.job == shadow_key(task):
+        # Re-adding a task (a cache update) finds its shadow job, or makes it again.
+        task.job = shadow_key(task)
+        if task.job not in snapshot.jobs:
+            snapshot.jobs[task.job] = shadow_job(task, default_queue)
     job_info = snapshot.jobs.get(task.job)
     if job_info is None:
         snapshot.orphans[task.uid] = task

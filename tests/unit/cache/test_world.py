@@ -1,0 +1,186 @@
+"""World: the cache kept event by event, and the binder's assumptions in it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.api import wire
+from scheduler.api.task import TaskStatus
+from scheduler.cache.world import World
+from scheduler.engine import schedule
+
+
+def pod(
+    name: str,
+    *,
+    group: str = "",
+    node: str = "",
+    cpu: str = "1",
+    scheduler: str = "muster",
+    phase: str = "Pending",
+    uid: str = "",
+    deleting: bool = False,
+) -> wire.Pod:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}"}
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return wire.from_dict({"metadata": meta, "spec": spec, "status": {"phase": phase}}, wire.Pod)
+
+
+def node(name: str, cpu: str = "4") -> wire.Node:
+    return wire.from_dict(
+        {
+            "metadata": {"name": name},
+            "status": {
+                "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        },
+        wire.Node,
+    )
+
+
+def ready_world() -> World:
+    """A world with the default queue, as the scheduler creates it at start."""
+    world = World()
+    world.upsert_queue(wire.from_dict({"metadata": {"name": "default"}}, wire.Queue))
+    return world
+
+
+def podgroup(name: str, min_member: int, **spec: Any) -> wire.PodGroup:
+    return wire.from_dict(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": f"pg-{name}"},
+            "spec": {"minMember": min_member, **spec},
+        },
+        wire.PodGroup,
+    )
+
+
+def test_pods_of_other_schedulers_count_on_their_node_only() -> None:
+    world = World()
+    world.upsert_node(node("n1"))
+    world.upsert_pod(pod("theirs", scheduler="default-scheduler", node="n1", phase="Running"))
+    world.upsert_pod(pod("unplaced", scheduler="default-scheduler"))
+    snap = world.snapshot()
+    assert snap.nodes["n1"].used.cpu == 1000
+    assert snap.jobs == {}
+    assert world.counts()["pod"] == 1
+
+
+def test_pod_arriving_before_its_podgroup_waits_then_joins() -> None:
+    world = World()
+    world.upsert_pod(pod("a", group="g"))
+    assert list(world.snapshot().orphans) == ["uid-a"]
+    world.upsert_podgroup(podgroup("g", 1))
+    snap = world.snapshot()
+    assert snap.orphans == {}
+    assert list(snap.jobs["ns/g"].tasks) == ["uid-a"]
+
+
+def test_deleted_podgroup_turns_its_pods_into_orphans() -> None:
+    world = World()
+    world.upsert_podgroup(podgroup("g", 1))
+    world.upsert_pod(pod("a", group="g"))
+    world.delete_podgroup("ns", "g")
+    assert list(world.snapshot().orphans) == ["uid-a"]
+
+
+def test_podgroup_update_keeps_its_members() -> None:
+    world = World()
+    world.upsert_podgroup(podgroup("g", 2))
+    world.upsert_pod(pod("a", group="g"))
+    world.upsert_pod(pod("b", group="g"))
+    world.upsert_podgroup(podgroup("g", 3))
+    job = world.snapshot().jobs["ns/g"]
+    assert job.min_member == 3 and len(job.tasks) == 2
+
+
+def test_pod_on_a_node_not_seen_yet_is_counted_when_the_node_arrives() -> None:
+    world = World()
+    world.upsert_pod(pod("early", node="n1", phase="Running", scheduler="other"))
+    world.upsert_node(node("n1"))
+    assert world.snapshot().nodes["n1"].used.cpu == 1000
+
+
+def test_node_update_keeps_the_pods_on_it() -> None:
+    world = World()
+    world.upsert_node(node("n1"))
+    world.upsert_pod(pod("a", node="n1", phase="Running"))
+    world.upsert_node(node("n1", cpu="8"))
+    snap = world.snapshot()
+    assert snap.nodes["n1"].idle.cpu == 7000
+
+
+def test_deleted_pod_frees_its_node_and_shadow_job() -> None:
+    world = World()
+    world.upsert_node(node("n1"))
+    world.upsert_pod(pod("a", node="n1", phase="Running"))
+    world.delete_pod("uid-a")
+    snap = world.snapshot()
+    assert snap.nodes["n1"].used.cpu == 0 and snap.jobs == {}
+
+
+def test_assumed_bind_holds_the_room_until_the_watch_confirms() -> None:
+    world = ready_world()
+    world.upsert_node(node("n1", cpu="1"))
+    world.upsert_podgroup(podgroup("g", 1))
+    world.upsert_pod(pod("a", group="g"))
+    (bind,) = schedule(world.snapshot(), copy=False).binds
+    world.assume_bound(bind.uid, bind.node)
+    # A stale watch event (still pending, no node) must not undo the assumption.
+    world.upsert_pod(pod("a", group="g"))
+    assert schedule(world.snapshot()).binds == []
+    assert world.snapshot().nodes["n1"].idle.cpu == 0
+    world.upsert_pod(pod("a", group="g", node="n1"))
+    assert world.snapshot().jobs["ns/g"].tasks["uid-a"].status is TaskStatus.BOUND
+
+
+def test_failed_bind_returns_the_pod_to_pending() -> None:
+    world = ready_world()
+    world.upsert_node(node("n1", cpu="1"))
+    world.upsert_pod(pod("a"))
+    world.assume_bound("uid-a", "n1")
+    world.forget_bound("uid-a")
+    snap = world.snapshot()
+    assert snap.nodes["n1"].idle.cpu == 1000
+    assert len(schedule(snap).binds) == 1
+
+
+def test_invalid_objects_are_reported_and_dropped_until_fixed() -> None:
+    world = World()
+    bad = wire.from_dict(
+        {"metadata": {"name": "bad"}, "status": {"allocatable": {"cpu": "lots"}}}, wire.Node
+    )
+    world.upsert_node(bad)
+    (error,) = world.snapshot().invalid
+    assert "status.allocatable.cpu='lots'" in str(error)
+    world.upsert_node(node("bad"))
+    assert world.snapshot().invalid == []
+    assert "bad" in world.snapshot().nodes
+
+
+def test_priority_class_arriving_late_updates_job_priority() -> None:
+    world = World()
+    world.upsert_podgroup(podgroup("g", 1, priorityClassName="high"))
+    assert world.snapshot().jobs["ns/g"].priority == 0
+    world.upsert_priority_class(
+        wire.from_dict({"metadata": {"name": "high"}, "value": 1000}, wire.PriorityClass)
+    )
+    assert world.snapshot().jobs["ns/g"].priority == 1000
+
+
+def test_snapshot_is_a_copy_sessions_may_change() -> None:
+    world = World()
+    world.upsert_node(node("n1"))
+    world.upsert_pod(pod("a"))
+    schedule(world.snapshot(), copy=False)
+    assert world.snapshot().nodes["n1"].used.cpu == 0
