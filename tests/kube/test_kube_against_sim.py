@@ -1,0 +1,197 @@
+"""The kube layer (client, reflectors, leader election) against muster sim over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler.api import wire
+from scheduler.cache.reflector import Kind, Reflector
+from scheduler.cache.world import World
+from scheduler.kube.client import KubeClient
+from scheduler.kube.config import load_configuration
+from scheduler.kube.errors import Conflict
+from scheduler.kube.lease import LeaderElector
+from scheduler.sim import SimConfig, SimServer
+
+CRDS = Path(__file__).resolve().parents[2] / "crds"
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimServer]:
+    config = SimConfig(
+        nodes=2,
+        node_cpu="4",
+        node_memory="8Gi",
+        crds_dir=CRDS,
+        pod_start_delay=0.02,
+        bookmark_interval=0.2,
+    )
+    with SimServer(config).running() as server:
+        yield server
+
+
+def admin(sim: SimServer, path: str, body: Any = None, method: str = "PUT") -> None:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        sim.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    urllib.request.urlopen(request).read()
+
+
+def run(sim: SimServer, work: Callable[[KubeClient], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        async with KubeClient(load_configuration(str(sim.kubeconfig_path))) as client:
+            return await work(client)
+
+    return asyncio.run(main())
+
+
+async def create_pod(client: KubeClient, name: str, namespace: str = "default") -> dict[str, Any]:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"schedulerName": "muster", "containers": [{"name": "c", "image": "x"}]},
+    }
+    created = await client.create(f"/api/v1/namespaces/{namespace}/pods", body)
+    result: dict[str, Any] = json.loads(created)
+    return result
+
+
+async def wait_until(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+def test_bind_to_the_node_a_pod_already_has_counts_as_success(sim: SimServer) -> None:
+    async def work(client: KubeClient) -> str:
+        pod = await create_pod(client, "twice")
+        uid = pod["metadata"]["uid"]
+        await client.bind("default", "twice", uid, "sim-node-0")
+        await client.bind("default", "twice", uid, "sim-node-0")
+        try:
+            await client.bind("default", "twice", uid, "sim-node-1")
+        except Conflict as error:
+            return error.message
+        return "no conflict"
+
+    assert "already assigned" in run(sim, work)
+
+
+def test_binds_survive_a_third_of_them_failing_with_5xx(sim: SimServer) -> None:
+    admin(
+        sim,
+        "/sim/faults",
+        {"errors": [{"rate": 0.33, "code": 503, "resources": ["pods/binding"]}], "seed": 7},
+    )
+    try:
+
+        async def work(client: KubeClient) -> int:
+            pods = [await create_pod(client, f"flaky-{i}") for i in range(30)]
+            await asyncio.gather(
+                *(
+                    client.bind(
+                        "default", p["metadata"]["name"], p["metadata"]["uid"], "sim-node-1"
+                    )
+                    for p in pods
+                )
+            )
+            listing = await client.get_json("/api/v1/namespaces/default/pods")
+            return sum(
+                1
+                for p in listing["items"]
+                if p["metadata"]["name"].startswith("flaky-") and p["spec"].get("nodeName")
+            )
+
+        assert run(sim, work) == 30
+    finally:
+        admin(sim, "/sim/faults", {})
+
+
+def test_reflector_relists_after_history_is_compacted_and_forgets_deleted_objects(
+    sim: SimServer,
+) -> None:
+    async def work(client: KubeClient) -> None:
+        world = World()
+        kind: Kind[wire.Pod] = Kind(
+            "pod",
+            "/api/v1/pods",
+            wire.Pod,
+            lambda o: o.metadata.uid,
+            world.upsert_pod,
+            world.delete_pod,
+        )
+        relists: list[str] = []
+        reflector = Reflector(client, kind, watch_timeout=5, on_restart=relists.append)
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(reflector.run())
+        try:
+            await asyncio.wait_for(reflector.synced.wait(), 5)
+            gone = await create_pod(client, "soon-gone")
+            await wait_until(lambda: gone["metadata"]["uid"] in world.tasks)
+            # An outage: the reflector is away while things change and history is compacted.
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await client.request(
+                "DELETE",
+                "/api/v1/namespaces/default/pods/soon-gone",
+                params={"gracePeriodSeconds": "0"},
+            )
+            fresh = await create_pod(client, "after-compaction")
+            admin(sim, "/sim/compact", {}, method="POST")
+            task = loop.create_task(reflector.run())
+            await wait_until(
+                lambda: (
+                    fresh["metadata"]["uid"] in world.tasks
+                    and gone["metadata"]["uid"] not in world.tasks
+                ),
+                timeout=10,
+            )
+            assert "relist" in relists
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    run(sim, work)
+
+
+def test_two_electors_one_leader_and_release_hands_over_at_once(sim: SimServer) -> None:
+    async def work(client: KubeClient) -> None:
+        def elector(name: str) -> LeaderElector:
+            return LeaderElector(
+                client,
+                namespace="default",
+                name="lock",
+                identity=name,
+                lease_duration=30,
+                renew_deadline=20,
+                retry_period=0.05,
+            )
+
+        first, second = elector("first"), elector("second")
+        tasks = [asyncio.get_running_loop().create_task(e.run()) for e in (first, second)]
+        try:
+            await wait_until(lambda: first.is_leader or second.is_leader)
+            await asyncio.sleep(0.3)  # several retry periods: the other must not take over
+            assert first.is_leader != second.is_leader
+            leader, standby = (first, second) if first.is_leader else (second, first)
+            tasks[0 if leader is first else 1].cancel()
+            await leader.release()
+            # Far sooner than the 30 s lease: the released lease is free at once.
+            await wait_until(lambda: standby.is_leader, timeout=3)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    run(sim, work)
