@@ -1,0 +1,183 @@
+"""Fixtures for the e2e suite: a fresh API server, a namespace and muster schedulers per test.
+
+By default each test gets its own `muster sim` subprocess whose nodes come from the
+test's `nodes` marker. With MUSTER_E2E_KUBECONFIG set, tests run against that cluster
+instead, each on simulated Node objects of its own (named `muster-e2e-...`, labelled
+and tainted so that only that test's pods go there).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import (
+    MUSTER,
+    Cluster,
+    Process,
+    Scheduler,
+    Sim,
+    environ_kubeconfig,
+    free_port,
+    scheduler_conf,
+    wait_for,
+)
+
+PROCESSES = pytest.StashKey[list[Process]]()
+LOCK_NAMESPACE = "muster-system"
+StartScheduler = Callable[..., Scheduler]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "nodes(count, cpu, memory): the nodes the test's cluster starts with"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """On failure, attach the tail of every process the test started to its report."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for process in item.stash.get(PROCESSES, []):
+        report.sections.append((f"{process.describe()}: last lines", process.tail(60)))
+
+
+@pytest.fixture
+def processes(request: pytest.FixtureRequest) -> Iterator[list[Process]]:
+    """Every process the test starts; all stopped at teardown, whatever happened."""
+    started: list[Process] = []
+    request.node.stash[PROCESSES] = started
+    yield started
+    for process in reversed(started):
+        process.stop()
+
+
+@pytest.fixture
+def cluster(
+    request: pytest.FixtureRequest, tmp_path: Path, processes: list[Process]
+) -> Iterator[Cluster]:
+    """The API server for this test, with the nodes its `nodes` marker asks for."""
+    marker = request.node.get_closest_marker("nodes")
+    spec: dict[str, Any] = {"count": 2, "cpu": "4", "memory": "16Gi"}
+    if marker is not None:
+        spec.update(dict(zip(("count", "cpu", "memory"), marker.args, strict=False)))
+        spec.update(marker.kwargs)
+    real = environ_kubeconfig()
+    if real is None:
+        sim = Sim.start(tmp_path, spec["count"], str(spec["cpu"]), str(spec["memory"]))
+        processes.append(sim.process)
+        api = Cluster(sim.kubeconfig, sim)
+        yield api
+        api.close()
+        return
+    api = Cluster(real, None, pool=uuid.uuid4().hex[:8])
+    try:
+        for index in range(spec["count"]):
+            api.add_node(f"n{index}", str(spec["cpu"]), str(spec["memory"]))
+        yield api
+    finally:
+        api.delete_created_nodes()
+        api.close()
+
+
+@pytest.fixture
+def needs_sim(cluster: Cluster) -> Sim:
+    """sim's admin endpoint; the test is skipped on a real cluster, which has none."""
+    if cluster.sim is None:
+        pytest.skip("needs muster sim's fault injection (MUSTER_E2E_KUBECONFIG is set)")
+    return cluster.sim
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[str]:
+    """A namespace of the test's own, deleted afterwards."""
+    stem = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_"))
+    name = f"e2e-{stem[:40].strip('-')}-{uuid.uuid4().hex[:5]}"
+    cluster.create_namespace(name)
+    yield name
+    cluster.delete_namespace(name)
+
+
+@pytest.fixture
+def start_scheduler(cluster: Cluster, tmp_path: Path, processes: list[Process]) -> StartScheduler:
+    """Start `muster scheduler` against the test's cluster; returns once /readyz is 200."""
+    conf = scheduler_conf(tmp_path / "scheduler.yaml")
+    count = 0
+
+    def start(
+        *,
+        names: Sequence[str] = ("muster",),
+        period: float = 0.2,
+        leader_elect: bool = False,
+        wait_ready: bool = True,
+        extra: Sequence[str] = (),
+    ) -> Scheduler:
+        nonlocal count
+        count += 1
+        port = free_port()
+        argv = [
+            MUSTER,
+            "scheduler",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--scheduler-conf",
+            str(conf),
+            "--schedule-period",
+            f"{period}s",
+            "--default-queue",
+            "default",
+            "--metrics-address",
+            f"127.0.0.1:{port}",
+            "--log-format",
+            "text",
+            "--log-level",
+            "info",
+            "--kube-api-qps",
+            "500",
+            "--kube-api-burst",
+            "1000",
+        ]
+        for name in names:
+            argv += ["--scheduler-name", name]
+        if leader_elect:
+            cluster.ensure_namespace(LOCK_NAMESPACE)
+            argv += [
+                "--leader-elect",
+                "--lock-namespace",
+                LOCK_NAMESPACE,
+                "--lock-name",
+                cluster.lock_name,
+            ]
+        else:
+            argv.append("--no-leader-elect")
+        process = Process(
+            f"muster scheduler #{count}", [*argv, *extra], tmp_path / f"scheduler-{count}.log"
+        )
+        processes.append(process)
+        scheduler = Scheduler(process, port, period)
+        if wait_ready:
+            wait_until_ready(scheduler)
+        return scheduler
+
+    return start
+
+
+def wait_until_ready(scheduler: Scheduler, timeout: float = 20.0) -> None:
+    """Wait for /readyz, failing at once with the log if the process exits."""
+
+    def ready() -> bool:
+        if not scheduler.process.alive:
+            raise AssertionError(
+                f"{scheduler.process.describe()} exited before ready:\n{scheduler.process.tail()}"
+            )
+        return scheduler.ready()
+
+    wait_for(ready, timeout, message=lambda: f"{scheduler.process.describe()} /readyz 200")

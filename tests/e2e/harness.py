@@ -1,0 +1,674 @@
+"""The e2e harness: muster processes, the API server they talk to, object builders, polling."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+from prometheus_client.parser import text_string_to_metric_families
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
+CRDS = REPO / "crds"
+# the console script installed next to the interpreter running the tests
+MUSTER = str(Path(sys.executable).with_name("muster"))
+KUBECONFIG_ENV = "MUSTER_E2E_KUBECONFIG"
+
+GROUP = "scheduling.volcano.sh"
+VERSION = "v1beta1"
+GROUP_NAME = "scheduling.k8s.io/group-name"
+TASK_SPEC = "volcano.sh/task-spec"
+QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+# on a real cluster the suite's simulated nodes carry this label and taint, so that
+# only the suite's pods land there and the suite's pods land nowhere else
+POOL_KEY = "muster.dev/e2e-pool"
+NODE_PREFIX = "muster-e2e-"
+PR_SET_PDEATHSIG = 1
+
+
+# ---------------------------------------------------------------- polling
+
+
+def wait_for(
+    predicate: Callable[[], T | None],
+    timeout: float,
+    interval: float = 0.05,
+    message: str | Callable[[], str] = "condition",
+) -> T:
+    """Poll until `predicate()` is truthy and return it; fail naming what was awaited.
+
+    `message` may be a callable, evaluated only on failure, to describe the state seen last.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            text = message() if callable(message) else message
+            raise AssertionError(f"timed out after {timeout}s waiting for: {text}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
+    """Status and body of a GET; status 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+    except (OSError, urllib.error.URLError):
+        return 0, ""
+
+
+# ---------------------------------------------------------------- processes
+
+
+class Process:
+    """A subprocess whose output goes to a log file; stopped with SIGTERM, then SIGKILL."""
+
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = log_path.open("ab")
+        self.popen = subprocess.Popen(
+            self.argv,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL, as a crashed node or an OOM kill would."""
+        if self.alive:
+            self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(timeout=10)
+        self._log.close()
+
+    def stop(self, grace: float = 5.0) -> int | None:
+        """SIGTERM, then SIGKILL after `grace` seconds; the exit code (negative: a signal)."""
+        if self.alive:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.popen.send_signal(signal.SIGKILL)
+                self.popen.wait(timeout=10)
+        self._log.close()
+        return self.popen.returncode
+
+    def tail(self, lines: int = 40) -> str:
+        """The last lines of the process's output."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def describe(self) -> str:
+        state = "running" if self.alive else f"exited {self.popen.returncode}"
+        return f"{self.name} (pid {self.pid}, {state}, log {self.log_path})"
+
+
+def _die_with_parent() -> None:
+    # if pytest itself is killed, teardown never runs: let the kernel SIGKILL the child
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Sim:
+    """A `muster sim` subprocess and its admin endpoint (faults, compaction, dropped watches)."""
+
+    def __init__(self, process: Process, kubeconfig: Path, url: str) -> None:
+        self.process = process
+        self.kubeconfig = kubeconfig
+        self.url = url
+
+    @classmethod
+    def start(
+        cls, work_dir: Path, nodes: int, node_cpu: str, node_memory: str, extra: Sequence[str] = ()
+    ) -> Sim:
+        """Start sim on a free port with the suite's CRDs; return once /readyz answers."""
+        kubeconfig = work_dir / "sim.kubeconfig"
+        argv = [
+            MUSTER,
+            "sim",
+            "--port",
+            "0",
+            "--kubeconfig-out",
+            str(kubeconfig),
+            "--crds",
+            str(CRDS),
+            "--nodes",
+            str(nodes),
+            "--node-cpu",
+            node_cpu,
+            "--node-memory",
+            node_memory,
+            "--pod-start-delay",
+            "0.05",
+            "--terminate-delay",
+            "0.05",
+            "--bookmark-interval",
+            "0.5",
+            *extra,
+        ]
+        process = Process("muster sim", argv, work_dir / "sim.log")
+
+        def server_url() -> str | None:
+            if not process.alive:
+                raise AssertionError(f"muster sim exited early:\n{process.tail()}")
+            if not kubeconfig.exists():
+                return None
+            doc = yaml.safe_load(kubeconfig.read_text())
+            url = str(doc["clusters"][0]["cluster"]["server"])
+            return url if http_get(url + "/readyz")[0] == 200 else None
+
+        url = wait_for(server_url, 20, message=lambda: f"muster sim ready\n{process.tail()}")
+        return cls(process, kubeconfig, url)
+
+    def set_faults(self, faults: Obj) -> None:
+        """Put a fault configuration in force (the JSON shape of sim's FaultConfig)."""
+        self._admin("PUT", "/sim/faults", faults)
+
+    def compact(self) -> None:
+        """Forget the watch history, so that clients resuming from before get 410 Gone."""
+        self._admin("POST", "/sim/compact")
+
+    def drop_watches(self) -> None:
+        """Close every open watch connection."""
+        self._admin("POST", "/sim/drop-watches")
+
+    def _admin(self, method: str, path: str, body: Obj | None = None) -> None:
+        data = json.dumps(body).encode() if body is not None else b""
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.status == 200, f"{method} {path}: {response.status}"
+
+
+class Metrics:
+    """One scrape of a Prometheus endpoint: samples by name and labels."""
+
+    def __init__(self, text: str) -> None:
+        self.samples: list[tuple[str, dict[str, str], float]] = [
+            (sample.name, dict(sample.labels), sample.value)
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        ]
+
+    def names(self) -> set[str]:
+        return {name for name, _, _ in self.samples}
+
+    def series(self, name: str) -> list[tuple[dict[str, str], float]]:
+        return [(labels, value) for n, labels, value in self.samples if n == name]
+
+    def value(self, name: str, **labels: str) -> float:
+        """The sum of the samples of `name` whose labels include `labels` (0 when none)."""
+        return sum(
+            value
+            for labels_seen, value in self.series(name)
+            if all(labels_seen.get(k) == v for k, v in labels.items())
+        )
+
+
+class Scheduler:
+    """A `muster scheduler` subprocess and its metrics endpoint."""
+
+    def __init__(self, process: Process, metrics_port: int, period: float) -> None:
+        self.process = process
+        self.metrics_port = metrics_port
+        self.period = period
+        self.base = f"http://127.0.0.1:{metrics_port}"
+
+    def ready(self) -> bool:
+        return http_get(self.base + "/readyz")[0] == 200
+
+    def healthy(self) -> bool:
+        return http_get(self.base + "/healthz")[0] == 200
+
+    def metrics(self) -> Metrics:
+        status, text = http_get(self.base + "/metrics")
+        assert status == 200, f"GET {self.base}/metrics answered {status}\n{self.process.tail()}"
+        return Metrics(text)
+
+    def sessions(self) -> float:
+        """Sessions run so far (the count of the session-duration histogram)."""
+        return self.metrics().value("muster_session_duration_seconds_count")
+
+    def wait_sessions(self, count: int, timeout: float = 10.0) -> None:
+        """Return after at least `count` more whole sessions have run."""
+        target = self.sessions() + count + 1  # +1: the session running now may be half done
+        wait_for(
+            lambda: self.sessions() >= target,
+            timeout,
+            message=lambda: f"{count} scheduling sessions of {self.process.describe()}",
+        )
+
+    def binds(self) -> float:
+        return self.metrics().value("muster_binds_total", result="success")
+
+    def is_leader(self) -> bool:
+        return self.metrics().value("muster_is_leader") == 1
+
+
+# ---------------------------------------------------------------- the API
+
+
+@dataclass
+class Cluster:
+    """The API server under test, through the official client (explicit ApiClient)."""
+
+    kubeconfig: Path
+    sim: Sim | None
+    api: client.ApiClient = field(init=False)
+    core: client.CoreV1Api = field(init=False)
+    custom: client.CustomObjectsApi = field(init=False)
+    # real cluster only: the pool value this test's nodes and pods share
+    pool: str | None = None
+    nodes_created: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.api = config.new_client_from_config(config_file=str(self.kubeconfig))
+        self.core = client.CoreV1Api(self.api)
+        self.custom = client.CustomObjectsApi(self.api)
+
+    def close(self) -> None:
+        self.api.close()
+
+    @property
+    def lock_name(self) -> str:
+        """The leader-election Lease the replicas share (one per test on a real cluster)."""
+        return "muster-scheduler" if self.pool is None else f"muster-e2e-{self.pool}"
+
+    def lease_holder(self, namespace: str) -> str | None:
+        try:
+            lease = client.CoordinationV1Api(self.api).read_namespaced_lease(
+                self.lock_name, namespace
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return lease.spec.holder_identity if lease.spec else None
+
+    # namespaces and nodes
+
+    def create_namespace(self, name: str) -> None:
+        self.core.create_namespace({"metadata": {"name": name}})
+
+    def ensure_namespace(self, name: str) -> None:
+        try:
+            self.create_namespace(name)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+
+    def delete_namespace(self, name: str) -> None:
+        try:
+            self.core.delete_namespace(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    def add_node(self, name: str, cpu: str, memory: str = "16Gi") -> None:
+        """Register a Ready node (on a real cluster: named, labelled and tainted for the suite)."""
+        if self.pool is not None:
+            name = f"{NODE_PREFIX}{self.pool}-{name}"
+        self.core.create_node(make_node(name, cpu, memory, pool=self.pool))
+        self.nodes_created.append(name)
+
+    def delete_created_nodes(self) -> None:
+        for name in self.nodes_created:
+            try:
+                self.core.delete_node(name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+
+    # workloads
+
+    def create_pod(self, namespace: str, pod: Obj) -> None:
+        if self.pool is not None:
+            confine_to_pool(pod, self.pool)
+        self.core.create_namespaced_pod(namespace, pod)
+
+    def submit(self, namespace: str, podgroup: Obj, pods: Iterable[Obj]) -> None:
+        """Create a PodGroup, then its pods."""
+        self.create_podgroup(namespace, podgroup)
+        for pod in pods:
+            self.create_pod(namespace, pod)
+
+    def create_podgroup(self, namespace: str, podgroup: Obj) -> None:
+        self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, "podgroups", podgroup
+        )
+
+    def podgroup(self, namespace: str, name: str) -> Obj:
+        return dict(
+            self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "podgroups", name)
+        )
+
+    def patch_podgroup(self, namespace: str, name: str, patch: Obj) -> None:
+        self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, "podgroups", name, patch
+        )
+
+    def queue(self, name: str) -> Obj | None:
+        try:
+            return dict(self.custom.get_cluster_custom_object(GROUP, VERSION, "queues", name))
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def pods(self, namespace: str) -> list[Obj]:
+        """The namespace's pods as plain JSON."""
+        response = self.core.list_namespaced_pod(namespace, _preload_content=False)
+        return list(json.loads(response.data)["items"])
+
+    def placements(self, namespace: str) -> dict[str, str | None]:
+        """Pod name -> node name (None while pending)."""
+        return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in self.pods(namespace)}
+
+    def events(self, namespace: str, kind: str, name: str) -> list[Obj]:
+        """core/v1 Events about one object."""
+        response = self.core.list_namespaced_event(
+            namespace,
+            field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
+            _preload_content=False,
+        )
+        return list(json.loads(response.data)["items"])
+
+    def describe(self, namespace: str) -> str:
+        """A one-screen summary of the namespace's pods and PodGroups, for failure messages."""
+        lines = [
+            f"{n}: {node or '<pending>'}" for n, node in sorted(self.placements(namespace).items())
+        ]
+        groups = self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "podgroups")
+        for pg in groups["items"]:
+            lines.append(f"podgroup {pg['metadata']['name']}: {json.dumps(pg.get('status'))}")
+        return "\n".join(lines)
+
+
+def scheduled_events(cluster: Cluster, namespace: str) -> dict[str, int]:
+    """How many times each pod of the namespace was reported Scheduled (event counts summed)."""
+    response = cluster.core.list_namespaced_event(namespace, _preload_content=False)
+    counts: dict[str, int] = {}
+    for event in json.loads(response.data)["items"]:
+        involved = event["involvedObject"]
+        if event["reason"] == "Scheduled" and involved["kind"] == "Pod":
+            counts[involved["name"]] = counts.get(involved["name"], 0) + int(
+                event.get("count") or 1
+            )
+    return counts
+
+
+def bound(placements: dict[str, str | None], names: Iterable[str] | None = None) -> list[str]:
+    """The pods (of `names`, or all) that have a node."""
+    chosen = placements.keys() if names is None else names
+    return [n for n in chosen if placements.get(n)]
+
+
+def condition(obj: Obj, kind: str) -> Obj | None:
+    """The status condition of type `kind`, if any."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+class BindingLog:
+    """Watches a namespace's pods and records every node each pod was seen on, in order.
+
+    A pod that shows up on two nodes, or twice on one after leaving it, was bound twice.
+    Resumes after dropped connections and relists after 410 Gone, like any reflector.
+    """
+
+    def __init__(self, cluster: Cluster, namespace: str) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.nodes: dict[str, list[str]] = {}
+        self._last: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="binding-log", daemon=True)
+
+    def __enter__(self) -> BindingLog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def double_binds(self) -> dict[str, list[str]]:
+        with self._lock:
+            return {pod: list(nodes) for pod, nodes in self.nodes.items() if len(nodes) > 1}
+
+    def _see(self, pod: Obj) -> None:
+        name = pod["metadata"]["name"]
+        node = pod["spec"].get("nodeName")
+        with self._lock:
+            if node and self._last.get(name) != node:
+                self.nodes.setdefault(name, []).append(node)
+            self._last[name] = node
+
+    def _run(self) -> None:
+        core = self.cluster.core
+        rv = ""
+        while not self._stop.is_set():
+            try:
+                if not rv:
+                    response = core.list_namespaced_pod(self.namespace, _preload_content=False)
+                    listed = json.loads(response.data)
+                    for pod in listed["items"]:
+                        self._see(pod)
+                    rv = listed["metadata"]["resourceVersion"]
+                stream = watch.Watch().stream(
+                    core.list_namespaced_pod,
+                    self.namespace,
+                    resource_version=rv,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=2,
+                )
+                for event in stream:
+                    obj = event["raw_object"]
+                    if event["type"] == "ERROR":
+                        rv = ""  # 410 Gone: relist
+                        break
+                    rv = obj["metadata"].get("resourceVersion", rv)
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._see(obj)
+                    if self._stop.is_set():
+                        break
+            except ApiException as error:
+                if error.status == 410:
+                    rv = ""
+                time.sleep(0.05)
+            except Exception:  # connection dropped by a fault: resume from rv
+                time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- builders
+
+
+def make_podgroup(
+    name: str,
+    min_member: int,
+    *,
+    queue: str | None = None,
+    min_task_member: dict[str, int] | None = None,
+    min_resources: dict[str, str] | None = None,
+    priority_class: str | None = None,
+) -> Obj:
+    """A PodGroup manifest."""
+    spec: Obj = {"minMember": min_member}
+    if queue is not None:
+        spec["queue"] = queue
+    if min_task_member is not None:
+        spec["minTaskMember"] = min_task_member
+    if min_resources is not None:
+        spec["minResources"] = min_resources
+    if priority_class is not None:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def make_pod(
+    name: str,
+    *,
+    group: str | None = None,
+    cpu: str = "1",
+    memory: str = "128Mi",
+    role: str | None = None,
+    scheduler_name: str = "muster",
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> Obj:
+    """A pod manifest for muster: a gang member when `group` is given, `role` its task-spec."""
+    meta_annotations = dict(annotations or {})
+    if group is not None:
+        meta_annotations[GROUP_NAME] = group
+    if role is not None:
+        meta_annotations[TASK_SPEC] = role
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": meta_annotations, "labels": dict(labels or {})},
+        "spec": {
+            "schedulerName": scheduler_name,
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox:1.36",
+                    "command": ["sleep", "3600"],
+                    "resources": {
+                        "requests": {"cpu": cpu, "memory": memory},
+                        "limits": {"cpu": cpu, "memory": memory},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def make_gang(
+    name: str, size: int, *, cpu: str = "1", min_member: int | None = None, **pod: Any
+) -> tuple[Obj, list[Obj]]:
+    """A PodGroup and `size` member pods named `<name>-<i>`."""
+    podgroup = make_podgroup(name, size if min_member is None else min_member)
+    pods = [make_pod(f"{name}-{i}", group=name, cpu=cpu, **pod) for i in range(size)]
+    return podgroup, pods
+
+
+def make_node(name: str, cpu: str, memory: str = "16Gi", pool: str | None = None) -> Obj:
+    """A Ready Node with the given allocatable; in a suite pool, labelled and tainted for it."""
+    capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+    spec: Obj = {}
+    if pool is not None:
+        labels[POOL_KEY] = pool
+        spec["taints"] = [{"key": POOL_KEY, "value": pool, "effect": "NoSchedule"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                }
+            ],
+            "addresses": [{"type": "Hostname", "address": name}],
+        },
+    }
+
+
+def confine_to_pool(pod: Obj, pool: str) -> None:
+    """Let the pod go only to the suite's nodes of `pool` (real clusters only)."""
+    spec = pod["spec"]
+    spec.setdefault("nodeSelector", {})[POOL_KEY] = pool
+    spec.setdefault("tolerations", []).append(
+        {"key": POOL_KEY, "operator": "Equal", "value": pool, "effect": "NoSchedule"}
+    )
+
+
+def scheduler_conf(path: Path) -> Path:
+    """Write the Volcano-shaped config the suite runs the scheduler with."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "actions": "enqueue, allocate, backfill",
+                "tiers": [
+                    {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+                    {
+                        "plugins": [
+                            {"name": "drf"},
+                            {"name": "predicates"},
+                            {"name": "proportion"},
+                            {"name": "nodeorder"},
+                        ]
+                    },
+                ],
+            },
+            sort_keys=False,
+        )
+    )
+    return path
+
+
+def environ_kubeconfig() -> Path | None:
+    """The real cluster to run against, when MUSTER_E2E_KUBECONFIG is set."""
+    value = os.environ.get(KUBECONFIG_ENV)
+    return Path(value) if value else None
