@@ -90,10 +90,17 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
     resources = [r for r in args.fault_resources.split(",") if r]
     faults = FaultConfig(watch_drop_seconds=args.fault_watch_drop)
     if args.fault_latency_ms > 0:
-        faults.latency.append(LatencyRule(args.fault_latency_ms, verbs, resources))
+        faults.latency.append(
+            LatencyRule(ms=args.fault_latency_ms, verbs=verbs, resources=resources)
+        )
     if args.fault_error_rate > 0:
         faults.errors.append(
-            ErrorRule(args.fault_error_rate, args.fault_error_code, verbs, resources)
+            ErrorRule(
+                rate=args.fault_error_rate,
+                code=args.fault_error_code,
+                verbs=verbs,
+                resources=resources,
+            )
         )
     return SimConfig(
         host=args.host,

@@ -13,34 +13,31 @@ from scheduler.sim.errors import ApiError, internal_error, too_many_requests
 Obj = dict[str, Any]
 
 
-class ErrorRule(msgspec.Struct, forbid_unknown_fields=True):
+class _Selector(msgspec.Struct, forbid_unknown_fields=True):
+    """Which requests a rule applies to; empty lists mean every verb / resource."""
+
+    # resources are plurals or subresources such as "pods/binding"
+    verbs: list[str] = msgspec.field(default_factory=list)
+    resources: list[str] = msgspec.field(default_factory=list)
+
+    def matches(self, verb: str, resource: str) -> bool:
+        """Whether this rule applies to the request."""
+        if self.verbs and verb not in self.verbs:
+            return False
+        return not self.resources or resource in self.resources
+
+
+class ErrorRule(_Selector, kw_only=True):
     """Answer `code` to a `rate` fraction of requests matching the verbs and resources."""
 
     rate: float
     code: int = 500
-    # empty means every verb / resource; resources are plurals or "pods/binding"
-    verbs: list[str] = msgspec.field(default_factory=list)
-    resources: list[str] = msgspec.field(default_factory=list)
-
-    def matches(self, verb: str, resource: str) -> bool:
-        """Whether this rule applies to the request."""
-        if self.verbs and verb not in self.verbs:
-            return False
-        return not self.resources or resource in self.resources
 
 
-class LatencyRule(msgspec.Struct, forbid_unknown_fields=True):
+class LatencyRule(_Selector, kw_only=True):
     """Delay matching requests by `ms` milliseconds before they are served."""
 
     ms: float
-    verbs: list[str] = msgspec.field(default_factory=list)
-    resources: list[str] = msgspec.field(default_factory=list)
-
-    def matches(self, verb: str, resource: str) -> bool:
-        """Whether this rule applies to the request."""
-        if self.verbs and verb not in self.verbs:
-            return False
-        return not self.resources or resource in self.resources
 
 
 class FaultConfig(msgspec.Struct, forbid_unknown_fields=True):
