@@ -27,8 +27,7 @@ unit: venv
 test: lint typecheck unit
 
 demo: venv
-	@echo "muster demo is not built yet: it lands with the 'Ship it' issue (sim + scheduler + sample workloads)."
-	@echo "Meanwhile: '$(BIN)/muster sim --nodes 20' starts the simulated API server."
+	$(BIN)/muster demo
 
 bench: venv
 	$(BIN)/python bench/session_bench.py

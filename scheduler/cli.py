@@ -13,6 +13,7 @@ from scheduler import __version__
 # process start without importing the others' dependencies.
 _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("scheduler", "scheduler.server"),
+    ("demo", "scheduler.demo"),
     ("sim", "scheduler.sim.cli"),
 )
 

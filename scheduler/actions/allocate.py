@@ -37,13 +37,24 @@ class Allocate(Action):
         )
         while queues:
             queue = queues.pop()
-            if session.overused(queue):
-                continue
             jobs = by_queue[queue.name]
+            if session.overused(queue):
+                self._hold_back(jobs, queue)
+                continue
             job = jobs.pop()
             self._allocate_job(session, picker, queue, job)
             if jobs:
                 queues.push(queue)
+
+    @staticmethod
+    def _hold_back(jobs: OrderedHeap[JobInfo], queue: QueueInfo) -> None:
+        # The queue has its deserved share: say so on every job it leaves waiting.
+        while jobs:
+            jobs.pop().wait(
+                QUEUE_SHARE,
+                f"queue {queue.name!r} holds its deserved share of the cluster; "
+                "the gang waits for the queue's running jobs to finish",
+            )
 
     @staticmethod
     def _jobs_by_queue(session: Session) -> dict[str, OrderedHeap[JobInfo]]:
@@ -78,8 +89,8 @@ class Allocate(Action):
                 picker.reconsider(task, node)
                 job.wait(
                     QUEUE_SHARE,
-                    f"queue {queue.name!r} has reached its deserved share of the cluster; "
-                    "the gang waits for the queue's other jobs to finish",
+                    f"queue {queue.name!r} would exceed its deserved share of the cluster; "
+                    "the gang waits for the queue's running jobs to finish",
                 )
                 break
             if task.request.fits_in(node.idle):

@@ -103,7 +103,8 @@ class Session:
         answer = self._first_nonzero("job_order", a, b)
         if answer:
             return answer
-        return _compare_age(a.creation_timestamp, a.uid, b.creation_timestamp, b.uid)
+        # Timestamps have one-second resolution: ties go by name, which people can predict.
+        return _compare_age(a.creation_timestamp, a.key, b.creation_timestamp, b.key)
 
     def compare_tasks(self, a: TaskInfo, b: TaskInfo) -> int:
         """Negative when task a is placed before b."""
@@ -166,6 +167,12 @@ class Session:
             for fn in tier:
                 fn(job)
 
+    def dequeued(self, job: JobInfo) -> None:
+        """Tell plugins an Inqueue job went back to Pending."""
+        for tier in self._points["on_dequeue"]:
+            for fn in tier:
+                fn(job)
+
     def _all_agree(self, point: str, *args: Any) -> bool:
         return all(fn(*args) for tier in self._points[point] for fn in tier)
 
@@ -180,6 +187,10 @@ class Session:
     def overused(self, queue: QueueInfo) -> bool:
         """Whether any plugin finds the queue over its share."""
         return any(fn(queue) for tier in self._points["overused"] for fn in tier)
+
+    def reclaim_allowed(self, queue: QueueInfo, amount: Resource) -> bool:
+        """Whether `amount` may be reclaimed from the queue."""
+        return self._all_agree("reclaim_allowed", queue, amount)
 
     def job_starving(self, job: JobInfo) -> bool:
         """Whether any plugin finds the job short of what it needs."""

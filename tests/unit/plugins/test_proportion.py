@@ -90,3 +90,15 @@ def test_queue_status_reports_allocated_deserved_and_podgroup_counts() -> None:
     assert status.allocated.cpu == 2000
     assert status.deserved is not None and status.deserved.cpu == 4000
     assert status.podgroups["running"] == 1 and status.podgroups["inqueue"] == 1
+
+
+def test_jobs_held_back_by_a_queue_at_its_share_say_so() -> None:
+    jobs, owner = saturating({"small": 1, "big": 3})
+    nodes = [node(f"n{i}", cpu=4) for i in range(10)]
+    result = schedule(snapshot(nodes, jobs, [queue("small", 1), queue("big", 3)]))
+    waiting = {u.name for u in result.podgroups for c in u.conditions if c.type == "Unschedulable"}
+    placed = {bind.job.split("/")[1] for bind in result.binds}
+    assert waiting == {owner_key.split("/")[1] for owner_key in owner} - placed
+    held = next(u for u in result.podgroups if u.name in waiting)
+    assert held.conditions[0].reason == "QueueShareExceeded"
+    assert "deserved share" in held.conditions[0].message

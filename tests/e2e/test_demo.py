@@ -1,0 +1,50 @@
+"""`muster demo`, the README's first command: it runs, reports, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("MUSTER_E2E_KUBECONFIG")),
+    reason="the demo brings its own simulated cluster",
+)
+def test_demo_places_gangs_by_queue_weight_explains_the_waiting_gang_and_cleans_up() -> None:
+    env = {**os.environ, "COLUMNS": "250"}
+    done = subprocess.run(
+        [sys.executable, "-m", "scheduler.cli", "demo", "--timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Weights 1 and 3 under competing demand split the queues 1:3.
+    assert "team-b : team-a = 3.00 : 1" in out, out
+    # The gang no node can hold waits, in its PodGroup condition's words.
+    assert "0/20 nodes are available: 20 Insufficient cpu." in out, out
+    assert "no gang is partly placed." in out, out
+    assert "Metrics were served at http://127.0.0.1:" in out, out
+    assert processes_mentioning("muster-demo-") == [], "the demo left processes behind"
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of running processes that contain `text` (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in command:
+            found.append(command)
+    return found
