@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+# The muster image: one entry point for every process (`muster scheduler`, `muster sim`,
+# `muster demo`, ...). Build: docker build -t muster:dev .
+# Both stages start from `base`, so the venv built in the first one (whose python is
+# a symlink to the base image's interpreter) runs unchanged in the second. Python 3.11,
+# the version muster is tested on.
+FROM python:3.11-slim-bookworm AS base
+
+FROM base AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+# Every dependency ships manylinux wheels, so no compiler is needed, even here.
+COPY pyproject.toml README.md ./
+COPY scheduler ./scheduler
+# A wheel of muster, then a venv with no pip in it: the builder's pip installs into it
+# through --python. pip compiles the .pyc files at install time, which matters because
+# the root filesystem is read-only at run time.
+RUN pip wheel --no-deps --wheel-dir /wheels . \
+ && python -m venv --without-pip /opt/muster \
+ && pip --python /opt/muster/bin/python install /wheels/*.whl
+
+FROM base
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="muster" \
+      org.opencontainers.image.description="A gang scheduler for Kubernetes that speaks Volcano's PodGroup and Queue API" \
+      org.opencontainers.image.source="https://github.com/muster-sched/muster" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}"
+ENV PATH=/opt/muster/bin:${PATH} \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/tmp
+COPY --from=builder /opt/muster /opt/muster
+# A numeric UID (distroless's "nonroot"), so that runAsNonRoot can verify it.
+USER 65532:65532
+EXPOSE 8080
+# checkov:skip=CKV_DOCKER_2: no HEALTHCHECK: Kubernetes ignores it and probes /healthz and /readyz itself (deploy/), and only `muster scheduler` of the image's processes serves them
+ENTRYPOINT ["muster"]
+CMD ["scheduler"]
