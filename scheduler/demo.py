@@ -46,6 +46,7 @@ class Gang:
     name: str
     queue: str
     roles: dict[str, tuple[int, int]]  # role -> (count, cpu per pod)
+    # When muster could first see the gang: the scheduler's start (the backlog is in place).
     submitted: float = 0.0
     placed_after: float | None = None
     nodes: set[str] = field(default_factory=set)
@@ -155,7 +156,6 @@ class Cluster:
             "spec": {"minMember": gang.size, "queue": gang.queue},
         }
         self.custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "podgroups", body)
-        gang.submitted = time.monotonic()
         for role, (count, cpu) in gang.roles.items():
             for index in range(count):
                 self.core.create_namespaced_pod(NAMESPACE, pod_manifest(gang, role, index, cpu))
@@ -265,6 +265,21 @@ def run_demo(args: argparse.Namespace) -> int:
         )
         wait_until(kubeconfig.exists, 20, "muster sim to write its kubeconfig")
         metrics = f"http://127.0.0.1:{metrics_port}"
+        cluster = Cluster(kubeconfig)
+        namespace: Any = {"metadata": {"name": NAMESPACE}}
+        cluster.core.create_namespace(namespace)
+        cluster.queue("team-a", 1)
+        cluster.queue("team-b", 3)
+        gangs = workloads()
+        # The whole backlog is in place before the scheduler starts, so that every
+        # queue's demand is known from its first session and the split is the same
+        # on a fast or a slow machine.
+        for gang in gangs:
+            cluster.submit(gang)
+        console.print(
+            f"Submitted {len(gangs)} gangs ({sum(g.size for g in gangs)} pods) "
+            "in queues default, team-a (weight 1) and team-b (weight 3)."
+        )
         console.print("[bold]Starting muster scheduler[/] …")
         processes.start(
             "scheduler",
@@ -278,18 +293,9 @@ def run_demo(args: argparse.Namespace) -> int:
             f"127.0.0.1:{metrics_port}",
         )
         wait_until(lambda: http_ok(f"{metrics}/readyz"), 30, "the scheduler to sync its cache")
-        cluster = Cluster(kubeconfig)
-        namespace: Any = {"metadata": {"name": NAMESPACE}}
-        cluster.core.create_namespace(namespace)
-        cluster.queue("team-a", 1)
-        cluster.queue("team-b", 3)
-        gangs = workloads()
+        ready = time.monotonic()
         for gang in gangs:
-            cluster.submit(gang)
-        console.print(
-            f"Submitted {len(gangs)} gangs ({sum(g.size for g in gangs)} pods) "
-            "in queues default, team-a (weight 1) and team-b (weight 3)."
-        )
+            gang.submitted = ready
         placed = watch_progress(console, cluster, gangs, args.timeout)
         report(console, cluster, gangs, placed, metrics)
     console.print("All demo processes stopped.")
@@ -328,7 +334,7 @@ def report(
 ) -> None:
     """What was placed where, queue shares, times, and why the waiting gang waits."""
     table = Table(title="Gangs")
-    for column in ("gang", "queue", "pods", "cpu", "placed after", "nodes"):
+    for column in ("gang", "queue", "pods", "cpu", "placed after start", "nodes"):
         table.add_column(column)
     for gang in gangs:
         when = f"{gang.placed_after:.2f}s" if gang.placed_after is not None else "waiting"
