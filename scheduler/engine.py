@@ -40,6 +40,7 @@ def schedule(
         ACTIONS[name](config.action_arguments(name)).execute(session)
         timings[name] = time.perf_counter() - start
     session.close()
+    session.result.nominated = [key for key, job in world.jobs.items() if job.pipelined]
     result = close_result(world, session.result, session.queue_deserved, session.queue_request)
     timings.update({f"plugin:{name}": s for name, s in session.plugin_seconds.items()})
     result.timings = timings

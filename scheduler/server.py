@@ -37,7 +37,7 @@ from scheduler.effects.evictor import Evictor
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.engine import schedule
-from scheduler.framework.decisions import SessionResult
+from scheduler.framework.decisions import Evict, SessionResult
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.errors import Conflict, StatusError, TransportError
@@ -224,22 +224,30 @@ class SchedulerProcess:
     def cycle(self) -> SessionResult:
         """One session: snapshot, decide, hand the decisions to the effects."""
         start = time.perf_counter()
-        snapshot = self.world.snapshot()
+        # The core never reads the clock: the session's "now" comes with its snapshot.
+        now = time.time()
+        snapshot = self.world.snapshot(now)
         result = schedule(snapshot, self.config.config, copy=False)
         decided = time.perf_counter()
         if not self.is_leader():
             return result
+        self.world.record_session(result, now)
         self.binder.dispatch(result.binds)
         for bind in result.binds:
             self.writer.pod_placed(bind.uid)
         for eviction in result.evictions:
-            asyncio.get_running_loop().create_task(self.evictor.evict(eviction))
+            self.world.assume_releasing(eviction.uid)
+            asyncio.get_running_loop().create_task(self._evict(eviction))
         self.writer.podgroups(result.podgroups)
         self.writer.pods(result.unschedulable)
         self.writer.queues(result.queues)
         self.writer.invalid(result.invalid)
         self._observe_session(result, decided - start, time.perf_counter() - start)
         return result
+
+    async def _evict(self, eviction: Evict) -> None:
+        if not await self.evictor.evict(eviction):
+            self.world.forget_releasing(eviction.uid)
 
     # Observability -----------------------------------------------------------
     def _observe_session(self, result: SessionResult, decide: float, total: float) -> None:

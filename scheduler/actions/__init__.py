@@ -5,8 +5,12 @@ from __future__ import annotations
 from scheduler.actions.allocate import Allocate
 from scheduler.actions.backfill import Backfill
 from scheduler.actions.enqueue import Enqueue
+from scheduler.actions.preempt import Preempt
+from scheduler.actions.reclaim import Reclaim
 from scheduler.framework.action import Action
 
-ACTIONS: dict[str, type[Action]] = {action.name: action for action in (Enqueue, Allocate, Backfill)}
+ACTIONS: dict[str, type[Action]] = {
+    action.name: action for action in (Enqueue, Allocate, Preempt, Reclaim, Backfill)
+}
 
 __all__ = ["ACTIONS"]

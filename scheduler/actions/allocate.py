@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+from scheduler.actions.eviction import retry_due
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.queue import QueueInfo
 from scheduler.framework.action import Action
@@ -21,7 +24,12 @@ SCHEDULABLE_PHASES = frozenset(
 class Allocate(Action):
     """For the queue with the smallest share, its first job: place its pending tasks on the
     best nodes; commit when the gang is ready, keep pipelined placements when the gang can
-    start once releasing pods go, else discard everything of the job."""
+    start once releasing pods go, else discard everything of the job.
+
+    Jobs nominated by the previous session (preempt or reclaim released room for them)
+    go first, before any queue order, so nobody else takes that room while it is freed.
+    A job that failed before waits out its backoff (see eviction.retry_due); a failed job
+    never stops the jobs behind it, which are popped in turn."""
 
     name = "allocate"
 
@@ -31,7 +39,9 @@ class Allocate(Action):
             percentage=int(self.arguments.get("percentageOfNodesToScore", 0)),
             minimum=int(self.arguments.get("minFeasibleNodesToFind", 100)),
         )
-        by_queue = self._jobs_by_queue(session)
+        by_queue, nominated = self._jobs_by_queue(session)
+        for job in sorted(nominated, key=functools.cmp_to_key(session.compare_jobs)):
+            self._allocate_job(session, picker, session.queues[job.queue], job)
         queues: OrderedHeap[QueueInfo] = OrderedHeap(
             session.compare_queues, (session.queues[name] for name in by_queue)
         )
@@ -57,10 +67,14 @@ class Allocate(Action):
             )
 
     @staticmethod
-    def _jobs_by_queue(session: Session) -> dict[str, OrderedHeap[JobInfo]]:
+    def _jobs_by_queue(
+        session: Session,
+    ) -> tuple[dict[str, OrderedHeap[JobInfo]], list[JobInfo]]:
         # Without the enqueue action every Pending job is treated as admitted.
         admit_pending = "enqueue" not in session.config.actions
         by_queue: dict[str, OrderedHeap[JobInfo]] = {}
+        nominated: list[JobInfo] = []
+        has_failures = bool(session.snapshot.failures)
         for job in session.jobs.values():
             if job.phase not in SCHEDULABLE_PHASES and not (
                 admit_pending and job.phase is PodGroupPhase.PENDING
@@ -70,8 +84,13 @@ class Allocate(Action):
                 continue
             if job.queue not in session.queues:
                 continue
+            if job.key in session.snapshot.nominated:
+                nominated.append(job)
+                continue
+            if has_failures and not retry_due(session, job):
+                continue
             by_queue.setdefault(job.queue, OrderedHeap(session.compare_jobs)).push(job)
-        return by_queue
+        return by_queue, nominated
 
     @staticmethod
     def _allocate_job(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
@@ -99,11 +118,14 @@ class Allocate(Action):
                 statement.pipeline(task, node)
             picker.reconsider(task, node)
         if session.job_ready(job):
+            session.result.attempts[job.key] = bool(statement.operations)
             statement.commit()
             return
         if session.job_pipelined(job):
             # Room is promised on releasing resources: keep it, bind nothing yet.
+            session.result.attempts[job.key] = True
             return
+        session.result.attempts[job.key] = False
         placed = picker.discard(statement)
         if not job.wait_reason:
             job.wait(

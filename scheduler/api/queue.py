@@ -26,6 +26,7 @@ class QueueInfo:
         "deserved",
         "guarantee",
         "name",
+        "observed_allocated",
         "parent",
         "priority",
         "reclaimable",
@@ -58,6 +59,9 @@ class QueueInfo:
         self.parent = parent
         self.priority = priority
         self.state = state
+        # The resource names status.allocated holds on the server: the status writer
+        # clears the ones that are no longer allocated (a merge patch only adds keys).
+        self.observed_allocated: frozenset[str] = frozenset()
 
     @classmethod
     def from_queue(cls, queue: wire.Queue) -> QueueInfo:
@@ -92,7 +96,7 @@ class QueueInfo:
             state = QueueState(queue.status.state) if queue.status.state else QueueState.OPEN
         except ValueError:
             state = QueueState.UNKNOWN
-        return cls(
+        info = cls(
             name,
             uid=queue.metadata.uid,
             weight=spec.weight,
@@ -104,6 +108,8 @@ class QueueInfo:
             priority=spec.priority,
             state=state,
         )
+        info.observed_allocated = frozenset(queue.status.allocated)
+        return info
 
     @property
     def is_open(self) -> bool:

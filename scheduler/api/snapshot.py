@@ -24,6 +24,14 @@ class PriorityClassInfo:
     preemption_policy: str = "PreemptLowerPriority"
 
 
+@dataclass(frozen=True, slots=True)
+class PlacementFailures:
+    """A job's consecutive failed placement attempts (kept by the cache across sessions)."""
+
+    count: int
+    last: float
+
+
 @dataclass(slots=True)
 class ClusterSnapshot:
     """Nodes, jobs and queues as one session sees them; the session mutates its own copy."""
@@ -36,6 +44,17 @@ class ClusterSnapshot:
     invalid: list[InvalidObject] = field(default_factory=list)
     # Our pods that name a PodGroup that does not exist (yet): they wait.
     orphans: dict[str, TaskInfo] = field(default_factory=dict)
+    # Wall-clock seconds (epoch) the session runs at: the core never reads the clock.
+    now: float = 0.0
+    # Jobs that ended the previous session holding pipelined room (made for them by
+    # preempt or reclaim): allocate serves them first so nobody else takes that room.
+    nominated: frozenset[str] = frozenset()
+    # Per job key: consecutive failed placement attempts and when the last one was.
+    failures: dict[str, PlacementFailures] = field(default_factory=dict)
+    # Per job key: when the cache saw a session admit it (Inqueue), and when one sent it
+    # back to Pending for not starting in time. Read-only in sessions (shared by clones).
+    admitted_at: dict[str, float] = field(default_factory=dict)
+    timed_out_at: dict[str, float] = field(default_factory=dict)
 
     def priority_of(self, class_name: str) -> int:
         """The value of a PriorityClass; the global default (or 0) when unnamed or unknown."""
@@ -76,6 +95,11 @@ class ClusterSnapshot:
             priority_classes=dict(self.priority_classes),
             invalid=list(self.invalid),
             orphans={uid: twin(task) for uid, task in self.orphans.items()},
+            now=self.now,
+            nominated=self.nominated,
+            failures=dict(self.failures),
+            admitted_at=self.admitted_at,
+            timed_out_at=self.timed_out_at,
         )
 
 

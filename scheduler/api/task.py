@@ -255,8 +255,10 @@ class TaskInfo:
         """The record of a pod; raises InvalidObject on a malformed quantity."""
         meta = pod.metadata
         spec = pod.spec
-        group = meta.annotations.get(GROUP_NAME_ANNOTATION, "")
         owner = next((ref.uid for ref in meta.owner_references if ref.controller), "")
+        # A controlled pod with no group waits for the one `muster controller` makes for its
+        # owner (podgroup-<owner uid>): as a shadow gang of one it would bypass minMember.
+        group = meta.annotations.get(GROUP_NAME_ANNOTATION) or (owner and f"podgroup-{owner}")
         return cls(
             uid=meta.uid,
             namespace=meta.namespace,

@@ -13,12 +13,18 @@ import logging
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
-from scheduler.api.job import JobInfo
+from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.snapshot import ClusterSnapshot, PriorityClassInfo, add_task
+from scheduler.api.snapshot import (
+    ClusterSnapshot,
+    PlacementFailures,
+    PriorityClassInfo,
+    add_task,
+)
 from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.framework.decisions import SessionResult
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +46,40 @@ class World:
         self._podgroups: dict[str, wire.PodGroup] = {}
         # Objects that could not be read, by kind and key.
         self._invalid: dict[tuple[str, str], InvalidObject] = {}
+        # Evictions sent whose watch event has not come yet: uid -> status before.
+        self._releasing: dict[str, TaskStatus] = {}
 
     # Snapshots ---------------------------------------------------------------
-    def snapshot(self) -> ClusterSnapshot:
-        """A copy for one session."""
+    def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
+        """A copy for one session that runs at wall-clock time `now` (epoch seconds)."""
         copy = self.live.clone()
         copy.invalid = list(self._invalid.values())
+        copy.now = now
         return copy
+
+    def record_session(self, result: SessionResult, now: float) -> None:
+        """Keep what the next sessions need from this one: nominations, placement
+        failures (for backoff), and when jobs were admitted or sent back."""
+        live = self.live
+        live.nominated = frozenset(result.nominated)
+        for key, placed in result.attempts.items():
+            if placed:
+                live.failures.pop(key, None)
+                continue
+            previous = live.failures.get(key)
+            live.failures[key] = PlacementFailures(previous.count + 1 if previous else 1, now)
+        for key in result.admitted:
+            live.admitted_at.setdefault(key, now)
+            live.timed_out_at.pop(key, None)
+        for key in result.dequeued:
+            live.admitted_at.pop(key, None)
+            live.timed_out_at[key] = now
+
+    def _room_freed(self) -> None:
+        # Like kube-scheduler moving pods out of backoff on cluster events: a gang that
+        # failed is retried at once when room appears, not after its backoff.
+        if self.live.failures:
+            self.live.failures.clear()
 
     def counts(self) -> dict[str, int]:
         """How many objects of each kind are cached (for metrics)."""
@@ -82,11 +115,26 @@ class World:
             # Our bind is in flight and the server has not caught up: keep the assumption.
             task.status = old.status
             task.node_name = old.node_name
-        self.delete_pod(uid)
+        if old is not None and _holds_room(old) and not _holds_room(task):
+            self._room_freed()
+        if uid in self._releasing:
+            if task.status in (TaskStatus.RUNNING, TaskStatus.BOUND):
+                # Our eviction is in flight: the pod's room is already going.
+                task.status = TaskStatus.RELEASING
+            else:
+                del self._releasing[uid]
+        self._remove(uid)
         self._add(task)
 
     def delete_pod(self, uid: str) -> None:
         """A pod is gone (or no longer ours)."""
+        task = self.tasks.get(uid)
+        if task is not None and _holds_room(task):
+            self._room_freed()
+        self._releasing.pop(uid, None)
+        self._remove(uid)
+
+    def _remove(self, uid: str) -> None:
         task = self.tasks.pop(uid, None)
         if task is None:
             return
@@ -117,17 +165,46 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.node_name:
             return
-        self.delete_pod(uid)
+        self._remove(uid)
         task.node_name = node_name
         task.status = TaskStatus.BINDING
         self._add(task)
+
+    def assume_releasing(self, uid: str) -> None:
+        """An eviction was sent: the pod's room is going (status Releasing) from now on,
+        so the next session does not choose victims again for the same preemptor."""
+        task = self.tasks.get(uid)
+        if task is None or task.status not in (TaskStatus.RUNNING, TaskStatus.BOUND):
+            return
+        self._releasing[uid] = task.status
+        self._set_status(task, TaskStatus.RELEASING)
+
+    def forget_releasing(self, uid: str) -> None:
+        """An eviction failed: the pod keeps its room."""
+        previous = self._releasing.pop(uid, None)
+        task = self.tasks.get(uid)
+        if previous is None or task is None or task.status is not TaskStatus.RELEASING:
+            return
+        self._set_status(task, previous)
+
+    def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        job = self.live.jobs.get(task.job)
+        node = self.live.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        if job is not None:
+            job.set_task_status(task, status)
+        else:
+            task.status = status
+        if node is not None:
+            node.add_task(task)
 
     def forget_bound(self, uid: str) -> None:
         """A bind failed: the pod is pending again."""
         task = self.tasks.get(uid)
         if task is None or task.status is not TaskStatus.BINDING:
             return
-        self.delete_pod(uid)
+        self._remove(uid)
         task.node_name = ""
         task.status = TaskStatus.PENDING
         self._add(task)
@@ -137,16 +214,7 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.status is not TaskStatus.BINDING:
             return
-        job = self.live.jobs.get(task.job)
-        node = self.live.nodes.get(task.node_name)
-        if node is not None:
-            node.remove_task(task)
-        if job is not None:
-            job.set_task_status(task, TaskStatus.BOUND)
-        else:
-            task.status = TaskStatus.BOUND
-        if node is not None:
-            node.add_task(task)
+        self._set_status(task, TaskStatus.BOUND)
 
     # Nodes -------------------------------------------------------------------
     def upsert_node(self, node: wire.Node) -> None:
@@ -165,6 +233,8 @@ class World:
         self.live.nodes[name] = info
         for task in tasks:
             info.add_task(task)
+        if old is None or old.allocatable != info.allocatable or old.unschedulable:
+            self._room_freed()
 
     def delete_node(self, name: str) -> None:
         """A node is gone; its pods wait for it to come back (or for their own deletion)."""
@@ -176,6 +246,7 @@ class World:
     def upsert_podgroup(self, group: wire.PodGroup) -> None:
         """A PodGroup was added or changed: its tasks move to the new record."""
         key = f"{group.metadata.namespace}/{group.metadata.name}"
+        previous = self._podgroups.get(key)
         self._podgroups[key] = group
         live = self.live
         try:
@@ -191,6 +262,10 @@ class World:
             )
             job.invalid = error
         old = live.jobs.get(key)
+        if previous is None or previous.spec != group.spec:
+            live.failures.pop(key, None)
+        if job.phase not in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):
+            live.admitted_at.pop(key, None)
         members = list(old.tasks.values()) if old is not None else []
         members.extend(t for t in live.orphans.values() if t.job == key)
         live.jobs[key] = job
@@ -203,6 +278,8 @@ class World:
         key = f"{namespace}/{name}"
         self._podgroups.pop(key, None)
         self._invalid.pop(("PodGroup", key), None)
+        for table in (self.live.failures, self.live.admitted_at, self.live.timed_out_at):
+            table.pop(key, None)
         job = self.live.jobs.pop(key, None)
         if job is not None:
             for task in job.tasks.values():
@@ -247,3 +324,7 @@ def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:
     return (
         old.status is TaskStatus.BINDING and not new.node_name and new.status is TaskStatus.PENDING
     )
+
+
+def _holds_room(task: TaskInfo) -> bool:
+    return bool(task.node_name) and task.status not in TERMINAL_STATUSES

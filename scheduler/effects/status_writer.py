@@ -81,11 +81,19 @@ class StatusWriter:
     def queues(self, updates: list[QueueStatusUpdate]) -> None:
         """Write queue figures that changed."""
         for update in updates:
+            allocated: dict[str, str | None] = dict(update.allocated.to_list())
+            previous = self._queues.get(update.name)
+            # A merge patch only adds keys: a resource no longer allocated is set to null.
+            stale = set(update.observed_allocated)
+            if previous is not None:
+                stale |= set(previous["allocated"])
+            for key in stale - set(allocated):
+                allocated[key] = None
             status: dict[str, Any] = {
-                "allocated": update.allocated.to_list(),
+                "allocated": allocated,
                 **{phase: count for phase, count in update.podgroups.items()},
             }
-            if self._queues.get(update.name) == status:
+            if previous == status:
                 continue
             self._queues[update.name] = status
             self._spawn(self._patch(paths.queue(update.name) + "/status", {"status": status}))

@@ -78,6 +78,8 @@ class QueueStatusUpdate:
     # For metrics only; not written to the Queue's status.
     request: Resource | None = None
     capability: Resource | None = None
+    # Resource names the server's status.allocated holds now (to clear the stale ones).
+    observed_allocated: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,5 +101,13 @@ class SessionResult:
     unschedulable: list[PodUnschedulable] = field(default_factory=list)
     queues: list[QueueStatusUpdate] = field(default_factory=list)
     invalid: list[InvalidObjectReport] = field(default_factory=list)
+    # Jobs holding pipelined room at the end of the session (the cache keeps them
+    # nominated for the next one), and per job tried: whether anything of it was placed.
+    nominated: list[str] = field(default_factory=list)
+    attempts: dict[str, bool] = field(default_factory=dict)
+    # Jobs enqueue admitted (Pending -> Inqueue) and jobs it sent back to Pending
+    # because they did not start in time; the cache times admissions with them.
+    admitted: list[str] = field(default_factory=list)
+    dequeued: list[str] = field(default_factory=list)
     # Seconds per action ("allocate") and per plugin ("plugin:gang"), for metrics.
     timings: dict[str, float] = field(default_factory=dict)

@@ -155,6 +155,7 @@ def queue_updates(
             counts[name],
             request.get(name),
             queue.capability,
+            queue.observed_allocated,
         )
         for name, queue in snapshot.queues.items()
     ]

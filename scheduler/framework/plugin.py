@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
 from scheduler.framework.status import OK, Status
 
@@ -111,6 +112,10 @@ class Plugin:
         """Whether the queue already holds more than it deserves."""
         return False
 
+    def reclaim_allowed(self, queue: QueueInfo, amount: Resource) -> bool:
+        """Whether `amount` may be taken back from the queue (it keeps its deserved share)."""
+        return True
+
     # Victims: None abstains; a list is the subset of candidates this plugin allows.
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """Which candidates the preemptor may evict inside its queue."""
@@ -130,6 +135,9 @@ class Plugin:
     def on_enqueue(self, job: JobInfo) -> None:
         """A Pending job became Inqueue: its minResources are now reserved."""
 
+    def on_dequeue(self, job: JobInfo) -> None:
+        """An Inqueue job went back to Pending: its reservation is released."""
+
 
 EXTENSION_POINTS: dict[str, str] = {
     # extension point -> Volcano's enable flag in the scheduler config
@@ -146,11 +154,13 @@ EXTENSION_POINTS: dict[str, str] = {
     "job_starving": "enableJobStarving",
     "allocatable": "enabledAllocatable",
     "overused": "enabledOverused",
+    "reclaim_allowed": "enableReclaimable",
     "preemptable": "enablePreemptable",
     "reclaimable": "enableReclaimable",
     "on_allocate": "",
     "on_deallocate": "",
     "on_enqueue": "",
+    "on_dequeue": "",
 }
 
 

@@ -6,13 +6,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from scheduler.api.job import JobInfo
-from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.plugin import Plugin, Vote, Waiting
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
 
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
+# Placed and bound: the statuses a victim may have.
+VICTIM_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING})
 
 
 def ready_by_role(job: JobInfo) -> dict[str, int]:
@@ -83,28 +85,18 @@ class GangPlugin(Plugin):
         return 1 if a_ready else -1
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return self._keep_gangs_whole(candidates)
+        return _bound_members(candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return self._keep_gangs_whole(candidates)
+        return _bound_members(candidates)
 
-    def _keep_gangs_whole(self, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        # A victim may go only while its gang keeps minMember. Taking whole gangs
-        # is the preempt and reclaim actions' decision, not a per-task one.
-        spare: dict[str, int] = {}
-        victims = []
-        for task in candidates:
-            if task.status in TERMINAL_STATUSES:
-                continue
-            job = self.jobs.get(task.job)
-            if job is None:
-                victims.append(task)
-                continue
-            left = spare.setdefault(job.key, job.ready_count() - job.min_member)
-            if left > 0 or job.min_member <= 1:
-                spare[job.key] = left - 1
-                victims.append(task)
-        return victims
+
+def _bound_members(candidates: list[TaskInfo]) -> list[TaskInfo]:
+    # Only pods that hold room on a node can make room. Which of them may go
+    # together (a spare member, or a whole gang, never a gang cut below
+    # minMember) is the preempt and reclaim actions' unit rule, in
+    # actions/eviction.py, because it depends on the other victims chosen.
+    return [task for task in candidates if task.status in VICTIM_STATUSES]
 
 
 def job_is_ready(job: JobInfo) -> bool:

@@ -1,10 +1,15 @@
 """proportion: queues share the cluster by weight, within capability, above guarantee.
 
-Each queue deserves a share found by water-filling: the cluster is poured into
-the queues by weight; a queue is full when it has what it requests (or its
-capability), and what it does not need flows to the others. A queue may take
-more only while its allocation stays within what it deserves; a Pending job
-is admitted (Inqueue) only while its queue can hold its minResources.
+Queues form a tree under `root` through spec.parent (a queue with no parent,
+or a missing one, hangs from root). Each queue deserves a share found by
+water-filling, level by level: root's amount (the cluster, within root's
+capability when a `root` Queue exists) is poured into its children by weight;
+a child is full when it has what its subtree requests (or its capability), and
+what it does not need flows to its siblings; each child's deserved is then
+poured into its own children the same way. Only leaf queues hold PodGroups. A
+leaf may take more only while its allocation stays within what it deserves
+and every ancestor stays within its capability; a Pending job is admitted
+(Inqueue) only while its queue and every ancestor can hold its minResources.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.names import ROOT_QUEUE
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import UNLIMITED, Resource, share_of
 from scheduler.api.task import TaskInfo
@@ -24,6 +30,7 @@ if TYPE_CHECKING:
 QUEUE_NOT_FOUND = "QueueNotFound"
 QUEUE_NOT_OPEN = "QueueNotOpen"
 QUEUE_FULL = "QueueCapacityExceeded"
+QUEUE_NOT_LEAF = "QueueNotLeaf"
 
 
 class QueueShare:
@@ -32,9 +39,11 @@ class QueueShare:
     __slots__ = (
         "allocated",
         "capability",
+        "children",
         "deserved",
         "guarantee",
         "inqueue",
+        "parent",
         "queue",
         "request",
         "share",
@@ -49,10 +58,21 @@ class QueueShare:
         self.inqueue = Resource()
         self.deserved = Resource()
         self.share = 0.0
+        self.parent: QueueShare | None = None
+        self.children: list[QueueShare] = []
 
     def update_share(self) -> None:
         """share = the largest allocated / deserved over the dimensions."""
         self.share = share_of(self.allocated, self.deserved)
+
+    def ancestors(self) -> list[QueueShare]:
+        """Parent, grandparent, ... up to root's child (root itself when it is a queue)."""
+        found = []
+        parent = self.parent
+        while parent is not None:
+            found.append(parent)
+            parent = parent.parent
+        return found
 
 
 def within(request: Resource, used: Resource, limit: Resource) -> bool:
@@ -81,6 +101,8 @@ class ProportionPlugin(Plugin):
         self.shares: dict[str, QueueShare] = {}
         self.total = Resource()
         self.jobs: dict[str, JobInfo] = {}
+        # Queues directly under root (whether or not a `root` Queue object exists).
+        self._top: list[QueueShare] = []
 
     def on_session_open(self, session: Session) -> None:
         self.jobs = session.jobs
@@ -88,43 +110,87 @@ class ProportionPlugin(Plugin):
             self.total.add(node.allocatable)
         for name, queue in session.queues.items():
             self.shares[name] = QueueShare(queue)
+        self._link_tree()
         for job in session.jobs.values():
             attr = self.shares.get(job.queue)
-            if attr is None:
+            if attr is None or attr.children:
                 continue
-            attr.allocated.add(job.allocated)
-            attr.request.add(job.allocated)
+            pending = Resource()
             for task in job.pending_tasks():
-                attr.request.add(task.request)
-            if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None:
-                attr.inqueue.add(job.min_resources)
-        self._fill_deserved()
+                pending.add(task.request)
+            reserved = (
+                job.min_resources
+                if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None
+                else None
+            )
+            for level in (attr, *attr.ancestors()):
+                level.allocated.add(job.allocated)
+                level.request.add(job.allocated).add(pending)
+                if reserved is not None:
+                    level.inqueue.add(reserved)
+        amount = self.total.clone()
+        root = self.shares.get(ROOT_QUEUE)
+        if root is not None:
+            if root.capability is not None:
+                amount = amount.minimum(root.capability)
+            root.deserved = amount.clone()
+        self._fill_deserved(self._top, amount)
         for name, attr in self.shares.items():
             attr.update_share()
             session.queue_deserved[name] = attr.deserved
             session.queue_request[name] = attr.request
 
-    def _real_capability(self, attr: QueueShare, guarantees: Resource) -> Resource:
-        real = self.total.clone().sub(guarantees).add(attr.guarantee)
+    def _link_tree(self) -> None:
+        """Children under their parents; a missing parent or a cycle hangs from root."""
+        root = self.shares.get(ROOT_QUEUE)
+        for name, attr in self.shares.items():
+            if name == ROOT_QUEUE:
+                continue
+            parent_name = attr.queue.parent or ROOT_QUEUE
+            parent = self.shares.get(parent_name)
+            if parent_name == ROOT_QUEUE or parent is None or self._is_cycle(name):
+                attr.parent = root
+                self._top.append(attr)
+                continue
+            attr.parent = parent
+            parent.children.append(attr)
+        if root is not None:
+            root.children = list(self._top)
+
+    def _is_cycle(self, name: str) -> bool:
+        seen = {name}
+        current = self.shares[name].queue.parent
+        while current and current != ROOT_QUEUE and current in self.shares:
+            if current in seen:
+                return True
+            seen.add(current)
+            current = self.shares[current].queue.parent
+        return False
+
+    @staticmethod
+    def _real_capability(attr: QueueShare, amount: Resource, guarantees: Resource) -> Resource:
+        real = amount.clone().sub(guarantees).add(attr.guarantee)
         if attr.capability is not None:
             real = real.minimum(attr.capability)
         return real
 
-    def _fill_deserved(self) -> None:
+    def _fill_deserved(self, siblings: list[QueueShare], amount: Resource) -> None:
+        """Water-fill `amount` into the siblings by weight, then recurse into each."""
         guarantees = Resource()
-        for attr in self.shares.values():
+        for attr in siblings:
             guarantees.add(attr.guarantee)
         ceilings = {
-            name: self._real_capability(attr, guarantees).minimum(attr.request)
-            for name, attr in self.shares.items()
+            attr.queue.name: self._real_capability(attr, amount, guarantees).minimum(attr.request)
+            for attr in siblings
         }
-        remaining = self.total.clone()
-        unmet = set(self.shares)
+        by_name = {attr.queue.name: attr for attr in siblings}
+        remaining = amount.clone()
+        unmet = set(by_name)
         while unmet:
-            weight = sum(self.shares[name].queue.weight for name in unmet)
+            weight = sum(by_name[name].queue.weight for name in unmet)
             before = remaining.clone()
             for name in sorted(unmet):
-                attr = self.shares[name]
+                attr = by_name[name]
                 old = attr.deserved.clone()
                 grown = attr.deserved + before.multiply(attr.queue.weight / weight)
                 attr.deserved = _clamp(grown, ceilings[name]).maximum(attr.guarantee)
@@ -133,14 +199,25 @@ class ProportionPlugin(Plugin):
                     unmet.discard(name)
             if remaining == before or remaining.is_empty():
                 break
+        for attr in siblings:
+            if attr.children:
+                self._fill_deserved(attr.children, attr.deserved)
 
     # Extension points ------------------------------------------------------
     def job_valid(self, job: JobInfo) -> Waiting | None:
-        if job.queue not in self.shares:
+        attr = self.shares.get(job.queue)
+        if attr is None:
             return Waiting(
                 QUEUE_NOT_FOUND,
                 f"queue {job.queue!r} does not exist; create it or set spec.queue "
                 "to an existing queue",
+            )
+        if attr.children or job.queue == ROOT_QUEUE:
+            leaves = ", ".join(sorted(_leaves(attr))) or "none yet"
+            return Waiting(
+                QUEUE_NOT_LEAF,
+                f"queue {job.queue!r} has child queues and only leaf queues hold PodGroups; "
+                f"set spec.queue to one of its leaves ({leaves})",
             )
         return None
 
@@ -159,7 +236,21 @@ class ProportionPlugin(Plugin):
         attr = self.shares.get(queue.name)
         if attr is None:
             return False
-        return within(task.request, attr.allocated, attr.deserved)
+        if not within(task.request, attr.allocated, attr.deserved):
+            return False
+        return all(
+            within(task.request, level.allocated, level.capability)
+            for level in attr.ancestors()
+            if level.capability is not None
+        )
+
+    def reclaim_allowed(self, queue: QueueInfo, amount: Resource) -> bool:
+        # The victim queue must keep at least its deserved share in its dominant
+        # dimension: then it is not below its share and cannot reclaim back.
+        attr = self.shares.get(queue.name)
+        if attr is None:
+            return False
+        return share_of(attr.allocated - amount, attr.deserved) >= 1.0
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
         attr = self.shares.get(job.queue)
@@ -173,40 +264,75 @@ class ProportionPlugin(Plugin):
             return Vote.REJECT
         if job.min_resources is None:
             return Vote.PERMIT
+        for level in (attr, *attr.ancestors()):
+            capability = self._admission_capability(level)
+            held = level.allocated + level.inqueue
+            if within(job.min_resources, held, capability):
+                continue
+            where = f"queue {job.queue!r}"
+            if level is not attr:
+                where += f" (through its parent {level.queue.name!r})"
+            job.wait(
+                QUEUE_FULL,
+                f"{where} cannot hold minResources {_describe(job.min_resources)}: "
+                f"{_describe(held)} already allocated or reserved of {_describe(capability)}",
+            )
+            return Vote.REJECT
+        return Vote.PERMIT
+
+    def _admission_capability(self, attr: QueueShare) -> Resource:
+        """What the queue may hold at most: what its parent may hold (the cluster at the
+        top) less its siblings' guarantees, within its own capability."""
+        if attr.queue.name == ROOT_QUEUE:
+            return self.total if attr.capability is None else self.total.minimum(attr.capability)
+        parent = attr.parent
+        amount = self.total if parent is None else self._admission_capability(parent)
         guarantees = Resource()
-        for other in self.shares.values():
+        for other in parent.children if parent is not None else self._top:
             guarantees.add(other.guarantee)
-        capability = self._real_capability(attr, guarantees)
-        held = attr.allocated + attr.inqueue
-        if within(job.min_resources, held, capability):
-            return Vote.PERMIT
-        job.wait(
-            QUEUE_FULL,
-            f"queue {job.queue!r} cannot hold minResources {_describe(job.min_resources)}: "
-            f"{_describe(held)} already allocated or reserved of {_describe(capability)}",
-        )
-        return Vote.REJECT
+        return self._real_capability(attr, amount, guarantees)
 
     def on_enqueue(self, job: JobInfo) -> None:
         attr = self.shares.get(job.queue)
         if attr is not None and job.min_resources is not None:
-            attr.inqueue.add(job.min_resources)
+            for level in (attr, *attr.ancestors()):
+                level.inqueue.add(job.min_resources)
+
+    def on_dequeue(self, job: JobInfo) -> None:
+        attr = self.shares.get(job.queue)
+        if attr is not None and job.min_resources is not None:
+            for level in (attr, *attr.ancestors()):
+                level.inqueue.sub(job.min_resources)
 
     def on_allocate(self, task: TaskInfo) -> None:
         attr = self._attr_of(task)
         if attr is not None:
             attr.allocated.add(task.request)
             attr.update_share()
+            parent = attr.parent
+            while parent is not None:
+                parent.allocated.add(task.request)
+                parent = parent.parent
 
     def on_deallocate(self, task: TaskInfo) -> None:
         attr = self._attr_of(task)
         if attr is not None:
             attr.allocated.sub(task.request)
             attr.update_share()
+            parent = attr.parent
+            while parent is not None:
+                parent.allocated.sub(task.request)
+                parent = parent.parent
 
     def _attr_of(self, task: TaskInfo) -> QueueShare | None:
         job = self.jobs.get(task.job)
         return self.shares.get(job.queue) if job is not None else None
+
+
+def _leaves(attr: QueueShare) -> list[str]:
+    if not attr.children:
+        return [attr.queue.name]
+    return [name for child in attr.children for name in _leaves(child)]
 
 
 def _describe(resource: Resource) -> str:

@@ -1,0 +1,265 @@
+"""Gang-aware victim selection, shared by preempt and reclaim.
+
+A victim is never a lone pod of a gang that would then fall below minMember:
+victims come in *units*, either one pod of a job that has members to spare
+(ready - minMember > 0, or a job of one pod), or a whole gang (every placed pod
+of it, on every node). For each pod of the gang being placed, the node that
+needs the least is chosen: fewest pods evicted, then the lowest victim
+priority, then the youngest victims. The preemptor is pipelined onto the room
+being released; the caller commits the evictions only when the whole gang is
+placed, and discards everything otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.node import NodeInfo
+from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
+
+# Pods that hold room and are already bound: the ones eviction can release.
+# (Allocated pods are this session's own placements, not yet bound.)
+VICTIM_STATUSES = (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING)
+# Statuses that count towards a gang being placed: ready, or promised released room.
+PLACED_STATUSES = (
+    TaskStatus.ALLOCATED,
+    TaskStatus.BINDING,
+    TaskStatus.BOUND,
+    TaskStatus.RUNNING,
+    TaskStatus.SUCCEEDED,
+    TaskStatus.PIPELINED,
+)
+SCHEDULABLE_PHASES = frozenset(
+    {PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN}
+)
+# Volcano's defaults for retrying a gang that failed to place.
+DEFAULT_BACKOFF_BASE = 1.0
+DEFAULT_BACKOFF_MAX = 10.0
+# The reason on a PodGroup whose gang waits for its victims to leave.
+WAITING_FOR_EVICTIONS = "WaitingForEvictions"
+
+# Which candidates a plugin tier allows (session.preemptable or session.reclaimable).
+VictimFilter = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+
+
+@dataclass(slots=True)
+class Unit:
+    """Pods that leave together: one spare pod, or a whole gang."""
+
+    job: JobInfo
+    tasks: list[TaskInfo]
+    whole: bool
+    request: Resource = field(default_factory=Resource)
+
+    def __post_init__(self) -> None:
+        for task in self.tasks:
+            self.request.add(task.request)
+
+    @property
+    def priority(self) -> int:
+        """The highest priority among its pods (what evicting it costs)."""
+        return max(task.priority for task in self.tasks)
+
+    @property
+    def newest(self) -> str:
+        """The creation time of its youngest pod."""
+        return max(task.creation_timestamp for task in self.tasks)
+
+
+@dataclass(slots=True)
+class _Choice:
+    node: NodeInfo
+    units: list[Unit]
+
+    def cost(self) -> tuple[int, int]:
+        return (sum(len(u.tasks) for u in self.units), max(u.priority for u in self.units))
+
+
+def retry_due(session: Session, job: JobInfo) -> bool:
+    """Whether a job that failed to place before may be tried again now (exponential backoff).
+
+    Nominated jobs (holding released room) are always due."""
+    failures = session.snapshot.failures.get(job.key)
+    if failures is None or job.key in session.snapshot.nominated:
+        return True
+    arguments = session.config.action_arguments("allocate")
+    base = float(arguments.get("backoff-base", DEFAULT_BACKOFF_BASE))
+    cap = float(arguments.get("backoff-max", DEFAULT_BACKOFF_MAX))
+    delay = min(cap, base * 2 ** min(failures.count - 1, 30))
+    due: bool = session.snapshot.now >= failures.last + delay
+    return due
+
+
+def schedulable_phase(session: Session, job: JobInfo) -> bool:
+    """Admitted jobs; every Pending one too when the config has no enqueue action."""
+    if job.phase in SCHEDULABLE_PHASES:
+        return True
+    return job.phase is PodGroupPhase.PENDING and "enqueue" not in session.config.actions
+
+
+def may_preempt(snapshot: ClusterSnapshot, job: JobInfo) -> bool:
+    """preemptionPolicy: Never on the PodGroup's PriorityClass or on a pending pod forbids it."""
+    known = snapshot.priority_classes.get(job.priority_class_name)
+    if known is not None and known.preemption_policy == "Never":
+        return False
+    return all(task.preemption_policy != "Never" for task in job.pending_tasks())
+
+
+def gang_placed(job: JobInfo) -> bool:
+    """Whether the job has minMember (and each role's minTaskMember) ready or pipelined."""
+    if job.ready_count() + job.pipelined_count() < job.min_member:
+        return False
+    if not job.min_task_member:
+        return True
+    counts = job.role_counts(*PLACED_STATUSES)
+    return all(counts.get(role, 0) >= need for role, need in job.min_task_member.items())
+
+
+class GangEvictor:
+    """Places one gang's pending pods on free or released room, evicting units as needed."""
+
+    def __init__(
+        self,
+        session: Session,
+        statement: Statement,
+        *,
+        in_scope: Callable[[JobInfo], bool],
+        allowed: VictimFilter,
+        reason: Callable[[TaskInfo], str],
+        unit_allowed: Callable[[Unit, list[Unit]], bool] | None = None,
+    ) -> None:
+        self.session = session
+        self.statement = statement
+        self.in_scope = in_scope
+        self.allowed = allowed
+        self.reason = reason
+        self.unit_allowed = unit_allowed
+        self.evicted = 0
+
+    def place_gang(self, job: JobInfo) -> bool:
+        """Pipeline the job's pods until its gang is complete; False when it cannot be."""
+        session = self.session
+        queue = session.queues[job.queue]
+        for task in session.sorted_tasks(job.pending_tasks()):
+            if gang_placed(job):
+                break
+            node = self._free_node(task)
+            if node is None:
+                choice = self._cheapest_eviction(job, task)
+                if choice is None:
+                    return False
+                for unit in choice.units:
+                    for victim in unit.tasks:
+                        self.statement.evict(victim, self.reason(task))
+                        self.evicted += 1
+                node = choice.node
+            if not session.allocatable(queue, task):
+                return False
+            # Pipelined even where there is idle room: nothing of the gang binds until
+            # all of it can, which allocate decides in a later session.
+            self.statement.pipeline(task, node)
+        return gang_placed(job)
+
+    # Internals -------------------------------------------------------------
+    def _admitted_nodes(self, task: TaskInfo) -> list[NodeInfo]:
+        session = self.session
+        return [node for node in session.node_list if session.admits(task, node).ok]
+
+    def _free_node(self, task: TaskInfo) -> NodeInfo | None:
+        best: NodeInfo | None = None
+        best_score = 0.0
+        for node in self._admitted_nodes(task):
+            if not self._room_for(task, node, Resource()):
+                continue
+            score = self.session.score(task, node)
+            if best is None or score > best_score:
+                best, best_score = node, score
+        return best
+
+    def _room_for(self, task: TaskInfo, node: NodeInfo, freed: Resource) -> bool:
+        return task.request.fits_in(node.future_idle().add(freed))
+
+    def _cheapest_eviction(self, job: JobInfo, task: TaskInfo) -> _Choice | None:
+        best: _Choice | None = None
+        for node in self._admitted_nodes(task):
+            units = self._units_on(job, task, node)
+            chosen = self._cover(task, node, units)
+            if chosen is None:
+                continue
+            choice = _Choice(node, chosen)
+            if best is None or choice.cost() < best.cost():
+                best = choice
+        return best
+
+    def _units_on(self, job: JobInfo, task: TaskInfo, node: NodeInfo) -> list[Unit]:
+        jobs = self.session.jobs
+        by_job: dict[str, list[TaskInfo]] = {}
+        for victim in node.tasks.values():
+            if victim.status not in VICTIM_STATUSES or victim.job == job.key:
+                continue
+            owner = jobs.get(victim.job)
+            if owner is None or not self.in_scope(owner):
+                continue
+            by_job.setdefault(owner.key, []).append(victim)
+        units: list[Unit] = []
+        for key, here in by_job.items():
+            owner = jobs[key]
+            allowed_here = self.allowed(task, here)
+            spare = owner.ready_count() - max(owner.min_member, 1)
+            units.extend(Unit(owner, [victim], whole=False) for victim in allowed_here[:spare])
+            members = list(owner.tasks_in(*VICTIM_STATUSES))
+            if len(self.allowed(task, members)) == len(members):
+                units.append(Unit(owner, members, whole=True))
+        # Fewest pods first, then the lowest priority, then the youngest.
+        units.sort(key=lambda u: u.newest, reverse=True)
+        units.sort(key=lambda u: (len(u.tasks), u.priority))
+        return units
+
+    def _cover(self, task: TaskInfo, node: NodeInfo, units: list[Unit]) -> list[Unit] | None:
+        chosen: list[Unit] = []
+        freed = Resource()
+        gangs_taken: set[str] = set()
+        for unit in units:
+            if self._room_for(task, node, freed) and chosen:
+                break
+            # A whole gang already covers any single pod of it.
+            if unit.job.key in gangs_taken:
+                continue
+            if self.unit_allowed is not None and not self.unit_allowed(unit, chosen):
+                continue
+            if unit.whole:
+                chosen = [u for u in chosen if u.job.key != unit.job.key]
+                gangs_taken.add(unit.job.key)
+            chosen.append(unit)
+            freed = _freed_on(node, chosen)
+        if not chosen or not self._room_for(task, node, freed):
+            return None
+        # Drop what turned out unnecessary, the costliest first.
+        for unit in sorted(chosen, key=lambda u: (len(u.tasks), u.priority), reverse=True):
+            rest = [u for u in chosen if u is not unit]
+            if rest and self._room_for(task, node, _freed_on(node, rest)):
+                chosen = rest
+        return chosen
+
+
+def _freed_on(node: NodeInfo, units: list[Unit]) -> Resource:
+    freed = Resource()
+    for unit in units:
+        for task in unit.tasks:
+            if task.node_name == node.name:
+                freed.add(task.request)
+    return freed
+
+
+def mark_waiting(job: JobInfo, evicted: int) -> None:
+    """Say on the PodGroup that its room is being released for it."""
+    job.wait_reason = WAITING_FOR_EVICTIONS
+    job.wait_message = (
+        f"{evicted} pod(s) are being evicted to make room; the gang is placed once they are gone"
+    )

@@ -1,0 +1,41 @@
+"""Helpers for preempt and reclaim tests: running gangs and a config with both actions."""
+
+from __future__ import annotations
+
+from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.task import TaskStatus
+from scheduler.engine import load_config
+from scheduler.framework.config import SchedulerConfig
+
+TIERS = """
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def config(actions: str = "enqueue, allocate, preempt, reclaim, backfill") -> SchedulerConfig:
+    return load_config(f'actions: "{actions}"\n{TIERS}')
+
+
+def running(job: JobInfo, *nodes: str) -> JobInfo:
+    """Put the job's pods on the given nodes (cycled) as Running; the gang Running."""
+    for index, member in enumerate(sorted(job.tasks.values(), key=lambda t: t.name)):
+        job.set_task_status(member, TaskStatus.RUNNING)
+        member.node_name = nodes[index % len(nodes)]
+    job.phase = job.observed_phase = PodGroupPhase.RUNNING
+    return job
+
+
+def evicted_by_job(result: object) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for evict in result.evictions:  # type: ignore[attr-defined]
+        counts[evict.job] = counts.get(evict.job, 0) + 1
+    return counts

@@ -1,0 +1,134 @@
+"""Time rules: an admitted gang that cannot start gives its reservation back; a failing gang
+backs off and never blocks the gangs behind it."""
+
+from __future__ import annotations
+
+from scheduler.api.job import PodGroupPhase
+from scheduler.api.snapshot import PlacementFailures
+from scheduler.cache.world import World
+from scheduler.engine import load_config, schedule
+from scheduler.framework.decisions import SessionResult
+from tests.unit.builders import gang, node, resources, snapshot
+
+NOW = 1_800_000_000.0
+
+
+def timeout_config(seconds: float = 60, base: float = 1, cap: float = 8) -> object:
+    return load_config(
+        f"""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{{name: priority}}, {{name: gang}}, {{name: conformance}}]
+- plugins: [{{name: drf}}, {{name: predicates}}, {{name: proportion}}, {{name: nodeorder}}]
+configurations:
+- name: enqueue
+  arguments: {{inqueue-timeout: {seconds}}}
+- name: allocate
+  arguments: {{backoff-base: {base}, backoff-max: {cap}}}
+"""
+    )
+
+
+def test_inqueue_gang_that_did_not_start_in_time_returns_to_pending_and_says_so() -> None:
+    stuck = gang("stuck", 8, min_resources=resources(cpu=8))
+    snap = snapshot([node("n0", cpu=4)], [stuck])
+    snap.now = NOW
+    snap.admitted_at = {stuck.key: NOW - 61}
+    result = schedule(snap, timeout_config())  # type: ignore[arg-type]
+    (update,) = result.podgroups
+    assert update.phase is PodGroupPhase.PENDING
+    (condition,) = update.conditions
+    assert condition.reason == "InqueueTimeout"
+    assert "could not start within 60s" in condition.message
+    assert result.dequeued == [stuck.key]
+
+
+def test_gang_admitted_recently_keeps_its_reservation() -> None:
+    stuck = gang("stuck", 8, min_resources=resources(cpu=8))
+    snap = snapshot([node("n0", cpu=4)], [stuck])
+    snap.now = NOW
+    snap.admitted_at = {stuck.key: NOW - 59}
+    result = schedule(snap, timeout_config())  # type: ignore[arg-type]
+    assert result.dequeued == []
+    assert all(u.phase is PodGroupPhase.INQUEUE for u in result.podgroups)
+
+
+def test_released_reservation_admits_the_next_gang_and_the_late_one_waits_its_turn() -> None:
+    stuck = gang("stuck", 8, min_resources=resources(cpu=4), created="2026-01-01T00:00:00Z")
+    waiting = gang(
+        "next",
+        2,
+        phase=PodGroupPhase.PENDING,
+        min_resources=resources(cpu=2),
+        created="2026-01-01T00:00:01Z",
+    )
+    snap = snapshot([node("n0", cpu=4)], [stuck, waiting])
+    snap.now = NOW
+    snap.admitted_at = {stuck.key: NOW - 120}
+    result = schedule(snap, timeout_config())  # type: ignore[arg-type]
+    assert {b.job for b in result.binds} == {waiting.key}
+    assert result.admitted == [waiting.key]
+
+    again = snapshot([node("n0", cpu=4)], [gang("stuck", 8, phase=PodGroupPhase.PENDING)])
+    again.now = NOW + 30
+    again.timed_out_at = {"default/stuck": NOW}
+    assert schedule(again, timeout_config()).admitted == []  # type: ignore[arg-type]
+    again.now = NOW + 61
+    assert schedule(again, timeout_config()).admitted == ["default/stuck"]  # type: ignore[arg-type]
+
+
+def test_big_unplaceable_gang_at_the_head_of_a_queue_does_not_block_the_gangs_behind_it() -> None:
+    big = gang("big", 10, created="2026-01-01T00:00:00Z", priority=10)
+    small = [gang(f"s{i}", 2, created=f"2026-01-01T00:00:0{i + 1}Z") for i in range(2)]
+    result = schedule(snapshot([node("n0", cpu=4)], [big, *small]))
+    assert {b.job for b in result.binds} == {"default/s0", "default/s1"}
+    assert result.attempts["default/big"] is False
+
+
+def test_failing_gang_is_retried_with_exponential_backoff() -> None:
+    cfg = timeout_config(base=1, cap=8)
+    for count, wait, due in (
+        (1, 0.5, False),
+        (1, 1.0, True),
+        (3, 3.9, False),
+        (3, 4.0, True),
+        (10, 7.9, False),
+        (10, 8.0, True),
+    ):
+        job = gang("g", 2)
+        snap = snapshot([node("n0", cpu=4)], [job])
+        snap.now = NOW + wait
+        snap.failures = {job.key: PlacementFailures(count, NOW)}
+        result = schedule(snap, cfg)  # type: ignore[arg-type]
+        assert bool(result.binds) is due, (count, wait)
+
+
+def test_nominated_gang_ignores_its_backoff() -> None:
+    job = gang("g", 2)
+    snap = snapshot([node("n0", cpu=4)], [job])
+    snap.now = NOW
+    snap.failures = {job.key: PlacementFailures(5, NOW)}
+    snap.nominated = frozenset({job.key})
+    assert len(schedule(snap, timeout_config()).binds) == 2  # type: ignore[arg-type]
+
+
+def test_cache_counts_failures_clears_them_on_success_and_when_room_frees() -> None:
+    world = World()
+    failed = SessionResult(attempts={"ns/a": False, "ns/b": False})
+    world.record_session(failed, NOW)
+    world.record_session(SessionResult(attempts={"ns/a": False, "ns/b": True}), NOW + 1)
+    snap = world.snapshot(NOW + 2)
+    assert snap.failures == {"ns/a": PlacementFailures(2, NOW + 1)}
+    assert snap.now == NOW + 2
+    world._room_freed()
+    assert world.snapshot().failures == {}
+
+
+def test_cache_times_admissions_and_timeouts() -> None:
+    world = World()
+    world.record_session(SessionResult(admitted=["ns/a"]), NOW)
+    world.record_session(SessionResult(admitted=["ns/a"]), NOW + 5)
+    assert world.snapshot().admitted_at == {"ns/a": NOW}
+    world.record_session(SessionResult(dequeued=["ns/a"]), NOW + 9)
+    snap = world.snapshot()
+    assert snap.admitted_at == {} and snap.timed_out_at == {"ns/a": NOW + 9}
