@@ -15,6 +15,8 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("scheduler", "scheduler.server"),
     ("demo", "scheduler.demo"),
     ("sim", "scheduler.sim.cli"),
+    ("controller", "scheduler.controller.cli"),
+    ("queue", "scheduler.controller.queue_command"),
 )
 
 

@@ -19,6 +19,7 @@ import pytest
 from tests.e2e.harness import (
     MUSTER,
     Cluster,
+    Controller,
     Process,
     Scheduler,
     Sim,
@@ -31,6 +32,7 @@ from tests.e2e.harness import (
 PROCESSES = pytest.StashKey[list[Process]]()
 LOCK_NAMESPACE = "muster-system"
 StartScheduler = Callable[..., Scheduler]
+StartController = Callable[..., Controller]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -119,17 +121,21 @@ def start_scheduler(cluster: Cluster, tmp_path: Path, processes: list[Process]) 
         leader_elect: bool = False,
         wait_ready: bool = True,
         extra: Sequence[str] = (),
+        actions: str | None = None,
     ) -> Scheduler:
         nonlocal count
         count += 1
         port = free_port()
+        conf_path = conf
+        if actions is not None:
+            conf_path = scheduler_conf(tmp_path / f"scheduler-{count}.yaml", actions)
         argv = [
             MUSTER,
             "scheduler",
             "--kubeconfig",
             str(cluster.kubeconfig),
             "--scheduler-conf",
-            str(conf),
+            str(conf_path),
             "--schedule-period",
             f"{period}s",
             "--default-queue",
@@ -181,3 +187,50 @@ def wait_until_ready(scheduler: Scheduler, timeout: float = 20.0) -> None:
         return scheduler.ready()
 
     wait_for(ready, timeout, message=lambda: f"{scheduler.process.describe()} /readyz 200")
+
+
+@pytest.fixture
+def start_controller(cluster: Cluster, tmp_path: Path, processes: list[Process]) -> StartController:
+    """Start `muster controller` against the test's cluster; returns once it is healthy.
+
+    Its webhook server listens on 127.0.0.1 with a self-signed certificate whose CA it
+    writes to the test's directory, for the suite to call it over HTTPS.
+    """
+
+    def start(*, names: Sequence[str] = ("muster",), extra: Sequence[str] = ()) -> Controller:
+        health, webhook = free_port(), free_port()
+        ca = tmp_path / "webhook-ca.pem"
+        argv = [
+            MUSTER,
+            "controller",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--standalone",
+            "--webhook-address",
+            "127.0.0.1",
+            "--webhook-port",
+            str(webhook),
+            "--webhook-cadump",
+            str(ca),
+            "--health-address",
+            f"127.0.0.1:{health}",
+            "--log-format",
+            "text",
+            "--log-level",
+            "info",
+        ]
+        for name in names:
+            argv += ["--scheduler-name", name]
+        process = Process("muster controller", [*argv, *extra], tmp_path / "controller.log")
+        processes.append(process)
+        controller = Controller(process, health, webhook, ca)
+
+        def healthy() -> bool:
+            if not process.alive:
+                raise AssertionError(f"{process.describe()} exited early:\n{process.tail()}")
+            return controller.healthy() and ca.exists()
+
+        wait_for(healthy, 20, message=lambda: f"{process.describe()} /healthz 200")
+        return controller
+
+    return start

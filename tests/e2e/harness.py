@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -644,12 +645,12 @@ def confine_to_pool(pod: Obj, pool: str) -> None:
     )
 
 
-def scheduler_conf(path: Path) -> Path:
+def scheduler_conf(path: Path, actions: str = "enqueue, allocate, backfill") -> Path:
     """Write the Volcano-shaped config the suite runs the scheduler with."""
     path.write_text(
         yaml.safe_dump(
             {
-                "actions": "enqueue, allocate, backfill",
+                "actions": actions,
                 "tiers": [
                     {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
                     {
@@ -672,3 +673,83 @@ def environ_kubeconfig() -> Path | None:
     """The real cluster to run against, when MUSTER_E2E_KUBECONFIG is set."""
     value = os.environ.get(KUBECONFIG_ENV)
     return Path(value) if value else None
+
+
+# ---------------------------------------------------------------- the controller
+
+
+class Controller:
+    """A `muster controller` subprocess, its liveness endpoint and its HTTPS webhook server."""
+
+    def __init__(self, process: Process, health_port: int, webhook_port: int, ca: Path) -> None:
+        self.process = process
+        self.health = f"http://127.0.0.1:{health_port}/healthz"
+        self.webhooks = f"https://127.0.0.1:{webhook_port}"
+        self.ca = ca
+
+    def healthy(self) -> bool:
+        return http_get(self.health)[0] == 200
+
+    def review(
+        self,
+        path: str,
+        resource: tuple[str, str, str],
+        operation: str,
+        obj: Obj | None,
+        old: Obj | None = None,
+        namespace: str | None = None,
+    ) -> Obj:
+        """POST an AdmissionReview to the webhook server, as the API server would; the response."""
+        group, version, plural = resource
+        request: Obj = {
+            "uid": "e2e",
+            "kind": {"group": group, "version": version, "kind": (obj or old or {}).get("kind")},
+            "resource": {"group": group, "version": version, "resource": plural},
+            "operation": operation,
+            "userInfo": {"username": "e2e"},
+            "object": obj,
+            "oldObject": old,
+        }
+        if namespace is not None:
+            request["namespace"] = namespace
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+        review["request"] = request
+        # the self-signed certificate names 127.0.0.1, so the host name is checked too
+        context = ssl.create_default_context(cafile=str(self.ca))
+        data = json.dumps(review).encode()
+        http = urllib.request.Request(
+            self.webhooks + path, data=data, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(http, timeout=5, context=context) as answer:
+            return dict(json.loads(answer.read())["response"])
+
+
+def stand_in_crd(group: str, version: str, kind: str, plural: str) -> Obj:
+    """A schemaless CRD that stores objects of a built-in kind sim does not serve (apps, batch).
+
+    sim has no ReplicaSet or Job controller either: the test creates the owner and its pods,
+    so the controller sees the same objects, references and annotations as on a cluster.
+    """
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }

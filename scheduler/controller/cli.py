@@ -1,0 +1,134 @@
+"""`muster controller`: the kopf operator (PodGroups for bare pods, Queue state, webhooks)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import kopf
+
+from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.controller import settings as controller_settings
+from scheduler.controller.objects import ApiObjects
+from scheduler.controller.operator import build_registry
+from scheduler.controller.settings import ControllerOptions
+from scheduler.kube.client import KubeClient
+from scheduler.kube.config import load_configuration
+from scheduler.logs import configure
+from scheduler.server import split_address
+
+log = logging.getLogger("muster.controller")
+
+
+async def run_controller(options: ControllerOptions) -> int:
+    """Run the operator until SIGTERM or SIGINT (kopf handles both); returns the exit code."""
+    configuration = load_configuration(options.kubeconfig)
+    client = KubeClient(configuration)
+    registry = build_registry(options, ApiObjects(client), configuration)
+    settings = kopf.OperatorSettings()
+    controller_settings.configure(settings, options)
+    host, port = split_address(options.health_address)
+    log.info(
+        "controlling pods of %s; %s",
+        ", ".join(options.scheduler_names),
+        "all namespaces" if options.clusterwide else "namespaces " + ", ".join(options.namespaces),
+    )
+    try:
+        await kopf.operator(
+            registry=registry,
+            settings=settings,
+            clusterwide=options.clusterwide,
+            namespaces=options.namespaces,
+            liveness_endpoint=f"http://{host or '0.0.0.0'}:{port}/healthz",
+        )
+    finally:
+        await client.close()
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """The `muster controller` subcommand."""
+    parser = subparsers.add_parser(
+        "controller", help="run the controller: PodGroups for bare pods, queue state, webhooks"
+    )
+    parser.add_argument("--kubeconfig", help="kubeconfig file (in-cluster config when absent)")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        help="watch pods and PodGroups only here (repeatable)",
+    )
+    scope.add_argument(
+        "--all-namespaces", action="store_true", help="watch every namespace (the default)"
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        dest="scheduler_names",
+        help="a schedulerName whose pods get PodGroups (repeatable; default muster)",
+    )
+    parser.add_argument("--default-queue", default=DEFAULT_QUEUE)
+    parser.add_argument(
+        "--webhook-port", type=int, default=9443, help="HTTPS admission port; 0 turns it off"
+    )
+    parser.add_argument("--webhook-address", default="0.0.0.0", help="address to listen on")
+    parser.add_argument(
+        "--webhook-host", help="the name the API server uses for us (self-signed certificate SAN)"
+    )
+    parser.add_argument(
+        "--webhook-cert-dir",
+        type=Path,
+        help="a mounted kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt); "
+        "without it a self-signed certificate is made at start (development)",
+    )
+    parser.add_argument(
+        "--webhook-cadump", type=Path, help="write the webhook's CA bundle here (development)"
+    )
+    parser.add_argument(
+        "--health-address", default=":8080", help="kopf's liveness endpoint serves /healthz here"
+    )
+    parser.add_argument(
+        "--peering", default="muster-controller", help="the ClusterKopfPeering replicas share"
+    )
+    parser.add_argument(
+        "--standalone", action="store_true", help="no peering: act even if other replicas run"
+    )
+    parser.add_argument(
+        "--priority",
+        type=int,
+        default=None,
+        help="peering priority (default random: the highest of the replicas works)",
+    )
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    parser.add_argument("--log-level", default="info")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of `muster controller`."""
+    configure(args.log_format, args.log_level)
+    if logging.getLogger().level > logging.DEBUG:
+        # kopf logs every handler run at INFO; ours say what changed.
+        for name in ("kopf.objects", "kopf.activities", "kopf._core.engines.activities"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    options = ControllerOptions(
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespaces or ()),
+        scheduler_names=tuple(args.scheduler_names or [DEFAULT_SCHEDULER_NAME]),
+        default_queue=args.default_queue,
+        webhook_port=args.webhook_port,
+        webhook_address=args.webhook_address,
+        webhook_host=args.webhook_host,
+        webhook_cert_dir=args.webhook_cert_dir,
+        webhook_cadump=args.webhook_cadump,
+        health_address=args.health_address,
+        peering=args.peering,
+        standalone=args.standalone,
+        priority=args.priority if args.priority is not None else random.randrange(1, 2**31),
+    )
+    return asyncio.run(run_controller(options))

@@ -1,0 +1,133 @@
+"""The reads and writes the controller makes, behind a small protocol that tests fake.
+
+Handlers never talk HTTP themselves: they ask a `ClusterObjects` for a pod's
+owner, a namespace's default queue, or to create a PodGroup, and it answers
+through the scheduler's `KubeClient` (plain requests on the official client's
+authentication, retried on 429, 5xx and dropped connections).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Protocol
+
+from scheduler.api.names import GROUP, QUEUE_NAME_ANNOTATION, VERSION
+from scheduler.effects import paths
+from scheduler.kube.client import KubeClient
+from scheduler.kube.errors import Conflict, NotFound
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class ClusterObjects(Protocol):
+    """What the handlers need from the API server."""
+
+    async def owner(self, namespace: str, reference: Obj) -> Obj | None:
+        """The object an ownerReference points to, or None when it is gone or unknown."""
+
+    async def namespace_queue(self, namespace: str) -> str:
+        """The namespace's `scheduling.volcano.sh/queue-name` annotation ("" when none)."""
+
+    async def create_podgroup(self, namespace: str, body: Obj) -> bool:
+        """Create a PodGroup; False when one of that name already exists."""
+
+    async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """Merge annotations into a pod's metadata (a pod that is gone is no error)."""
+
+    async def set_queue_state(self, name: str, state: str) -> None:
+        """Write a Queue's status.state."""
+
+    async def ensure_queue(self, name: str) -> None:
+        """Create the Queue (weight 1, reclaimable) if it does not exist."""
+
+
+class ApiObjects:
+    """ClusterObjects over the API server."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        # (apiVersion, kind) -> (path prefix, plural, namespaced), from discovery
+        self._resources: dict[tuple[str, str], tuple[str, str, bool]] = {}
+
+    async def owner(self, namespace: str, reference: Obj) -> Obj | None:
+        api_version = str(reference.get("apiVersion", ""))
+        kind = str(reference.get("kind", ""))
+        resource = await self._resource(api_version, kind)
+        if resource is None:
+            return None
+        prefix, plural, namespaced = resource
+        scope = f"/namespaces/{namespace}" if namespaced else ""
+        try:
+            found: Obj = await self.client.get_json(
+                f"{prefix}{scope}/{plural}/{reference.get('name', '')}"
+            )
+        except NotFound:
+            return None
+        # A new object under the old name is another owner, not ours.
+        if found.get("metadata", {}).get("uid") != reference.get("uid"):
+            return None
+        return found
+
+    async def namespace_queue(self, namespace: str) -> str:
+        try:
+            found = await self.client.get_json(f"/api/v1/namespaces/{namespace}")
+        except NotFound:
+            return ""
+        annotations = (found.get("metadata") or {}).get("annotations") or {}
+        return str(annotations.get(QUEUE_NAME_ANNOTATION, ""))
+
+    async def create_podgroup(self, namespace: str, body: Obj) -> bool:
+        try:
+            await self.client.create(f"{paths.GROUP_PATH}/namespaces/{namespace}/podgroups", body)
+        except Conflict:
+            return False
+        return True
+
+    async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        try:
+            await self.client.patch(
+                paths.pod(namespace, name), {"metadata": {"annotations": annotations}}
+            )
+        except NotFound:
+            log.info("pod is gone before it could be annotated", extra={"pod": name})
+
+    async def set_queue_state(self, name: str, state: str) -> None:
+        # A queue deleted meanwhile has no state to keep.
+        with contextlib.suppress(NotFound):
+            await self.client.patch(paths.queue(name) + "/status", {"status": {"state": state}})
+
+    async def ensure_queue(self, name: str) -> None:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"weight": 1, "reclaimable": True},
+        }
+        try:
+            await self.client.create(f"{paths.GROUP_PATH}/queues", body)
+            log.info("created the default queue", extra={"queue": name})
+        except Conflict:
+            pass
+
+    async def _resource(self, api_version: str, kind: str) -> tuple[str, str, bool] | None:
+        key = (api_version, kind)
+        if key not in self._resources:
+            found = await self._discover(api_version, kind)
+            if found is None:
+                return None  # not cached: a CRD installed later serves it
+            self._resources[key] = found
+        return self._resources[key]
+
+    async def _discover(self, api_version: str, kind: str) -> tuple[str, str, bool] | None:
+        prefix = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        try:
+            listing = await self.client.get_json(prefix)
+        except NotFound:
+            return None
+        for resource in listing.get("resources") or []:
+            if resource.get("kind") == kind and "/" not in str(resource.get("name", "")):
+                return prefix, str(resource["name"]), bool(resource.get("namespaced"))
+        return None
