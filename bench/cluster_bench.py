@@ -1,0 +1,168 @@
+"""muster against a whole (simulated) cluster, side by side with a binding ceiling and a naive loop.
+
+    .venv/bin/python bench/cluster_bench.py [--nodes 1000] [--pods 10000] [--gang 8-64]
+        [--rate 0] [--runners ceiling,naive,muster] [--repeat 3] [--kubeconfig FILE]
+    .venv/bin/python bench/cluster_bench.py --scale      # the scale curve (many minutes)
+
+Each run starts a fresh `muster sim` with the nodes (or, with --kubeconfig, uses that cluster's
+nodes in a namespace of its own that it deletes afterwards), creates the gangs (a backlog before
+the scheduler starts, or --rate pods/s while it runs), starts one scheduler process and watches the
+pods until all are bound. Runners:
+
+  ceiling  posts bindings round-robin with no decisions, 128 in flight: the API server's limit
+  naive    first-fit, one pod at a time, each bind awaited: a one-at-a-time scheduler
+  muster   `muster scheduler --no-leader-elect --schedule-period 0.2s`
+
+It writes bench/out/cluster-bench.json and .png and prints a table (medians [min-max]).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.memory import cache_bytes
+from harness.report import (
+    SHARED_MACHINE_NOTE,
+    plot_scale,
+    plot_side_by_side,
+    session_figures,
+    side_by_side,
+    table,
+    write_json,
+)
+from harness.runners import RUNNERS, Options, RunResult, run
+from harness.workload import Workload
+from session_bench import measure as session_measure
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--gang", default="8-64", help='a size ("8") or a range ("8-64")')
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rate", type=float, default=0.0, help="pods/s; 0 = backlog")
+    parser.add_argument("--runners", default=",".join(RUNNERS))
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--kubeconfig", type=Path, help="use this cluster instead of muster sim")
+    parser.add_argument("--schedule-period", default="0.2s")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    parser.add_argument("--profile", choices=["", "py-spy", "py-spy-raw", "cprofile"], default="")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
+    parser.add_argument("--scale", action="store_true", help="run the scale curve instead")
+    parser.add_argument("--scale-nodes", default="100,1000,5000")
+    parser.add_argument("--scale-pods", default="1000,10000,50000")
+    parser.add_argument("--scale-skip", default="", help='e.g. "5000x50000,100x50000"')
+    parser.add_argument(
+        "--scale-budget", type=float, default=1800, help="skip what is left after this many s"
+    )
+    parser.add_argument("--scale-png", type=Path, help="also write the scale plot here")
+    return parser.parse_args(argv)
+
+
+def side_by_side_main(args: argparse.Namespace) -> int:
+    """Every runner on the same workload, interleaved `--repeat` times."""
+    workload = Workload(args.nodes, args.pods, args.gang, args.seed, args.rate)
+    options = Options(args.kubeconfig, args.schedule_period, args.timeout, args.profile, args.out)
+    runners = [r.strip() for r in args.runners.split(",") if r.strip()]
+    print(f"{workload.label()}; runners {', '.join(runners)} x {args.repeat}", flush=True)
+    results: list[RunResult] = []
+    for attempt in range(args.repeat):
+        for runner in runners:
+            began = time.perf_counter()
+            result = run(runner, workload, options)
+            results.append(result)
+            print(
+                f"  run {attempt + 1} {runner:8s} {result.pods_per_s:8,.0f} pods/s  "
+                f"{result.cpu_ms_per_pod:6.3f} CPU ms/pod  ({time.perf_counter() - began:.0f} s)",
+                flush=True,
+            )
+    memory = cache_bytes(workload)
+    summary = side_by_side(results, memory)
+    print()
+    print(table(results, summary))
+    write_json(args.out / "cluster-bench.json", results, summary, workload=workload.label())
+    plot_side_by_side(args.out / "cluster-bench.png", results, workload.label())
+    print(f"\nwrote {args.out / 'cluster-bench.json'} and {args.out / 'cluster-bench.png'}")
+    return 0
+
+
+def scale_main(args: argparse.Namespace) -> int:
+    """muster at every size of the grid: session time, memory and throughput."""
+    options = Options(args.kubeconfig, args.schedule_period, args.timeout, "", args.out)
+    skip = {s.strip() for s in args.scale_skip.split(",") if s.strip()}
+    sizes = [
+        (int(n), int(p)) for p in args.scale_pods.split(",") for n in args.scale_nodes.split(",")
+    ]
+    began = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    for nodes, pods in sorted(sizes, key=lambda s: (s[1], s[0])):
+        key = f"{nodes}x{pods}"
+        if key in skip or time.perf_counter() - began > args.scale_budget:
+            why = "asked" if key in skip else "over the time budget"
+            print(f"{key}: skipped ({why})", flush=True)
+            rows.append({"nodes": nodes, "pods": pods, "skipped": why})
+            continue
+        rows.append(scale_point(Workload(nodes, pods, args.gang, args.seed), options, args.repeat))
+        print(scale_line(rows[-1]), flush=True)
+    done = [r for r in rows if "skipped" not in r]
+    print("\n" + SHARED_MACHINE_NOTE)
+    write_json(args.out / "scale.json", [], {"scale": rows})
+    for path in filter(None, [args.out / "scale.png", args.scale_png]):
+        plot_scale(path, done)
+    print(f"wrote {args.out / 'scale.json'} and scale.png")
+    return 0
+
+
+def scale_point(workload: Workload, options: Options, repeat: int) -> dict[str, Any]:
+    """One grid point: in-process session time and cache bytes, and muster on sim."""
+    low, _, high = workload.gang.partition("-")
+    gang = (int(low) + int(high or low)) // 2
+    session_s, _ = session_measure(workload.pods, workload.nodes, gang, 3)
+    memory = cache_bytes(workload)
+    runs = [run("muster", workload, options) for _ in range(repeat)]
+    peaks = [session_figures(r)[0] * 1000 for r in runs]
+    return {
+        "nodes": workload.nodes,
+        "pods": workload.pods,
+        "session_ms": session_s * 1000,
+        "session_gang": gang,
+        **memory,
+        "pods_per_s": statistics.median(r.pods_per_s for r in runs),
+        "pods_per_s_runs": [r.pods_per_s for r in runs],
+        "scraped_session_peak_ms": statistics.median(p for p in peaks if not math.isnan(p))
+        if any(not math.isnan(p) for p in peaks)
+        else math.nan,
+        "cpu_ms_per_pod": statistics.median(r.cpu_ms_per_pod for r in runs),
+        "peak_rss_mib": statistics.median(r.peak_rss_mib for r in runs),
+        "first_bind_s": statistics.median(r.first_bind_s for r in runs),
+    }
+
+
+def scale_line(row: dict[str, Any]) -> str:
+    """One printed row of the scale table."""
+    return (
+        f"{row['nodes']:>5} nodes {row['pods']:>6} pods: session {row['session_ms']:7.0f} ms, "
+        f"{row['bytes_per_pod']:5.0f} B/pod, {row['bytes_per_node']:5.0f} B/node, "
+        f"{row['pods_per_s']:6,.0f} pods/s, CPU {row['cpu_ms_per_pod']:.3f} ms/pod, "
+        f"RSS {row['peak_rss_mib']:.0f} MiB, 1st bind {row['first_bind_s']:.1f} s, "
+        f"scraped session peak {row['scraped_session_peak_ms']:.0f} ms"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the side-by-side benchmark or the scale curve."""
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    return scale_main(args) if args.scale else side_by_side_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

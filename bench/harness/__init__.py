@@ -1,0 +1,1 @@
+"""The cluster benchmark's parts: workload, processes, observers, runners, report."""

@@ -1,0 +1,164 @@
+"""Processes and objects of a run: a fresh `muster sim`, the bench namespace, the workload."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+from harness.workload import Workload, node_pools_yaml, pod_manifest, podgroup_manifest
+from scheduler.kube.client import KubeClient
+from scheduler.kube.config import load_configuration
+from scheduler.kube.errors import StatusError
+
+REPO = Path(__file__).resolve().parents[2]
+PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+
+
+def stop(process: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; always reaps the child."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, poll: float = 0.05) -> None:
+    """Poll `check` until it holds; raise with `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(poll)
+
+
+def http_ok(url: str) -> bool:
+    """True when GET url answers 2xx."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return 200 <= int(response.status) < 300
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def fresh_sim(workload: Workload, workdir: Path, log: Path) -> Iterator[Path]:
+    """A `muster sim` subprocess with the workload's nodes; yields its kubeconfig."""
+    pools = workdir / "pools.yaml"
+    pools.write_text(node_pools_yaml(workload))
+    kubeconfig = workdir / "sim.kubeconfig"
+    kubeconfig.unlink(missing_ok=True)
+    args = [sys.executable, "-m", "scheduler.cli", "sim", "--port", "0", "--host", "127.0.0.1"]
+    args += ["--kubeconfig-out", str(kubeconfig), "--node-pools", str(pools)]
+    args += ["--crds", str(REPO / "crds"), "--log-level", "WARNING"]
+    args += ["--history-size", str(max(100_000, 4 * workload.pods))]
+    with log.open("ab") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        wait_until(lambda: kubeconfig.exists() or process.poll() is not None, 60, "muster sim")
+        if process.poll() is not None:
+            raise RuntimeError(f"muster sim exited with {process.returncode}; see {log}")
+        yield kubeconfig
+    finally:
+        stop(process)
+
+
+def client(kubeconfig: Path, connections: int = 64) -> KubeClient:
+    """A KubeClient on the kubeconfig (no client-side rate limit)."""
+    return KubeClient(load_configuration(str(kubeconfig)), connections=connections)
+
+
+async def run_bounded(count: int, concurrency: int, make: Callable[[int], Awaitable[None]]) -> None:
+    """make(0..count-1) with at most `concurrency` in flight."""
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for index in range(count):
+        queue.put_nowait(index)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await make(queue.get_nowait())
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def create_namespace(kube: KubeClient, namespace: str) -> None:
+    """Create the bench's namespace (a leftover one with the same name is an error)."""
+    await kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+
+
+async def delete_namespace(kube: KubeClient, namespace: str) -> None:
+    """Delete the namespace and, on servers that do not cascade, its pods and PodGroups."""
+    with contextlib.suppress(StatusError):
+        await kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods")
+    with contextlib.suppress(StatusError):
+        await kube.request("DELETE", PODGROUPS.format(ns=namespace))
+    with contextlib.suppress(StatusError):
+        await kube.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+class Creator:
+    """Creates the workload's PodGroups and pods, recording when each pod was created."""
+
+    def __init__(self, kube: KubeClient, workload: Workload, namespace: str) -> None:
+        self.kube = kube
+        self.workload = workload
+        self.namespace = namespace
+        self.created: dict[str, float] = {}  # pod name -> perf_counter when its POST returned
+        self.gang_of: dict[str, str] = {}
+
+    async def backlog(self, concurrency: int = 48) -> None:
+        """Every PodGroup, then every pod, as fast as the server takes them."""
+        gangs = self.workload.gangs()
+
+        async def group(index: int) -> None:
+            name, size = gangs[index]
+            await self.kube.create(
+                PODGROUPS.format(ns=self.namespace), podgroup_manifest(self.namespace, name, size)
+            )
+
+        await run_bounded(len(gangs), concurrency, group)
+        members = [(name, i) for name, size in gangs for i in range(size)]
+
+        async def pod(index: int) -> None:
+            name, member = members[index]
+            await self._create_pod(name, member)
+
+        await run_bounded(len(members), concurrency, pod)
+
+    async def arrivals(self, rate: float) -> None:
+        """Gang by gang at `rate` pods/s on average (a gang's pods arrive together)."""
+        began = time.perf_counter()
+        sent = 0
+        for name, size in self.workload.gangs():
+            due = began + sent / rate
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            await self.kube.create(
+                PODGROUPS.format(ns=self.namespace), podgroup_manifest(self.namespace, name, size)
+            )
+            await asyncio.gather(*(self._create_pod(name, i) for i in range(size)))
+            sent += size
+
+    async def _create_pod(self, group: str, member: int) -> None:
+        manifest = pod_manifest(self.workload, self.namespace, group, member)
+        await self.kube.create(f"/api/v1/namespaces/{self.namespace}/pods", manifest)
+        name = manifest["metadata"]["name"]
+        self.created[name] = time.perf_counter()
+        self.gang_of[name] = group
+
+
+def env_with_bench_path() -> dict[str, str]:
+    """The environment for bench subprocesses: `harness` and `scheduler` importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "bench"), str(REPO)])
+    return env

@@ -1,0 +1,263 @@
+"""One run of one scheduler (ceiling, naive or muster) over a workload, observed from outside."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.cluster import (
+    REPO,
+    Creator,
+    client,
+    create_namespace,
+    delete_namespace,
+    env_with_bench_path,
+    fresh_sim,
+    stop,
+)
+from harness.observe import BindWatcher, Sampler, cpu_seconds, memory_kib
+from harness.workload import Workload
+
+RUNNERS = ("ceiling", "naive", "muster")
+
+
+@dataclass
+class Options:
+    """How runs are made: fresh sim or a given cluster, muster's period, profiling."""
+
+    kubeconfig: Path | None = None  # None: a fresh `muster sim` per run
+    schedule_period: str = "0.2s"
+    timeout: float = 300.0
+    profile: str = ""  # "", "py-spy", "py-spy-raw" or "cprofile" (muster only)
+    out: Path = REPO / "bench" / "out"
+
+
+@dataclass
+class RunResult:
+    """What one run measured; times are seconds since the scheduler process started."""
+
+    runner: str
+    workload: str
+    pods: int
+    bound: int
+    first_bind_s: float
+    last_bind_s: float
+    pods_per_s: float  # first to last bind
+    pods_per_s_from_start: float  # process start to last bind
+    pod_latency_p50_s: float
+    pod_latency_p99_s: float
+    gang_latency_p50_s: float
+    gang_latency_p99_s: float
+    cpu_s: float
+    cpu_ms_per_pod: float
+    cpu_ms_per_pod_binding: float  # from the sample before the first bind to the end
+    peak_rss_mib: float
+    sessions: list[tuple[float, float, int]] = field(default_factory=list)
+    bind_curve: list[tuple[float, int]] = field(default_factory=list)
+    cpu_curve: list[tuple[float, float]] = field(default_factory=list)
+    profile: str = ""
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100), nearest rank; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def run(runner: str, workload: Workload, options: Options) -> RunResult:
+    """One run on a fresh sim (or the given cluster), with every process stopped afterwards."""
+    options.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="muster-bench-") as tmp:
+        workdir = Path(tmp)
+        if options.kubeconfig is not None:
+            return asyncio.run(_run(runner, workload, options, options.kubeconfig, workdir))
+        log = options.out / f"sim-{runner}.log"
+        with fresh_sim(workload, workdir, log) as kubeconfig:
+            return asyncio.run(_run(runner, workload, options, kubeconfig, workdir))
+
+
+async def _run(
+    runner: str, workload: Workload, options: Options, kubeconfig: Path, workdir: Path
+) -> RunResult:
+    namespace = f"muster-bench-{runner}-{secrets.token_hex(3)}"
+    async with client(kubeconfig) as kube:
+        await create_namespace(kube, namespace)
+        process: subprocess.Popen[bytes] | None = None
+        profiler: subprocess.Popen[bytes] | None = None
+        background: list[asyncio.Task[Any]] = []
+        try:
+            watcher = BindWatcher(kube, namespace, workload.pods)
+            background.append(await watcher.start())
+            creator = Creator(kube, workload, namespace)
+            if not workload.rate:
+                await creator.backlog()
+            metrics_port = free_port()
+            process, profile_path = _start(
+                runner, workload, options, kubeconfig, namespace, metrics_port
+            )
+            started = time.perf_counter()
+            if options.profile.startswith("py-spy") and runner == "muster":
+                profiler = _start_py_spy(process.pid, profile_path)
+            if workload.rate:
+                background.append(asyncio.create_task(creator.arrivals(workload.rate)))
+            url = f"http://127.0.0.1:{metrics_port}/metrics" if runner == "muster" else None
+            sampler = Sampler(process.pid, url)
+            background.append(asyncio.create_task(sampler.run()))
+            await _wait_bound(watcher, process, options.timeout)
+            await sampler.sample()
+            hwm = memory_kib(process.pid).get("VmHWM", 0)
+            cpu = cpu_seconds(process.pid)
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)  # py-spy writes its flame graph on SIGINT
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    profiler.wait(timeout=60)
+                stop(profiler)
+            stop(process, grace=20)
+            if options.kubeconfig is not None:
+                await delete_namespace(kube, namespace)
+    return _result(runner, workload, watcher, creator, sampler, started, cpu, hwm, profile_path)
+
+
+def _start(
+    runner: str,
+    workload: Workload,
+    options: Options,
+    kubeconfig: Path,
+    namespace: str,
+    metrics_port: int,
+) -> tuple[subprocess.Popen[bytes], str]:
+    log = (options.out / f"{runner}.log").open("ab")
+    profile_path = ""
+    if runner == "muster":
+        args = [sys.executable]
+        if options.profile == "cprofile":
+            profile_path = str(options.out / "muster.prof")
+            args += ["-m", "cProfile", "-o", profile_path]
+        elif options.profile == "py-spy":
+            profile_path = str(options.out / "muster-profile.svg")
+        elif options.profile == "py-spy-raw":
+            profile_path = str(options.out / "muster-profile.folded")
+        args += ["-m", "scheduler.cli", "scheduler", "--kubeconfig", str(kubeconfig)]
+        args += ["--no-leader-elect", "--schedule-period", options.schedule_period]
+        args += ["--metrics-address", f"127.0.0.1:{metrics_port}", "--log-level", "warning"]
+        args += ["--scheduler-name", workload.scheduler_name]
+    else:
+        args = [sys.executable, "-m", "harness.baselines", runner, "--kubeconfig", str(kubeconfig)]
+        args += ["--namespace", namespace, "--expect", str(workload.pods)]
+    with log:
+        process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env_with_bench_path()
+        )
+    return process, profile_path
+
+
+def _start_py_spy(pid: int, path: str) -> subprocess.Popen[bytes]:
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    # .folded: collapsed stacks (speedscope, flamegraph.pl, grep); .svg: a flame graph
+    kind = "raw" if path.endswith(".folded") else "flamegraph"
+    return subprocess.Popen(
+        [py_spy, "record", "--pid", str(pid), "-o", path, "--rate", "200", "--format", kind],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+async def _wait_bound(
+    watcher: BindWatcher, process: subprocess.Popen[bytes], timeout: float
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not watcher.done.is_set():
+        if process.poll() is not None and not watcher.done.is_set():
+            await asyncio.sleep(1.0)  # let the watch catch up with the last binds
+            if watcher.done.is_set():
+                return
+            raise RuntimeError(
+                f"the scheduler exited ({process.returncode}) with "
+                f"{len(watcher.bound)}/{watcher.expected} bound"
+            )
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{len(watcher.bound)}/{watcher.expected} pods bound after {timeout:.0f}s"
+            )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watcher.done.wait(), 0.25)
+
+
+def _result(
+    runner: str,
+    workload: Workload,
+    watcher: BindWatcher,
+    creator: Creator,
+    sampler: Sampler,
+    started: float,
+    cpu: float,
+    hwm_kib: int,
+    profile: str,
+) -> RunResult:
+    times = sorted(watcher.bound.values())
+    first, last = times[0], times[-1]
+    bound = len(times)
+    latencies: list[float] = []
+    gang_ready: dict[str, float] = {}
+    gang_done: dict[str, float] = {}
+    for name, at in watcher.bound.items():
+        # a backlog's pods wait for the scheduler to start: latency counts from then
+        ready = max(creator.created.get(name, started), started)
+        latencies.append(at - ready)
+        gang = creator.gang_of.get(name, name)
+        gang_ready[gang] = max(gang_ready.get(gang, ready), ready)
+        gang_done[gang] = max(gang_done.get(gang, at), at)
+    gangs = [gang_done[g] - gang_ready[g] for g in gang_done]
+    before_first = [s.cpu_s for s in sampler.samples if s.at <= first]
+    cpu_at_first = before_first[-1] if before_first else 0.0
+    step = max(1, bound // 400)
+    return RunResult(
+        runner=runner,
+        workload=workload.label(),
+        pods=workload.pods,
+        bound=bound,
+        first_bind_s=first - started,
+        last_bind_s=last - started,
+        pods_per_s=(bound - 1) / (last - first) if last > first else float("nan"),
+        pods_per_s_from_start=bound / (last - started),
+        pod_latency_p50_s=percentile(latencies, 50),
+        pod_latency_p99_s=percentile(latencies, 99),
+        gang_latency_p50_s=percentile(gangs, 50),
+        gang_latency_p99_s=percentile(gangs, 99),
+        cpu_s=cpu,
+        cpu_ms_per_pod=cpu * 1000 / max(1, bound),
+        cpu_ms_per_pod_binding=(cpu - cpu_at_first) * 1000 / max(1, bound),
+        peak_rss_mib=hwm_kib / 1024,
+        sessions=[(at - started, mean, n) for at, mean, n in sampler.session_series()],
+        bind_curve=[
+            (t - started, i + 1) for i, t in enumerate(times) if i % step == 0 or i == bound - 1
+        ],
+        cpu_curve=[(s.at - started, s.cpu_s) for s in sampler.samples],
+        profile=profile,
+    )

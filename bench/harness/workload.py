@@ -1,0 +1,108 @@
+"""What a benchmark run schedules: nodes, gangs of pods, and how they arrive."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Workload:
+    """N nodes, M pods in gangs (a fixed size or a seeded mix), a backlog or an arrival rate."""
+
+    nodes: int = 1000
+    pods: int = 10_000
+    gang: str = "8-64"
+    seed: int = 1
+    rate: float = 0.0  # pods/s; 0 means a backlog created before the scheduler starts
+    pod_cpu_m: int = 250
+    pod_memory_mi: int = 512
+    scheduler_name: str = "muster"
+
+    def gang_sizes(self) -> list[int]:
+        """Sizes that add up to `pods`: fixed, or drawn uniformly from "LO-HI" with the seed."""
+        low, _, high = self.gang.partition("-")
+        lo, hi = int(low), int(high or low)
+        rng = random.Random(self.seed)
+        sizes: list[int] = []
+        left = self.pods
+        while left > 0:
+            size = min(left, rng.randint(lo, hi))
+            sizes.append(size)
+            left -= size
+        return sizes
+
+    def gangs(self) -> list[tuple[str, int]]:
+        """(PodGroup name, size) for every gang, in creation order."""
+        return [(f"g{index:05d}", size) for index, size in enumerate(self.gang_sizes())]
+
+    def node_shape(self) -> tuple[int, int, int]:
+        """(cpu cores, memory GiB, pod slots) per simulated node: room for 1.5x the average load.
+
+        Never below a 32-core, 128 GiB, 110-pod node, so the default sizes look like real ones;
+        bigger only where M/N pods per node would not fit (100 nodes x 50k pods).
+        """
+        per_node = math.ceil(self.pods / self.nodes) * 1.5
+        cpu = max(32, math.ceil(per_node * self.pod_cpu_m / 1000))
+        memory_gi = max(128, math.ceil(per_node * self.pod_memory_mi / 1024))
+        slots = max(110, math.ceil(per_node))
+        return cpu, memory_gi, slots
+
+    def label(self) -> str:
+        """A short name for tables: nodes x pods, gangs, arrival."""
+        arrival = f"{self.rate:g} pods/s" if self.rate else "backlog"
+        return f"{self.nodes} nodes x {self.pods} pods, gangs {self.gang}, {arrival}"
+
+
+def podgroup_manifest(namespace: str, name: str, size: int) -> dict[str, Any]:
+    """A PodGroup whose minMember is the whole gang."""
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": size, "queue": "default"},
+    }
+
+
+def pod_manifest(workload: Workload, namespace: str, group: str, index: int) -> dict[str, Any]:
+    """One member of a gang."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{group}-{index}",
+            "namespace": namespace,
+            "labels": {"app": "muster-bench", "gang": group},
+            "annotations": {GROUP_ANNOTATION: group, "volcano.sh/task-spec": "worker"},
+        },
+        "spec": {
+            "schedulerName": workload.scheduler_name,
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox:1.36",
+                    "resources": {
+                        "requests": {
+                            "cpu": f"{workload.pod_cpu_m}m",
+                            "memory": f"{workload.pod_memory_mi}Mi",
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def node_pools_yaml(workload: Workload) -> str:
+    """A `muster sim --node-pools` file for the workload's nodes."""
+    cpu, memory_gi, slots = workload.node_shape()
+    return (
+        f"- name: sim-node\n  count: {workload.nodes}\n  cpu: '{cpu}'\n"
+        f"  memory: {memory_gi}Gi\n  pods: {slots}\n"
+    )
