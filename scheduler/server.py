@@ -365,6 +365,7 @@ class SchedulerProcess:
             await asyncio.wait_for(self.recorder.drain(), timeout=5)
         except TimeoutError:
             log.warning("shutdown: some writes did not finish in time")
+        await self.binder.close()
         if self.elector is not None:
             await self.elector.release()
         for task in background:

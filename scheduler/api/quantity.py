@@ -71,11 +71,15 @@ def _ceil(value: Fraction) -> int:
     return -((-value.numerator) // value.denominator)
 
 
+# Pods repeat a handful of request strings ("500m", "1Gi"): caching the rounded
+# values keeps Fraction arithmetic off the watch path.
+@lru_cache(maxsize=4096)
 def milli_value(value: str | int | float) -> int:
     """The quantity in thousandths, rounded up as Kubernetes rounds cpu to millicores."""
     return _ceil(parse_quantity(value) * 1000)
 
 
+@lru_cache(maxsize=4096)
 def int_value(value: str | int | float) -> int:
     """The quantity as a whole number, rounded up (memory, pods, extended resources)."""
     return _ceil(parse_quantity(value))

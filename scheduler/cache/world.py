@@ -22,6 +22,7 @@ from scheduler.api.snapshot import (
     PlacementFailures,
     PriorityClassInfo,
     add_task,
+    shadow_key,
 )
 from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 from scheduler.framework.decisions import SessionResult
@@ -111,6 +112,11 @@ class World:
             return
         self._invalid.pop(key, None)
         old = self.tasks.get(uid)
+        if old is not None and uid not in self._releasing and _same_placement(old, task):
+            # The common event (Bound -> Running, a status update): move it in place.
+            if old.status is not task.status:
+                self._set_status(old, task.status)
+            return
         if old is not None and _assumed_still_pending(old, task):
             # Our bind is in flight and the server has not caught up: keep the assumption.
             task.status = old.status
@@ -165,10 +171,21 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.node_name:
             return
-        self._remove(uid)
+        node = self.live.nodes.get(node_name)
+        if node is None:
+            self._remove(uid)
+            task.node_name = node_name
+            task.status = TaskStatus.BINDING
+            self._add(task)
+            return
+        # A pending task is on no node: give it its node and status directly.
+        job = self.live.jobs.get(task.job)
+        if job is not None:
+            job.set_task_status(task, TaskStatus.BINDING)
+        else:
+            task.status = TaskStatus.BINDING
         task.node_name = node_name
-        task.status = TaskStatus.BINDING
-        self._add(task)
+        node.add_task(task)
 
     def assume_releasing(self, uid: str) -> None:
         """An eviction was sent: the pod's room is going (status Releasing) from now on,
@@ -323,6 +340,25 @@ class World:
 def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:
     return (
         old.status is TaskStatus.BINDING and not new.node_name and new.status is TaskStatus.PENDING
+    )
+
+
+# Statuses between which a pod keeps its room on its node: a change among them
+# moves no accounting that a session reads except the status itself.
+_ON_NODE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+
+
+def _same_placement(old: TaskInfo, new: TaskInfo) -> bool:
+    if old.status is not new.status and not (old.status in _ON_NODE and new.status in _ON_NODE):
+        return False
+    return (
+        old.node_name == new.node_name
+        and old.job == (new.job or shadow_key(new))
+        and old.request == new.request
+        and old.placement == new.placement
+        and old.gated == new.gated
+        and old.priority == new.priority
+        and old.queue_annotation == new.queue_annotation
     )
 
 

@@ -42,43 +42,72 @@ class Binder:
         self.recorder = recorder
         self.metrics = metrics
         self.may_bind = may_bind
-        self._slots = asyncio.Semaphore(concurrency)
-        self._in_flight: set[asyncio.Task[None]] = set()
+        self.concurrency = concurrency
+        # A fixed pool of workers on one queue: a 10,000-pod backlog costs no
+        # 10,000 task objects, and the members of one gang leave together, in order.
+        self._queue: asyncio.Queue[Bind] = asyncio.Queue()
+        self._workers: list[asyncio.Task[None]] = []
+        self._unanswered = 0
+        self._settled = asyncio.Event()
+        self._settled.set()
 
     @property
     def in_flight(self) -> int:
-        """Binds sent and not yet answered."""
-        return len(self._in_flight)
+        """Binds dispatched and not yet answered."""
+        return self._unanswered
 
     def dispatch(self, binds: list[Bind]) -> None:
         """Assume every bind in the cache now and send them all in the background."""
-        loop = asyncio.get_running_loop()
+        if not binds:
+            return
+        if not self._workers:
+            loop = asyncio.get_running_loop()
+            self._workers = [loop.create_task(self._work()) for _ in range(self.concurrency)]
         for bind in binds:
             self.world.assume_bound(bind.uid, bind.node)
-            task = loop.create_task(self._bind(bind))
-            self._in_flight.add(task)
-            task.add_done_callback(self._in_flight.discard)
+            self._queue.put_nowait(bind)
+        self._unanswered += len(binds)
+        self._settled.clear()
 
     async def drain(self) -> None:
-        """Wait until every bind in flight has its answer."""
-        while self._in_flight:
-            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+        """Wait until every bind dispatched has its answer."""
+        await self._settled.wait()
+
+    async def close(self) -> None:
+        """Stop the workers (after drain, on shutdown)."""
+        for worker in self._workers:
+            worker.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
+
+    async def _work(self) -> None:
+        while True:
+            bind = await self._queue.get()
+            try:
+                await self._bind(bind)
+            except Exception:
+                # A bug in one bind must not stop the worker: the pod is returned to pending.
+                log.exception("bind crashed", extra={"pod": f"{bind.namespace}/{bind.name}"})
+                self.world.forget_bound(bind.uid)
+            finally:
+                self._unanswered -= 1
+                if self._unanswered == 0:
+                    self._settled.set()
 
     async def _bind(self, bind: Bind) -> None:
-        async with self._slots:
-            if not self.may_bind():
-                # Leadership was lost while this bind waited: another replica decides now.
-                self.world.forget_bound(bind.uid)
-                self.metrics.binds.labels("abandoned").inc()
-                return
-            start = time.perf_counter()
-            try:
-                await self.client.bind(bind.namespace, bind.name, bind.uid, bind.node)
-            except (StatusError, TransportError) as error:
-                self.metrics.bind_duration.observe(time.perf_counter() - start)
-                self._failed(bind, error)
-                return
+        if not self.may_bind():
+            # Leadership was lost while this bind waited: another replica decides now.
+            self.world.forget_bound(bind.uid)
+            self.metrics.binds.labels("abandoned").inc()
+            return
+        start = time.perf_counter()
+        try:
+            await self.client.bind(bind.namespace, bind.name, bind.uid, bind.node)
+        except (StatusError, TransportError) as error:
             self.metrics.bind_duration.observe(time.perf_counter() - start)
+            self._failed(bind, error)
+            return
+        self.metrics.bind_duration.observe(time.perf_counter() - start)
         self.world.confirm_bound(bind.uid)
         self.metrics.binds.labels("success").inc()
         self.metrics.schedule_attempts.labels("scheduled").inc()

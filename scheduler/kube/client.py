@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 import msgspec
+import yarl
 from kubernetes import client as k8s_client
 
 from scheduler.kube.config import auth_headers, ssl_context
@@ -53,6 +54,7 @@ class KubeClient:
         self._session: aiohttp.ClientSession | None = None
         self._headers: dict[str, str] = {}
         self._headers_at = 0.0
+        self._request_timeout = aiohttp.ClientTimeout(total=timeout)
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -77,7 +79,7 @@ class KubeClient:
         # Configuration again every minute or after a 401.
         now = time.monotonic()
         if refresh or not self._headers_at or now - self._headers_at > 60:
-            self._headers = auth_headers(self.configuration)
+            self._headers = {"Accept": JSON, **auth_headers(self.configuration)}
             self._headers_at = now
         return self._headers
 
@@ -103,21 +105,23 @@ class KubeClient:
         jitter (and Retry-After when the server gives one).
         """
         data = _encoder.encode(body) if body is not None else None
+        # Paths are built from API object names, which are already URL-safe: telling
+        # yarl so skips its parsing and quoting on every call (the bind hot path).
+        url = yarl.URL(self.host + path, encoded=True) if params is None else self.host + path
         attempt = 0
         refreshed = False
         while True:
             await self._limiter.take()
-            headers = {"Accept": JSON, **self._auth()}
-            if data is not None:
-                headers["Content-Type"] = content_type
+            headers = self._auth()
+            headers = {**headers, "Content-Type": content_type} if data is not None else headers
             try:
                 async with self._pool().request(
                     method,
-                    self.host + path,
+                    url,
                     params=params,
                     data=data,
                     headers=headers,
-                    timeout=aiohttp.ClientTimeout(total=self._timeout),
+                    timeout=self._request_timeout,
                 ) as response:
                     payload = await response.read()
                     code = response.status
@@ -148,7 +152,7 @@ class KubeClient:
         self, path: str, params: Mapping[str, str], *, timeout: float
     ) -> AsyncIterator[bytes]:
         """Yield the raw lines of a watch stream until it ends; raise on a failed start."""
-        headers = {"Accept": JSON, **self._auth()}
+        headers = self._auth()
         query = dict(params)
         query["watch"] = "true"
         try:
