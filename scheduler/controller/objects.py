@@ -4,6 +4,9 @@ Handlers never talk HTTP themselves: they ask a `ClusterObjects` for a pod's
 owner, a namespace's default queue, or to create a PodGroup, and it answers
 through the scheduler's `KubeClient` (plain requests on the official client's
 authentication, retried on 429, 5xx and dropped connections).
+
+Every request made here has its grant in deploy/base/controller/rbac.yaml, and
+tests/manifests/test_rbac.py lists them by method: a new request needs both.
 """
 
 from __future__ import annotations
@@ -12,21 +15,52 @@ import contextlib
 import logging
 from typing import Any, Protocol
 
+from scheduler.api.errors import ApiError
 from scheduler.api.names import GROUP, QUEUE_NAME_ANNOTATION, VERSION
 from scheduler.effects import paths
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import Conflict, NotFound
+from scheduler.kube.errors import Conflict, NotFound, StatusError
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+# Where the controller's grants live; named in messages about a missing one.
+RBAC_FILE = "deploy/base/controller/rbac.yaml"
+CLUSTER_ROLE = "muster-controller"
+# kopf's peering object, in the CRD that deploy/base/controller/peering.yaml installs.
+PEERING_PATH = "/apis/kopf.dev/v1/clusterkopfpeerings"
+
+
+class OwnerForbidden(ApiError):
+    """403 on reading a pod's owner: the controller's ClusterRole does not grant its kind.
+
+    Owners are read kind by kind (no wildcard in the ClusterRole), so an owner of a
+    kind nobody listed is refused; the message names the rule that would allow it.
+    """
+
+    def __init__(self, kind: str, name: str, group: str, resource: str) -> None:
+        self.kind = kind
+        self.name = name
+        self.group = group
+        self.resource = resource
+        self.rule = f'{{apiGroups: ["{group}"], resources: [{resource}], verbs: [get]}}'
+        granted = f"{resource}.{group}" if group else resource
+        super().__init__(
+            f"{kind} {name} cannot be read: the ClusterRole {CLUSTER_ROLE} grants no get on"
+            f" {granted}; add the rule {self.rule} to it ({RBAC_FILE}) so that its"
+            " scheduling.volcano.sh/group-min-member annotation is read"
+        )
 
 
 class ClusterObjects(Protocol):
     """What the handlers need from the API server."""
 
     async def owner(self, namespace: str, reference: Obj) -> Obj | None:
-        """The object an ownerReference points to, or None when it is gone or unknown."""
+        """The object an ownerReference points to, or None when it is gone or unknown.
+
+        Raises OwnerForbidden when RBAC does not let the controller read that kind.
+        """
 
     async def namespace_queue(self, namespace: str) -> str:
         """The namespace's `scheduling.volcano.sh/queue-name` annotation ("" when none)."""
@@ -42,6 +76,9 @@ class ClusterObjects(Protocol):
 
     async def ensure_queue(self, name: str) -> None:
         """Create the Queue (weight 1, reclaimable) if it does not exist."""
+
+    async def ensure_peering(self, name: str) -> None:
+        """Create kopf's ClusterKopfPeering if its CRD is installed and it does not exist."""
 
 
 class ApiObjects:
@@ -66,6 +103,13 @@ class ApiObjects:
             )
         except NotFound:
             return None
+        except StatusError as error:
+            if error.code != 403:
+                raise
+            name = str(reference.get("name", ""))
+            shown = f"{namespace}/{name}" if namespaced else name
+            group = api_version.rpartition("/")[0]
+            raise OwnerForbidden(kind, shown, group, plural) from None
         # A new object under the old name is another owner, not ours.
         if found.get("metadata", {}).get("uid") != reference.get("uid"):
             return None
@@ -111,6 +155,35 @@ class ApiObjects:
             log.info("created the default queue", extra={"queue": name})
         except Conflict:
             pass
+
+    async def ensure_peering(self, name: str) -> None:
+        # Made here rather than shipped in deploy/: `kubectl apply` cannot create an object
+        # in the same run as the CRD that defines its kind (no REST mapping yet).
+        body = {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "ClusterKopfPeering",
+            "metadata": {"name": name},
+        }
+        try:
+            await self.client.create(PEERING_PATH, body)
+            log.info("created the peering object", extra={"peering": name})
+        except Conflict:
+            pass
+        except NotFound:
+            log.info(
+                "no ClusterKopfPeering CRD (deploy/base/controller/peering.yaml): every replica"
+                " acts, which is safe, as every write the controller makes is idempotent"
+            )
+        except StatusError as error:
+            if error.code != 403:
+                raise
+            log.warning(
+                "cannot create the peering object %s: the ClusterRole %s grants no create on"
+                " clusterkopfpeerings.kopf.dev (%s); until it exists every replica acts",
+                name,
+                CLUSTER_ROLE,
+                RBAC_FILE,
+            )
 
     async def _resource(self, api_version: str, kind: str) -> tuple[str, str, bool] | None:
         key = (api_version, kind)

@@ -91,6 +91,12 @@ def build_registry(
     async def default_queue_exists(**_: Any) -> None:
         await objects.ensure_queue(default_queue)
 
+    if options.clusterwide and not options.standalone:
+
+        @kopf.on.startup(registry=registry)
+        async def peering_exists(**_: Any) -> None:
+            await objects.ensure_peering(options.peering)
+
     # Indexes: kopf fills them from its watches before any handler runs. -------
     @kopf.index(GROUP, VERSION, "queues", id="queue_index", registry=registry)
     def queue_index(body: kopf.Body, **_: Any) -> dict[str, QueueView]:
@@ -117,8 +123,12 @@ def build_registry(
     async def pod_without_group(type: str, body: kopf.Body, **_: Any) -> None:
         if type == "DELETED":
             return
+
+        def warn(reason: str, message: str) -> None:
+            kopf.warn(body, reason=reason, message=message)
+
         try:
-            await ensure_podgroup(objects, dict(body), names)
+            await ensure_podgroup(objects, dict(body), names, warn)
         except InvalidObject as error:
             # Not retried: the object must change first, and that is a new event.
             log.warning("no PodGroup made: %s", error)

@@ -11,11 +11,16 @@ owner. Then the pod is annotated with the group's name.
 The name is a function of the owner alone, so every replay, restart or
 second replica computes the same one, and 409 AlreadyExists means done:
 there are never two PodGroups for one owner.
+
+An owner the controller may not read (its kind is not in the ClusterRole's list)
+still gets its PodGroup, with minMember 1: its pods run, one by one, rather than
+wait forever; a warning and an event on the pod name the RBAC rule to add.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,13 +29,18 @@ from scheduler.api.errors import InvalidObject
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, VERSION
 from scheduler.api.resources import Resource
 from scheduler.api.task import pod_request
-from scheduler.controller.objects import ClusterObjects, Obj
+from scheduler.controller.objects import ClusterObjects, Obj, OwnerForbidden
 
 log = logging.getLogger(__name__)
 
 # On the owner (a Job, a ReplicaSet...): how many of its pods must start together.
 MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
 _FINISHED = frozenset({"Succeeded", "Failed"})
+# The event reason on a pod whose owner the controller may not read.
+OWNER_FORBIDDEN = "OwnerNotReadable"
+
+# Posts a warning event on the pod being handled: (reason, message).
+Warn = Callable[[str, str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +153,10 @@ def plan_podgroup(pod: Obj, owner: Obj | None, namespace_queue: str) -> GroupPla
 
 
 async def ensure_podgroup(
-    objects: ClusterObjects, pod: Obj, scheduler_names: frozenset[str]
+    objects: ClusterObjects,
+    pod: Obj,
+    scheduler_names: frozenset[str],
+    warn: Warn | None = None,
 ) -> str | None:
     """Give a pod that needs one its PodGroup and annotate it; the group's name, or None.
 
@@ -154,17 +167,36 @@ async def ensure_podgroup(
         return None
     namespace = typed.metadata.namespace
     reference = controlling_owner(pod)
-    owner = await objects.owner(namespace, reference) if reference is not None else None
+    owner: Obj | None = None
+    forbidden: OwnerForbidden | None = None
+    if reference is not None:
+        try:
+            owner = await objects.owner(namespace, reference)
+        except OwnerForbidden as error:
+            forbidden = error
     namespace_queue = ""
     if not typed.metadata.annotations.get(QUEUE_NAME_ANNOTATION):
         namespace_queue = await objects.namespace_queue(namespace)
     plan = plan_podgroup(pod, owner, namespace_queue)
     created = await objects.create_podgroup(namespace, plan.manifest)
+    where = {"podgroup": f"{namespace}/{plan.name}", "pod": typed.metadata.name}
     if created:
         log.info(
             "created PodGroup for %s",
             f"{reference['kind']} {reference['name']}" if reference else "a bare pod",
-            extra={"podgroup": f"{namespace}/{plan.name}", "pod": typed.metadata.name},
+            extra=where,
         )
+    # Once per PodGroup, not once per pod: the first pod's event says it for its siblings.
+    if created and forbidden is not None:
+        # The pods are annotated with the group's name, so this PodGroup is never remade:
+        # only workloads created after the fix get their owner's minMember.
+        message = (
+            f"{forbidden}. PodGroup {plan.name} gets minMember 1, so its pods start one by"
+            " one; once the rule is in place, new workloads get their owner's minMember"
+            " (for this one, raise the PodGroup's spec.minMember or recreate the workload)."
+        )
+        log.warning("%s", message, extra=where)
+        if warn is not None:
+            warn(OWNER_FORBIDDEN, message)
     await objects.annotate_pod(namespace, typed.metadata.name, {GROUP_NAME_ANNOTATION: plan.name})
     return plan.name

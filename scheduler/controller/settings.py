@@ -7,7 +7,8 @@
   same, so that a change-detecting handler added later writes under a name
   we document rather than kopf's.
 - One active replica: kopf's peering. Replicas publish themselves in a
-  `ClusterKopfPeering` (deploy/base/controller/peering.yaml) with a random
+  `ClusterKopfPeering` (its CRD is deploy/base/controller/peering.yaml; the
+  object is made at start, see `objects.ensure_peering`) with a random
   priority; only the highest works, the others pause their watches until it
   goes quiet (60 s). Without the peering CRD (a dev cluster, muster sim)
   kopf runs standalone. Both are safe: every write the handlers make is

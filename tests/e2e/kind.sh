@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The e2e suite against a real cluster: create a kind cluster, build and load the
-# image, install muster from crds/ and deploy/, wait until its Deployment is
-# Available (and a replica leads, and the default queue exists), then run
-# tests/e2e with MUSTER_E2E_KUBECONFIG. The cluster is deleted on exit.
+# image, install muster from crds/ and deploy/, wait until its Deployments are
+# Available (a scheduler replica leads, the default queue is Open, the controller
+# made its peering object), scale them to 0, then run tests/e2e with
+# MUSTER_E2E_KUBECONFIG. The cluster is deleted on exit.
 #
 #   tests/e2e/kind.sh [pytest args...]
 #
@@ -55,8 +56,12 @@ trap cleanup EXIT INT TERM
 diagnose() {
   say "muster did not come up; what the cluster says:"
   k -n muster-system get deployment,pods,lease -o wide || true
-  k -n muster-system describe pods -l app.kubernetes.io/component=scheduler || true
-  k -n muster-system logs -l app.kubernetes.io/component=scheduler --tail=50 --prefix || true
+  k get clusterkopfpeering -o wide || true
+  for component in scheduler controller; do
+    k -n muster-system describe pods -l "app.kubernetes.io/component=$component" || true
+    k -n muster-system logs -l "app.kubernetes.io/component=$component" --tail=50 --prefix \
+      || true
+  done
 }
 
 say "creating kind cluster $cluster"
@@ -103,14 +108,36 @@ if [[ -z "$holder" || "$state" != Open ]]; then
   diagnose
   exit 1
 fi
-say "muster is up: $holder leads; default queue Open"
 
-# The suite starts schedulers of its own for each test, under the same scheduler
-# names: the installed one would race them for the tests' pods, so it stands down.
-k -n muster-system scale deployment/muster-scheduler --replicas=0
+# The controller: Available once a replica's webhook server listens; its peering object
+# (made at start) says that the RBAC in deploy/ lets it.
+say "waiting for the controller Deployment to be Available"
+if ! k -n muster-system rollout status deployment/muster-controller --timeout=180s \
+  || ! k -n muster-system wait --for=condition=Available --timeout=60s \
+    deployment/muster-controller; then
+  diagnose
+  exit 1
+fi
+for _ in $(seq 60); do
+  k get clusterkopfpeering muster-controller >/dev/null 2>&1 && break
+  sleep 1
+done
+if ! k get clusterkopfpeering muster-controller >/dev/null 2>&1; then
+  say "the controller made no ClusterKopfPeering muster-controller"
+  diagnose
+  exit 1
+fi
+say "muster is up: $holder leads; default queue Open; controller Available"
+
+# The suite starts schedulers and controllers of its own for each test (the controller
+# --standalone), under the same scheduler names: the installed ones would race them for
+# the tests' pods (binds, PodGroups, queue states), so they stand down.
+for component in scheduler controller; do
+  k -n muster-system scale "deployment/muster-$component" --replicas=0
+done
 for _ in $(seq 90); do
-  [[ -z "$(k -n muster-system get pods -l app.kubernetes.io/component=scheduler -o name)" ]] \
-    && break
+  [[ -z "$(k -n muster-system get pods -l 'app.kubernetes.io/component in (scheduler,controller)' \
+    -o name)" ]] && break
   sleep 1
 done
 

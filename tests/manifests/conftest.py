@@ -17,8 +17,15 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "crds"
 DEPLOY = REPO / "deploy"
-# Every kustomization a user may apply: the base and each overlay.
-KUSTOMIZATIONS = ("deploy", "deploy/overlays/servicemonitor", "deploy/overlays/volcano-compat")
+# Every kustomization a user may apply: the base, each overlay, and the base with the
+# optional webhooks component (composed in tests/manifests/webhooks/ as its comment says).
+WEBHOOKS = "tests/manifests/webhooks"
+KUSTOMIZATIONS = (
+    "deploy",
+    "deploy/overlays/servicemonitor",
+    "deploy/overlays/volcano-compat",
+    WEBHOOKS,
+)
 
 Doc = dict[str, Any]
 

@@ -30,14 +30,32 @@ class Served:
     namespaced: bool
 
 
-# What kube-apiserver serves for the kinds in deploy/, plus the CRDs muster installs
-# and the Prometheus Operator's ServiceMonitor (the servicemonitor overlay's premise).
+# What kube-apiserver serves for the kinds in deploy/, plus what must be installed before
+# deploy/ is applied: the CRDs in crds/ (README: `kubectl apply -f crds/` first), the
+# Prometheus Operator's ServiceMonitor (the servicemonitor overlay's premise) and
+# cert-manager (the webhooks component's). kopf.dev is deliberately absent: its CRD comes
+# in the same apply as deploy/ (deploy/base/controller/peering.yaml), so on a fresh
+# cluster no object of its kinds could be applied there, and none may be rendered.
 SERVED = (
     Served("", "v1", "namespaces", "Namespace", False),
     Served("", "v1", "serviceaccounts", "ServiceAccount", True),
     Served("", "v1", "configmaps", "ConfigMap", True),
     Served("", "v1", "services", "Service", True),
     Served("apps", "v1", "deployments", "Deployment", True),
+    Served(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        False,
+    ),
+    Served(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        False,
+    ),
     Served("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Served("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True),
     Served("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
@@ -55,6 +73,8 @@ SERVED = (
     Served("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True),
     Served("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False),
     Served("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor", True),
+    Served("cert-manager.io", "v1", "issuers", "Issuer", True),
+    Served("cert-manager.io", "v1", "certificates", "Certificate", True),
 )
 
 

@@ -12,19 +12,47 @@ import yaml
 from scheduler import __version__
 from scheduler.engine import load_config
 from scheduler.framework.config import DEFAULT_CONFIG_YAML
-from tests.manifests.conftest import CRDS, DEPLOY, KUSTOMIZATIONS, REPO, find, need_kubectl, render
+from tests.manifests.conftest import (
+    CRDS,
+    DEPLOY,
+    KUSTOMIZATIONS,
+    REPO,
+    WEBHOOKS,
+    find,
+    need_kubectl,
+    render,
+)
 from tests.manifests.stub_apiserver import stub_apiserver
 
-# Kinds that come from CRDs, for which kubernetes-validate ships no schema. PodGroup
-# and Queue are ours (their CRDs carry the schema); ServiceMonitor is the Prometheus
-# Operator's, whose CRD is not ours to vendor. They are checked by kubectl against
-# the stub's discovery instead, and ServiceMonitor's fields by test_servicemonitor.
-CRD_KINDS = {"ServiceMonitor", "PodGroup", "Queue"}
+# Kinds that come from CRDs, for which kubernetes-validate ships no schema, and why each
+# is skipped. They are checked by kubectl against the stub's discovery instead.
+CRD_KINDS = {
+    # Ours: their CRDs in crds/ carry the schema.
+    "PodGroup": "muster's own CRD (crds/)",
+    "Queue": "muster's own CRD (crds/)",
+    # Not ours to vendor; the fields that matter are checked by tests here.
+    "ServiceMonitor": "the Prometheus Operator's CRD (test_servicemonitor checks it)",
+    "ClusterKopfPeering": "kopf's CRD (deploy/base/controller/peering.yaml)",
+    "Issuer": "cert-manager's CRD (test_the_webhooks_serve_the_cert_manager_certificate)",
+    "Certificate": "cert-manager's CRD (test_the_webhooks_serve_the_cert_manager_certificate)",
+}
+# CRDs in deploy/ that are not muster's API, so not in crds/: each is installed with the
+# process that needs it, from the file named. kopf's peering CRD belongs to the controller
+# (crds/ is the Volcano-compatible API that `kubectl apply -f crds/` installs alone, and
+# that muster sim registers).
+THIRD_PARTY_CRDS = {
+    "clusterkopfpeerings.kopf.dev": DEPLOY / "base" / "controller" / "peering.yaml",
+}
 # The oldest Kubernetes muster supports and the newest kubernetes-validate knows.
 KUBE_VERSIONS = ("1.29.0", "latest")
 
 YAML_FILES = sorted(
-    [*CRDS.glob("*.yaml"), CRDS / "Kustomization", *DEPLOY.rglob("*.yaml")],
+    [
+        *CRDS.glob("*.yaml"),
+        CRDS / "Kustomization",
+        *DEPLOY.rglob("*.yaml"),
+        REPO / WEBHOOKS / "kustomization.yaml",
+    ],
     key=str,
 )
 
@@ -61,31 +89,66 @@ def test_rendered_manifests_match_the_kubernetes_schemas(kustomization: str) -> 
     assert not errors, "\n".join(errors)
 
 
-def test_the_base_installs_the_crds_and_everything_else_in_muster_system() -> None:
+def test_the_base_installs_the_crds_the_scheduler_and_the_controller() -> None:
     docs = render("deploy")
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
     assert ("CustomResourceDefinition", "podgroups.scheduling.volcano.sh") in kinds
     assert ("CustomResourceDefinition", "queues.scheduling.volcano.sh") in kinds
     assert ("Namespace", "muster-system") in kinds
-    cluster_scoped = {
-        "Namespace",
-        "CustomResourceDefinition",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "PriorityClass",
-    }
-    for doc in docs:
-        if doc["kind"] not in cluster_scoped:
+    assert ("CustomResourceDefinition", "clusterkopfpeerings.kopf.dev") in kinds
+    assert ("Deployment", "muster-controller") in kinds
+
+
+CLUSTER_SCOPED = {
+    "Namespace",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "PriorityClass",
+    "ClusterKopfPeering",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+}
+
+
+@pytest.mark.parametrize("kustomization", KUSTOMIZATIONS)
+def test_every_namespaced_object_lives_in_muster_system(kustomization: str) -> None:
+    for doc in render(kustomization):
+        if doc["kind"] not in CLUSTER_SCOPED:
             assert doc["metadata"].get("namespace") == "muster-system", doc["metadata"]["name"]
 
 
-def test_the_crds_in_deploy_are_the_files_in_crds() -> None:
+def test_the_crds_in_deploy_are_the_files_in_crds_and_the_third_party_ones_listed() -> None:
     rendered = [d for d in render("deploy") if d["kind"] == "CustomResourceDefinition"]
     on_disk = [yaml.safe_load(p.read_text()) for p in sorted(CRDS.glob("*.yaml"))]
+    for name, path in THIRD_PARTY_CRDS.items():
+        (crd,) = [
+            d
+            for d in yaml.safe_load_all(path.read_text())
+            if d and d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == name
+        ]
+        on_disk.append(crd)
     by_name = {d["metadata"]["name"]: d for d in rendered}
     assert sorted(by_name) == sorted(d["metadata"]["name"] for d in on_disk)
     for doc in on_disk:
         assert by_name[doc["metadata"]["name"]] == doc
+    ours = {d["spec"]["group"] for d in on_disk if d["metadata"]["name"] not in THIRD_PARTY_CRDS}
+    assert ours == {"scheduling.volcano.sh"}, "a CRD of muster's API belongs in crds/"
+
+
+@pytest.mark.parametrize("kustomization", KUSTOMIZATIONS)
+def test_no_object_needs_a_crd_applied_in_the_same_run(kustomization: str) -> None:
+    # `kubectl apply` maps every kind before it creates anything, so an object whose CRD
+    # comes in the same apply fails on a fresh cluster ("ensure CRDs are installed
+    # first"). crds/ is applied first (README); a third-party CRD must not have objects.
+    docs = render(kustomization)
+    same_run = {
+        (d["spec"]["group"], d["spec"]["names"]["kind"])
+        for d in docs
+        if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] in THIRD_PARTY_CRDS
+    }
+    used = {(d["apiVersion"].rpartition("/")[0], d["kind"]) for d in docs}
+    assert not used & same_run
 
 
 def test_the_configmap_holds_the_built_in_default_config() -> None:
@@ -117,11 +180,79 @@ def test_the_deployment_runs_two_electing_replicas_of_this_version_under_restric
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
 
 
-def test_the_dockerfile_user_and_version_match_the_deployment() -> None:
+def test_the_controller_runs_two_peering_replicas_of_this_version_under_restricted_rules() -> None:
+    docs = render("deploy")
+    deployment = find(docs, "Deployment", "muster-controller")
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    assert spec["replicas"] == 2
+    assert args[0] == "controller"
+    assert "--peering=muster-controller" in args and "--log-format=json" in args
+    assert "--standalone" not in args
+    assert container["image"].endswith(f":{__version__}")
+    assert pod["priorityClassName"] == "muster-critical"
+    security = container["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] > 0
+    assert security["readOnlyRootFilesystem"] and not security["allowPrivilegeEscalation"]
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert security["seccompProfile"]["type"] == "RuntimeDefault"
+    # kopf writes its self-signed certificate to a temporary file.
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert "readinessProbe" in container
+    assert {"cpu", "memory"} <= set(container["resources"]["limits"])
+    budget = find(docs, "PodDisruptionBudget", "muster-controller")
+    assert budget["spec"]["minAvailable"] == 1
+    labels = spec["selector"]["matchLabels"]
+    assert budget["spec"]["selector"]["matchLabels"] == labels
+
+
+def test_the_controller_accepts_connections_only_on_its_health_and_webhook_ports() -> None:
+    docs = render("deploy")
+    policy = find(docs, "NetworkPolicy", "muster-controller")
+    deployment = find(docs, "Deployment", "muster-controller")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert (
+        policy["spec"]["podSelector"]["matchLabels"]
+        == deployment["spec"]["selector"]["matchLabels"]
+    )
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert "from" not in rule
+    assert {p["port"] for p in rule["ports"]} == {"health", "webhooks"}
+    assert {p["name"] for p in container["ports"]} == {"health", "webhooks"}
+
+
+def test_the_webhooks_serve_the_cert_manager_certificate() -> None:
+    docs = render(WEBHOOKS)
+    certificate = find(docs, "Certificate", "muster-controller-webhook")
+    service = find(docs, "Service", "muster-controller")
+    deployment = find(docs, "Deployment", "muster-controller")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert f"{service['metadata']['name']}.muster-system.svc" in certificate["spec"]["dnsNames"]
+    secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    (volume,) = [n for n, s in secrets.items() if s == certificate["spec"]["secretName"]]
+    assert f"--webhook-cert-dir={mounts[volume]}" in container["args"]
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        configuration = find(docs, kind, "muster-controller")
+        injected = configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+        assert injected == f"muster-system/{certificate['metadata']['name']}"
+        for webhook in configuration["webhooks"]:
+            assert webhook["clientConfig"]["service"]["name"] == service["metadata"]["name"]
+
+
+def test_the_dockerfile_user_and_version_match_the_deployments() -> None:
     dockerfile = (REPO / "Dockerfile").read_text()
-    deployment = find(render("deploy"), "Deployment", "muster-scheduler")
-    uid = deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
-    assert re.search(rf"^USER {uid}:", dockerfile, re.MULTILINE)
+    for name in ("muster-scheduler", "muster-controller"):
+        deployment = find(render("deploy"), "Deployment", name)
+        uid = deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+        assert re.search(rf"^USER {uid}:", dockerfile, re.MULTILINE), name
     assert re.search(rf"^ARG VERSION={re.escape(__version__)}$", dockerfile, re.MULTILINE)
 
 

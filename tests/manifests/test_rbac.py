@@ -1,11 +1,13 @@
-"""The scheduler's RBAC grants exactly what muster's code asks the API server for."""
+"""muster's RBAC grants exactly what its code asks the API server for, process by process."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from tests.manifests.conftest import find, render
+import pytest
+
+from tests.manifests.conftest import KUSTOMIZATIONS, WEBHOOKS, find, render
 
 Grant = tuple[str, str, str]  # (API group, resource, verb)
 
@@ -44,6 +46,60 @@ IN_LOCK_NAMESPACE: dict[str, set[Grant]] = {
     },
 }
 
+# Every request `muster controller` sends, by where it is sent from (scheduler/controller/),
+# its own through objects.py and kopf's on behalf of operator.py and settings.py.
+# Read with --all-namespaces (the Deployment's): kopf then lists no namespaces.
+OWNER_KINDS: dict[str, tuple[str, ...]] = {
+    # A Spark executor's controller is its driver pod.
+    "": ("pods",),
+    # Flink's TaskManagers are controlled by the JobManager's Deployment.
+    "apps": ("replicasets", "statefulsets", "daemonsets", "deployments"),
+    "batch": ("jobs",),
+    "ray.io": ("rayclusters",),
+    "kubeflow.org": ("pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs"),
+    "sparkoperator.k8s.io": ("sparkapplications",),
+    "argoproj.io": ("workflows",),
+}
+CONTROLLER: dict[str, set[Grant]] = {
+    "operator.py: kopf's watches (pod events, queue and podgroup indexes and events)": {
+        (group, resource, verb)
+        for group, resource in (
+            ("", "pods"),
+            ("scheduling.volcano.sh", "podgroups"),
+            ("scheduling.volcano.sh", "queues"),
+        )
+        for verb in ("list", "watch")
+    },
+    "objects.py owner(): the controlling owner's group-min-member, kind by kind": {
+        (group, resource, "get")
+        for group, resources in OWNER_KINDS.items()
+        for resource in resources
+    },
+    "objects.py namespace_queue(): the namespace's default queue": {("", "namespaces", "get")},
+    "objects.py create_podgroup()": {("scheduling.volcano.sh", "podgroups", "create")},
+    "objects.py annotate_pod(): the group's name": {("", "pods", "patch")},
+    "objects.py set_queue_state()": {("scheduling.volcano.sh", "queues/status", "patch")},
+    "objects.py ensure_queue(): the default queue": {("scheduling.volcano.sh", "queues", "create")},
+    "objects.py ensure_peering(): kopf's peering object": {
+        ("kopf.dev", "clusterkopfpeerings", "create")
+    },
+    "settings.py: kopf's peering keep-alive": {
+        ("kopf.dev", "clusterkopfpeerings", verb) for verb in ("list", "watch", "patch")
+    },
+    "settings.py, podgroups.py: kopf posts failures and OwnerNotReadable as events": {
+        ("", "events", "create")
+    },
+    "kopf's resource observer: CRDs installed after start": {
+        ("apiextensions.k8s.io", "customresourcedefinitions", verb) for verb in ("list", "watch")
+    },
+}
+# Each ClusterRole or Role, and the service account of the Deployment it is bound to.
+ACCOUNTS = {
+    "muster-scheduler": "muster-scheduler",
+    "muster-scheduler-leader-election": "muster-scheduler",
+    "muster-controller": "muster-controller",
+}
+
 
 def grants(rules: list[dict[str, Any]]) -> Iterator[Grant]:
     """Every (group, resource, verb) a list of policy rules allows."""
@@ -74,23 +130,42 @@ def test_the_lease_role_grants_exactly_leader_election_in_muster_system() -> Non
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
 
 
-def test_no_rule_has_a_wildcard_names_secrets_or_stays_unbound() -> None:
-    docs = render("deploy")
-    account = find(docs, "ServiceAccount", "muster-scheduler")
-    subject = {
-        "kind": "ServiceAccount",
-        "name": account["metadata"]["name"],
-        "namespace": account["metadata"]["namespace"],
-    }
+def test_the_cluster_role_grants_exactly_what_the_controller_uses() -> None:
+    role = find(render("deploy"), "ClusterRole", "muster-controller")
+    granted = set(grants(role["rules"]))
+    assert needed(CONTROLLER) - granted == set(), "the controller would be forbidden these"
+    assert granted - needed(CONTROLLER) == set(), "granted but never used"
+
+
+def test_the_controller_reads_its_webhook_certificate_from_a_volume_not_the_api() -> None:
+    # The Secret is mounted by the kubelet (webhooks/deployment-tls.yaml): the controller
+    # itself needs no secrets RBAC, and test_no_rule_... forbids it.
+    deployment = find(render(WEBHOOKS), "Deployment", "muster-controller")
+    pod = deployment["spec"]["template"]["spec"]
+    assert any("secret" in volume for volume in pod["volumes"])
+    assert pod["serviceAccountName"] == "muster-controller"
+
+
+@pytest.mark.parametrize("kustomization", KUSTOMIZATIONS)
+def test_no_rule_has_a_wildcard_names_secrets_or_stays_unbound(kustomization: str) -> None:
+    docs = render(kustomization)
     roles = [d for d in docs if d["kind"] in ("ClusterRole", "Role")]
-    assert roles
+    assert sorted(r["metadata"]["name"] for r in roles) == sorted(ACCOUNTS)
     for role in roles:
         for rule in role["rules"]:
             for field in ("apiGroups", "resources", "verbs", "resourceNames"):
                 assert "*" not in rule.get(field, []), f"{role['metadata']['name']}: {rule}"
             assert not any(r.split("/")[0] == "secrets" for r in rule["resources"]), rule
+        account = find(docs, "ServiceAccount", ACCOUNTS[role["metadata"]["name"]])
+        subject = {
+            "kind": "ServiceAccount",
+            "name": account["metadata"]["name"],
+            "namespace": account["metadata"]["namespace"],
+        }
         kind = "ClusterRoleBinding" if role["kind"] == "ClusterRole" else "RoleBinding"
         binding = find(docs, kind, role["metadata"]["name"])
+        assert binding["roleRef"]["name"] == role["metadata"]["name"]
         assert binding["subjects"] == [subject]
-    deployment = find(docs, "Deployment", "muster-scheduler")
-    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == subject["name"]
+    for name in set(ACCOUNTS.values()):
+        deployment = find(docs, "Deployment", name)
+        assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == name

@@ -8,8 +8,14 @@ from typing import Any
 import pytest
 
 from scheduler.api.errors import InvalidObject
-from scheduler.controller.objects import Obj
-from scheduler.controller.podgroups import ensure_podgroup, plan_podgroup
+from scheduler.controller.objects import ApiObjects, Obj, OwnerForbidden
+from scheduler.controller.podgroups import (
+    OWNER_FORBIDDEN,
+    controlling_owner,
+    ensure_podgroup,
+    plan_podgroup,
+)
+from scheduler.kube.errors import StatusError
 
 NAMES = frozenset({"muster"})
 
@@ -62,14 +68,22 @@ def owner_with(min_member: str | None) -> Obj:
 class FakeObjects:
     """ClusterObjects in memory: PodGroups by name, pod annotations, the owner and ns queue."""
 
-    def __init__(self, owner: Obj | None = None, namespace_queue: str = "") -> None:
+    def __init__(
+        self,
+        owner: Obj | None = None,
+        namespace_queue: str = "",
+        forbidden: OwnerForbidden | None = None,
+    ) -> None:
         self.owner_doc = owner
+        self.forbidden = forbidden
         self.ns_queue = namespace_queue
         self.podgroups: dict[str, Obj] = {}
         self.annotations: dict[str, dict[str, str]] = {}
         self.creates = 0
 
     async def owner(self, namespace: str, reference: Obj) -> Obj | None:
+        if self.forbidden is not None:
+            raise self.forbidden
         return self.owner_doc
 
     async def namespace_queue(self, namespace: str) -> str:
@@ -90,6 +104,9 @@ class FakeObjects:
         raise AssertionError("not used")
 
     async def ensure_queue(self, name: str) -> None:
+        raise AssertionError("not used")
+
+    async def ensure_peering(self, name: str) -> None:
         raise AssertionError("not used")
 
 
@@ -161,3 +178,48 @@ def test_pods_that_are_not_ours_or_already_grouped_or_finished_are_left_alone() 
     for candidate in (pod(scheduler="default-scheduler"), grouped, finished):
         assert asyncio.run(ensure_podgroup(objects, candidate, NAMES)) is None
     assert objects.creates == 0 and objects.annotations == {}
+
+
+class ForbiddingClient:
+    """A KubeClient whose API server serves apps/v1 but answers 403 on any object."""
+
+    async def get_json(self, path: str) -> Any:
+        if path == "/apis/apps/v1":
+            return {
+                "resources": [{"name": "replicasets", "kind": "ReplicaSet", "namespaced": True}]
+            }
+        raise StatusError(403, "Forbidden", "replicasets.apps is forbidden", "GET", path)
+
+
+def test_an_owner_kind_rbac_does_not_grant_is_reported_with_the_rule_to_add() -> None:
+    objects = ApiObjects(ForbiddingClient())  # type: ignore[arg-type]
+    reference = controlling_owner(pod())
+    assert reference is not None
+    with pytest.raises(OwnerForbidden) as caught:
+        asyncio.run(objects.owner("ns", reference))
+    message = str(caught.value)
+    assert "ReplicaSet ns/web" in message
+    assert "ClusterRole muster-controller" in message
+    assert '{apiGroups: ["apps"], resources: [replicasets], verbs: [get]}' in message
+    assert "deploy/base/controller/rbac.yaml" in message
+
+
+def test_a_forbidden_owner_still_gets_a_podgroup_of_one_and_one_warning_naming_the_rule() -> None:
+    forbidden = OwnerForbidden("RayCluster", "ns/raycluster", "ray.io", "rayclusters")
+    objects = FakeObjects(owner=owner_with("4"), forbidden=forbidden)
+    warnings: list[tuple[str, str]] = []
+
+    def warn(reason: str, message: str) -> None:
+        warnings.append((reason, message))
+
+    for name in ("a", "b"):
+        assert asyncio.run(ensure_podgroup(objects, pod(name), NAMES, warn)) == "podgroup-rs-1"
+    group = objects.podgroups["podgroup-rs-1"]
+    assert group["spec"]["minMember"] == 1
+    assert group["metadata"]["ownerReferences"][0]["uid"] == "rs-1"
+    assert set(objects.annotations) == {"a", "b"}
+    (reason, message), *more = warnings
+    assert not more, "one warning per PodGroup, not one per pod"
+    assert reason == OWNER_FORBIDDEN
+    assert '{apiGroups: ["ray.io"], resources: [rayclusters], verbs: [get]}' in message
+    assert "minMember 1" in message and "podgroup-rs-1" in message
