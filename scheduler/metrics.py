@@ -26,6 +26,13 @@ class Metrics:
             buckets=_LATENCY,
             registry=r,
         )
+        self.cycles = Counter(
+            "muster_scheduling_cycles_total",
+            "Schedule periods of the leader: a session ran, or it was skipped because "
+            "nothing changed since the last one.",
+            ["result"],
+            registry=r,
+        )
         self.session_duration = Histogram(
             "muster_session_duration_seconds",
             "Duration of one whole session: snapshot, actions, statuses.",

@@ -48,6 +48,8 @@ from scheduler.metrics import Metrics
 log = logging.getLogger("muster.scheduler")
 
 GROUP_PATH = f"/apis/{GROUP}/{VERSION}"
+# The longest a leader goes without a session while nothing changes.
+RESYNC_SECONDS = 10.0
 
 
 @dataclass
@@ -96,6 +98,8 @@ class SchedulerProcess:
         self.evictor = Evictor(self.client, self.recorder)
         self.reflectors = self._reflectors()
         self.stopping = asyncio.Event()
+        self._last_generation: int | None = None
+        self._last_session = 0.0
 
     # Wiring ----------------------------------------------------------------
     def _reflectors(self) -> list[Reflector[Any]]:
@@ -208,18 +212,37 @@ class SchedulerProcess:
     async def _loop(self) -> None:
         period = self.options.schedule_period
         while not self.stopping.is_set():
+            before = self.config.config
             error = self.config.reload_if_changed()
             if error:
                 self._announce_config_error(error)
-            if self.is_leader():
+            config_changed = self.config.config is not before
+            if not self.is_leader():
+                self._last_generation = None
+            elif self._needs_session(reloaded=config_changed):
+                generation = self.world.generation
                 try:
                     self.cycle()
+                    self._last_generation = generation
+                    self._last_session = time.monotonic()
+                    self.metrics.cycles.labels("session").inc()
                 except Exception:
                     # A bug must not stop scheduling for everyone; the next period tries again.
                     log.exception("scheduling cycle failed")
+            else:
+                self.metrics.cycles.labels("skipped").inc()
             self._observe_cache()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=period)
+
+    def _needs_session(self, *, reloaded: bool) -> bool:
+        # Nothing changed since the last session: it would decide the same, so skip
+        # it (a 10,000-pod backlog that cannot move costs a whole session per period).
+        # Time-based rules (Inqueue timeout, backoff) still get a session every
+        # RESYNC seconds.
+        if reloaded or self._last_generation != self.world.generation:
+            return True
+        return time.monotonic() - self._last_session >= RESYNC_SECONDS
 
     def cycle(self) -> SessionResult:
         """One session: snapshot, decide, hand the decisions to the effects."""

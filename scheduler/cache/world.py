@@ -47,6 +47,10 @@ class World:
         self._podgroups: dict[str, wire.PodGroup] = {}
         # Objects that could not be read, by kind and key.
         self._invalid: dict[tuple[str, str], InvalidObject] = {}
+        # Bumped by every change from the API server (and by failed binds and evictions),
+        # not by the binder's own assumptions: a session over an unchanged world would
+        # decide nothing new, so the loop may skip it.
+        self.generation = 0
         # Evictions sent whose watch event has not come yet: uid -> status before.
         self._releasing: dict[str, TaskStatus] = {}
 
@@ -99,6 +103,7 @@ class World:
 
     def upsert_pod(self, pod: wire.Pod) -> None:
         """A pod was added or changed."""
+        self.generation += 1
         uid = pod.metadata.uid
         key = ("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}")
         if not self.keeps(pod):
@@ -134,6 +139,7 @@ class World:
 
     def delete_pod(self, uid: str) -> None:
         """A pod is gone (or no longer ours)."""
+        self.generation += 1
         task = self.tasks.get(uid)
         if task is not None and _holds_room(task):
             self._room_freed()
@@ -198,6 +204,7 @@ class World:
 
     def forget_releasing(self, uid: str) -> None:
         """An eviction failed: the pod keeps its room."""
+        self.generation += 1
         previous = self._releasing.pop(uid, None)
         task = self.tasks.get(uid)
         if previous is None or task is None or task.status is not TaskStatus.RELEASING:
@@ -218,6 +225,7 @@ class World:
 
     def forget_bound(self, uid: str) -> None:
         """A bind failed: the pod is pending again."""
+        self.generation += 1
         task = self.tasks.get(uid)
         if task is None or task.status is not TaskStatus.BINDING:
             return
@@ -236,6 +244,7 @@ class World:
     # Nodes -------------------------------------------------------------------
     def upsert_node(self, node: wire.Node) -> None:
         """A node was added or changed."""
+        self.generation += 1
         name = node.metadata.name
         try:
             info = NodeInfo.from_node(node)
@@ -255,6 +264,7 @@ class World:
 
     def delete_node(self, name: str) -> None:
         """A node is gone; its pods wait for it to come back (or for their own deletion)."""
+        self.generation += 1
         node = self.live.nodes.pop(name, None)
         if node is not None and node.tasks:
             self._waiting_for_node.setdefault(name, {}).update(node.tasks)
@@ -262,6 +272,7 @@ class World:
     # PodGroups ---------------------------------------------------------------
     def upsert_podgroup(self, group: wire.PodGroup) -> None:
         """A PodGroup was added or changed: its tasks move to the new record."""
+        self.generation += 1
         key = f"{group.metadata.namespace}/{group.metadata.name}"
         previous = self._podgroups.get(key)
         self._podgroups[key] = group
@@ -292,6 +303,7 @@ class World:
 
     def delete_podgroup(self, namespace: str, name: str) -> None:
         """A PodGroup is gone: its pods wait for it as orphans."""
+        self.generation += 1
         key = f"{namespace}/{name}"
         self._podgroups.pop(key, None)
         self._invalid.pop(("PodGroup", key), None)
@@ -305,6 +317,7 @@ class World:
     # Queues and priority classes ---------------------------------------------
     def upsert_queue(self, queue: wire.Queue) -> None:
         """A Queue was added or changed."""
+        self.generation += 1
         name = queue.metadata.name
         try:
             self.live.queues[name] = QueueInfo.from_queue(queue)
@@ -315,11 +328,13 @@ class World:
 
     def delete_queue(self, name: str) -> None:
         """A Queue is gone."""
+        self.generation += 1
         self.live.queues.pop(name, None)
         self._invalid.pop(("Queue", name), None)
 
     def upsert_priority_class(self, pc: wire.PriorityClass) -> None:
         """A PriorityClass was added or changed: job priorities follow."""
+        self.generation += 1
         name = pc.metadata.name
         self.live.priority_classes[name] = PriorityClassInfo(
             name, pc.value, pc.global_default, pc.preemption_policy
@@ -328,6 +343,7 @@ class World:
 
     def delete_priority_class(self, name: str) -> None:
         """A PriorityClass is gone."""
+        self.generation += 1
         self.live.priority_classes.pop(name, None)
         self._refresh_job_priorities()
 

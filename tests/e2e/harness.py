@@ -273,7 +273,9 @@ class Scheduler:
 
     def sessions(self) -> float:
         """Sessions run so far (the count of the session-duration histogram)."""
-        return self.metrics().value("muster_session_duration_seconds_count")
+        # Every schedule period counts, whether its session ran or was skipped because
+        # nothing had changed (a skipped period is one where muster chose to do nothing).
+        return self.metrics().value("muster_scheduling_cycles_total")
 
     def wait_sessions(self, count: int, timeout: float = 10.0) -> None:
         """Return after at least `count` more whole sessions have run."""
