@@ -1,6 +1,7 @@
 """`muster demo`: muster scheduling sample gangs on a simulated cluster, then a report.
 
-Starts `muster sim` (about 20 nodes) and `muster scheduler` as real processes,
+Starts `muster sim` (about 20 nodes), `muster controller` and `muster scheduler`
+as real processes,
 submits a Ray-shaped gang, two queues of weight 1 and 3 with competing jobs
 and one gang that cannot fit, shows progress live, and ends with what was
 placed where, each queue's share against what it deserves, the time each
@@ -46,6 +47,8 @@ class Gang:
     name: str
     queue: str
     roles: dict[str, tuple[int, int]]  # role -> (count, cpu per pod)
+    # A pod with no PodGroup: `muster controller` makes one for it.
+    bare: bool = False
     # When muster could first see the gang: the scheduler's start (the backlog is in place).
     submitted: float = 0.0
     placed_after: float | None = None
@@ -72,6 +75,7 @@ def workloads() -> list[Gang]:
     gangs += [Gang(f"team-a-{i}", "team-a", {"worker": (4, 2)}) for i in range(8)]
     gangs += [Gang(f"team-b-{i}", "team-b", {"worker": (4, 2)}) for i in range(16)]
     gangs.append(Gang("too-big", "default", {"worker": (4, 12)}))
+    gangs.append(Gang("notebook", "default", {"main": (1, 2)}, bare=True))
     return gangs
 
 
@@ -92,6 +96,13 @@ class Processes:
         )
         self.children.append((name, child))
         return child
+
+    def show_logs(self, console: Console, lines: int = 15) -> None:
+        """The last lines of every process's output, to see why something failed."""
+        for name, _ in self.children:
+            tail = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()[-lines:]
+            console.print(f"[bold]--- {name} (last {len(tail)} lines) ---[/]")
+            console.print("\n".join(tail), markup=False, highlight=False)
 
     def stop_all(self) -> None:
         for _, child in reversed(self.children):
@@ -149,6 +160,11 @@ class Cluster:
         self.custom.create_cluster_custom_object(GROUP, VERSION, "queues", body)
 
     def submit(self, gang: Gang) -> None:
+        if gang.bare:
+            pod = pod_manifest(gang, "main", 0, gang.roles["main"][1])
+            del pod["metadata"]["annotations"]
+            self.core.create_namespaced_pod(NAMESPACE, pod)
+            return
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "PodGroup",
@@ -166,6 +182,12 @@ class Cluster:
             if pod.metadata and pod.metadata.name and pod.spec and pod.spec.node_name:
                 placed[pod.metadata.name] = pod.spec.node_name
         return placed
+
+    def podgroup_of(self, pod: str) -> str:
+        """The PodGroup a pod belongs to (its group-name annotation)."""
+        found = self.core.read_namespaced_pod(pod, NAMESPACE)
+        annotations = (found.metadata.annotations if found.metadata else None) or {}
+        return str(annotations.get(GROUP_NAME_ANNOTATION, "none"))
 
     def podgroup(self, name: str) -> dict[str, Any]:
         found: Any = self.custom.get_namespaced_custom_object(
@@ -241,65 +263,88 @@ def run_demo(args: argparse.Namespace) -> int:
         tempfile.TemporaryDirectory(prefix="muster-demo-") as work,
         contextlib.ExitStack() as stack,
     ):
-        work_dir = Path(work)
-        processes = Processes(work_dir)
+        processes = Processes(Path(work))
         stack.callback(processes.stop_all)
-        kubeconfig = work_dir / "sim.kubeconfig"
-        metrics_port = args.metrics_port or free_port()
-        console.print(f"[bold]Starting muster sim[/] with {NODES} nodes of {NODE_CPU} cpu …")
-        processes.start(
-            "sim",
-            "sim",
-            "--port",
-            "0",
-            "--kubeconfig-out",
-            str(kubeconfig),
-            "--crds",
-            str(CRDS),
-            "--nodes",
-            str(NODES),
-            "--node-cpu",
-            str(NODE_CPU),
-            "--node-memory",
-            "32Gi",
-        )
-        wait_until(kubeconfig.exists, 20, "muster sim to write its kubeconfig")
-        metrics = f"http://127.0.0.1:{metrics_port}"
-        cluster = Cluster(kubeconfig)
-        namespace: Any = {"metadata": {"name": NAMESPACE}}
-        cluster.core.create_namespace(namespace)
-        cluster.queue("team-a", 1)
-        cluster.queue("team-b", 3)
-        gangs = workloads()
-        # The whole backlog is in place before the scheduler starts, so that every
-        # queue's demand is known from its first session and the split is the same
-        # on a fast or a slow machine.
-        for gang in gangs:
-            cluster.submit(gang)
-        console.print(
-            f"Submitted {len(gangs)} gangs ({sum(g.size for g in gangs)} pods) "
-            "in queues default, team-a (weight 1) and team-b (weight 3)."
-        )
-        console.print("[bold]Starting muster scheduler[/] …")
-        processes.start(
-            "scheduler",
-            "scheduler",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--no-leader-elect",
-            "--schedule-period",
-            "0.5s",
-            "--metrics-address",
-            f"127.0.0.1:{metrics_port}",
-        )
-        wait_until(lambda: http_ok(f"{metrics}/readyz"), 30, "the scheduler to sync its cache")
-        ready = time.monotonic()
-        for gang in gangs:
-            gang.submitted = ready
-        placed = watch_progress(console, cluster, gangs, args.timeout)
-        report(console, cluster, gangs, placed, metrics)
+        try:
+            demo(console, args, Path(work), processes)
+        except (TimeoutError, OSError, k8s.ApiException) as error:
+            console.print(f"[bold red]The demo failed:[/] {error}")
+            processes.show_logs(console)
+            return 1
     console.print("All demo processes stopped.")
     return 0
+
+
+def demo(console: Console, args: argparse.Namespace, work_dir: Path, processes: Processes) -> None:
+    """Start the processes, submit the workloads, watch them placed, report."""
+    kubeconfig = work_dir / "sim.kubeconfig"
+    metrics_port = args.metrics_port or free_port()
+    console.print(f"[bold]Starting muster sim[/] with {NODES} nodes of {NODE_CPU} cpu …")
+    processes.start(
+        "sim",
+        "sim",
+        "--port",
+        "0",
+        "--kubeconfig-out",
+        str(kubeconfig),
+        "--crds",
+        str(CRDS),
+        "--nodes",
+        str(NODES),
+        "--node-cpu",
+        str(NODE_CPU),
+        "--node-memory",
+        "32Gi",
+    )
+    wait_until(kubeconfig.exists, 20, "muster sim to write its kubeconfig")
+    metrics = f"http://127.0.0.1:{metrics_port}"
+    health = f"127.0.0.1:{free_port()}"
+    console.print("[bold]Starting muster controller[/] …")
+    processes.start(
+        "controller",
+        "controller",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--standalone",
+        "--webhook-port",
+        "0",
+        "--health-address",
+        health,
+    )
+    wait_until(lambda: http_ok(f"http://{health}/healthz"), 30, "the controller to start")
+    cluster = Cluster(kubeconfig)
+    namespace: Any = {"metadata": {"name": NAMESPACE}}
+    cluster.core.create_namespace(namespace)
+    cluster.queue("team-a", 1)
+    cluster.queue("team-b", 3)
+    gangs = workloads()
+    # The whole backlog is in place before the scheduler starts, so that every
+    # queue's demand is known from its first session and the split is the same
+    # on a fast or a slow machine.
+    for gang in gangs:
+        cluster.submit(gang)
+    console.print(
+        f"Submitted {len(gangs)} gangs ({sum(g.size for g in gangs)} pods) "
+        "in queues default, team-a (weight 1) and team-b (weight 3)."
+    )
+    console.print("[bold]Starting muster scheduler[/] …")
+    processes.start(
+        "scheduler",
+        "scheduler",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--no-leader-elect",
+        "--schedule-period",
+        "0.5s",
+        "--metrics-address",
+        f"127.0.0.1:{metrics_port}",
+    )
+    wait_until(lambda: http_ok(f"{metrics}/readyz"), 30, "the scheduler to sync its cache")
+    ready = time.monotonic()
+    for gang in gangs:
+        gang.submitted = ready
+    placed = watch_progress(console, cluster, gangs, args.timeout)
+    report(console, cluster, gangs, placed, metrics)
 
 
 def watch_progress(
@@ -360,9 +405,15 @@ def report(
     if a:
         console.print(f"team-b : team-a = {b / a:.2f} : 1 (their weights are 3 : 1)")
 
+    made = [g for g in gangs if g.bare and g.placed_after is not None]
+    for gang in made:
+        console.print(
+            f"{gang.name}: a bare pod; muster controller made its PodGroup "
+            f"({cluster.podgroup_of(gang.pod_names()[0])}) and it was placed."
+        )
     waiting: dict[str, list[str]] = {}
     for gang in gangs:
-        if gang.placed_after is None:
+        if gang.placed_after is None and not gang.bare:
             reason = waiting_reason(cluster.podgroup(gang.name)) or "no condition yet"
             waiting.setdefault(reason, []).append(gang.name)
     if waiting:

@@ -154,59 +154,75 @@ def build_registry(
             await settle(queue, podgroups_of(kwargs))
 
     # Admission -------------------------------------------------------------------
-    @kopf.on.validate(
-        GROUP,
-        VERSION,
-        "podgroups",
-        id=VALIDATE_PODGROUP,
-        operations=["CREATE", "UPDATE"],
-        registry=registry,
-    )
-    def validate_podgroup(body: kopf.Body, **kwargs: Any) -> None:
-        old: kopf.Body | None = kwargs.get("old")
-        admit(
-            lambda: webhooks.validate_podgroup(
-                dict(body), dict(old) if old else None, queues_of(kwargs), default_queue
+    # With --webhook-port 0 there is no admission server, and kopf refuses to start
+    # with admission handlers but no server: register them only when there is one.
+    if options.webhook_port:
+
+        @kopf.on.validate(
+            GROUP,
+            VERSION,
+            "podgroups",
+            id=VALIDATE_PODGROUP,
+            operations=["CREATE", "UPDATE"],
+            registry=registry,
+        )
+        def validate_podgroup(body: kopf.Body, **kwargs: Any) -> None:
+            old: kopf.Body | None = kwargs.get("old")
+            admit(
+                lambda: webhooks.validate_podgroup(
+                    dict(body), dict(old) if old else None, queues_of(kwargs), default_queue
+                )
             )
+
+        @kopf.on.mutate(
+            GROUP,
+            VERSION,
+            "podgroups",
+            id=MUTATE_PODGROUP,
+            operations=["CREATE"],
+            registry=registry,
         )
-
-    @kopf.on.mutate(
-        GROUP, VERSION, "podgroups", id=MUTATE_PODGROUP, operations=["CREATE"], registry=registry
-    )
-    async def default_podgroup_queue(
-        body: kopf.Body, namespace: str | None, patch: kopf.Patch, **_: Any
-    ) -> None:
-        if not namespace or (body.get("spec") or {}).get("queue"):
-            return
-        queue = webhooks.default_podgroup_queue(
-            dict(body), await objects.namespace_queue(namespace)
-        )
-        if queue is not None:
-            patch.setdefault("spec", {})["queue"] = queue
-
-    @kopf.on.validate(
-        GROUP,
-        VERSION,
-        "queues",
-        id=VALIDATE_QUEUE,
-        operations=["CREATE", "UPDATE"],
-        registry=registry,
-    )
-    def validate_queue(body: kopf.Body, **kwargs: Any) -> None:
-        admit(lambda: webhooks.validate_queue(dict(body), queues_of(kwargs)))
-
-    @kopf.on.validate(
-        GROUP, VERSION, "queues", id=VALIDATE_QUEUE_DELETE, operations=["DELETE"], registry=registry
-    )
-    def validate_queue_delete(name: str, **kwargs: Any) -> None:
-        admit(
-            lambda: webhooks.validate_queue_deletion(
-                name, podgroups_of(kwargs).get(name, ()), queues_of(kwargs), default_queue
+        async def default_podgroup_queue(
+            body: kopf.Body, namespace: str | None, patch: kopf.Patch, **_: Any
+        ) -> None:
+            if not namespace or (body.get("spec") or {}).get("queue"):
+                return
+            queue = webhooks.default_podgroup_queue(
+                dict(body), await objects.namespace_queue(namespace)
             )
-        )
+            if queue is not None:
+                patch.setdefault("spec", {})["queue"] = queue
 
-    @kopf.on.validate("", "v1", "pods", id=VALIDATE_POD, operations=["CREATE"], registry=registry)
-    def validate_pod(body: kopf.Body, **kwargs: Any) -> None:
-        admit(lambda: webhooks.validate_pod(dict(body), queues_of(kwargs), names))
+        @kopf.on.validate(
+            GROUP,
+            VERSION,
+            "queues",
+            id=VALIDATE_QUEUE,
+            operations=["CREATE", "UPDATE"],
+            registry=registry,
+        )
+        def validate_queue(body: kopf.Body, **kwargs: Any) -> None:
+            admit(lambda: webhooks.validate_queue(dict(body), queues_of(kwargs)))
+
+        @kopf.on.validate(
+            GROUP,
+            VERSION,
+            "queues",
+            id=VALIDATE_QUEUE_DELETE,
+            operations=["DELETE"],
+            registry=registry,
+        )
+        def validate_queue_delete(name: str, **kwargs: Any) -> None:
+            admit(
+                lambda: webhooks.validate_queue_deletion(
+                    name, podgroups_of(kwargs).get(name, ()), queues_of(kwargs), default_queue
+                )
+            )
+
+        @kopf.on.validate(
+            "", "v1", "pods", id=VALIDATE_POD, operations=["CREATE"], registry=registry
+        )
+        def validate_pod(body: kopf.Body, **kwargs: Any) -> None:
+            admit(lambda: webhooks.validate_pod(dict(body), queues_of(kwargs), names))
 
     return registry
