@@ -14,6 +14,8 @@ WORKDIR /src
 # Every dependency ships manylinux wheels, so no compiler is needed, even here.
 COPY pyproject.toml README.md ./
 COPY scheduler ./scheduler
+# The CRDs go into the wheel (share/muster/crds) for `muster demo` and `muster sim`.
+COPY crds/*.yaml ./crds/
 # A wheel of muster, then a venv with no pip in it: the builder's pip installs into it
 # through --python. pip compiles the .pyc files at install time, which matters because
 # the root filesystem is read-only at run time.

@@ -34,7 +34,15 @@ from rich.table import Table
 
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, TASK_SPEC_ANNOTATION, VERSION
 
-CRDS = Path(__file__).resolve().parent.parent / "crds"
+def crds_dir() -> Path:
+    """The CRDs: crds/ of a source checkout, else share/muster/crds of the environment."""
+    checkout = Path(__file__).resolve().parent.parent / "crds"
+    if checkout.is_dir():
+        return checkout
+    return Path(sys.prefix) / "share" / "muster" / "crds"
+
+
+CRDS = crds_dir()
 NAMESPACE = "demo"
 NODES = 20
 NODE_CPU = 8
