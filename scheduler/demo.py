@@ -34,6 +34,7 @@ from rich.table import Table
 
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, TASK_SPEC_ANNOTATION, VERSION
 
+
 def crds_dir() -> Path:
     """The CRDs: crds/ of a source checkout, else share/muster/crds of the environment."""
     checkout = Path(__file__).resolve().parent.parent / "crds"
