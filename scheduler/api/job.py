@@ -40,6 +40,7 @@ class JobInfo:
         "failed",
         "fit_errors",
         "invalid",
+        "key",
         "min_member",
         "min_resources",
         "min_task_member",
@@ -81,6 +82,8 @@ class JobInfo:
     ) -> None:
         self.namespace = namespace
         self.name = name
+        # namespace/name of the PodGroup; kept, not derived: every ordering asks for it.
+        self.key = f"{namespace}/{name}"
         self.uid = uid
         self.queue = queue
         self.min_member = min_member
@@ -152,11 +155,6 @@ class JobInfo:
         job.succeeded = group.status.succeeded
         job.failed = group.status.failed
         return job
-
-    @property
-    def key(self) -> str:
-        """namespace/name of the PodGroup."""
-        return f"{self.namespace}/{self.name}"
 
     def add_task(self, task: TaskInfo) -> None:
         """Add a member, indexed under its current status."""
