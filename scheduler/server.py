@@ -50,6 +50,8 @@ log = logging.getLogger("muster.scheduler")
 GROUP_PATH = f"/apis/{GROUP}/{VERSION}"
 # The longest a leader goes without a session while nothing changes.
 RESYNC_SECONDS = 10.0
+# How stale PodGroup running counts may get while pods start (no decision depends on them).
+STATUS_REFRESH_SECONDS = 1.0
 
 
 @dataclass
@@ -99,6 +101,7 @@ class SchedulerProcess:
         self.reflectors = self._reflectors()
         self.stopping = asyncio.Event()
         self._last_generation: int | None = None
+        self._last_status_generation = 0
         self._last_session = 0.0
 
     # Wiring ----------------------------------------------------------------
@@ -220,10 +223,10 @@ class SchedulerProcess:
             if not self.is_leader():
                 self._last_generation = None
             elif self._needs_session(reloaded=config_changed):
-                generation = self.world.generation
+                generations = (self.world.generation, self.world.status_generation)
                 try:
                     self.cycle()
-                    self._last_generation = generation
+                    self._last_generation, self._last_status_generation = generations
                     self._last_session = time.monotonic()
                     self.metrics.cycles.labels("session").inc()
                 except Exception:
@@ -238,11 +241,15 @@ class SchedulerProcess:
     def _needs_session(self, *, reloaded: bool) -> bool:
         # Nothing changed since the last session: it would decide the same, so skip
         # it (a 10,000-pod backlog that cannot move costs a whole session per period).
-        # Time-based rules (Inqueue timeout, backoff) still get a session every
+        # Changes that only move statuses (pods starting) get a session at most every
+        # STATUS_REFRESH seconds; time-based rules (Inqueue timeout, backoff) one every
         # RESYNC seconds.
         if reloaded or self._last_generation != self.world.generation:
             return True
-        return time.monotonic() - self._last_session >= RESYNC_SECONDS
+        since = time.monotonic() - self._last_session
+        if self._last_status_generation != self.world.status_generation:
+            return since >= STATUS_REFRESH_SECONDS
+        return since >= RESYNC_SECONDS
 
     def cycle(self) -> SessionResult:
         """One session: snapshot, decide, hand the decisions to the effects."""

@@ -51,6 +51,9 @@ class World:
         # not by the binder's own assumptions: a session over an unchanged world would
         # decide nothing new, so the loop may skip it.
         self.generation = 0
+        # Bumped by changes that only move what statuses report (a pod going Running,
+        # a PodGroup's status): worth a session now and then, not every period.
+        self.status_generation = 0
         # Evictions sent whose watch event has not come yet: uid -> status before.
         self._releasing: dict[str, TaskStatus] = {}
 
@@ -103,7 +106,6 @@ class World:
 
     def upsert_pod(self, pod: wire.Pod) -> None:
         """A pod was added or changed."""
-        self.generation += 1
         uid = pod.metadata.uid
         key = ("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}")
         if not self.keeps(pod):
@@ -118,10 +120,13 @@ class World:
         self._invalid.pop(key, None)
         old = self.tasks.get(uid)
         if old is not None and uid not in self._releasing and _same_placement(old, task):
-            # The common event (Bound -> Running, a status update): move it in place.
+            # The common event (Bound -> Running, a status update): move it in place. It
+            # changes what statuses say (running counts), not what a session can place.
+            self.status_generation += 1
             if old.status is not task.status:
                 self._set_status(old, task.status)
             return
+        self.generation += 1
         if old is not None and _assumed_still_pending(old, task):
             # Our bind is in flight and the server has not caught up: keep the assumption.
             task.status = old.status
@@ -272,9 +277,13 @@ class World:
     # PodGroups ---------------------------------------------------------------
     def upsert_podgroup(self, group: wire.PodGroup) -> None:
         """A PodGroup was added or changed: its tasks move to the new record."""
-        self.generation += 1
         key = f"{group.metadata.namespace}/{group.metadata.name}"
         previous = self._podgroups.get(key)
+        if previous is not None and previous.spec == group.spec:
+            # Mostly our own status writes coming back: they change no decision.
+            self.status_generation += 1
+        else:
+            self.generation += 1
         self._podgroups[key] = group
         live = self.live
         try:
