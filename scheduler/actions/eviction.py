@@ -263,3 +263,46 @@ def mark_waiting(job: JobInfo, evicted: int) -> None:
     job.wait_message = (
         f"{evicted} pod(s) are being evicted to make room; the gang is placed once they are gone"
     )
+
+
+def starving_gangs(session: Session) -> list[JobInfo]:
+    """Admitted, valid gangs with pending members that want more than they have and whose
+    backoff is over: the candidates of preempt and reclaim."""
+    return [
+        job
+        for job in session.jobs.values()
+        if job.queue in session.queues
+        and schedulable_phase(session, job)
+        and job.pending_tasks()
+        and session.job_starving(job)
+        and job.invalid is None
+        and session.job_valid(job) is None
+        and retry_due(session, job)
+    ]
+
+
+def evict_for(
+    session: Session,
+    job: JobInfo,
+    *,
+    in_scope: Callable[[JobInfo], bool],
+    allowed: VictimFilter,
+    reason: Callable[[TaskInfo], str],
+    unit_allowed: Callable[[Unit, list[Unit]], bool] | None = None,
+) -> None:
+    """Place the whole gang on room its evictions free, or evict nothing at all."""
+    statement = Statement(session)
+    evictor = GangEvictor(
+        session,
+        statement,
+        in_scope=in_scope,
+        allowed=allowed,
+        reason=reason,
+        unit_allowed=unit_allowed,
+    )
+    if evictor.place_gang(job) and evictor.evicted:
+        statement.commit()
+        mark_waiting(job, evictor.evicted)
+        session.result.attempts[job.key] = True
+    else:
+        statement.discard()

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.actions.eviction import (
-    GangEvictor,
-    mark_waiting,
-    may_preempt,
-    retry_due,
-    schedulable_phase,
-)
+from scheduler.actions.eviction import evict_for, may_preempt, starving_gangs
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.action import Action
 from scheduler.framework.session import Session
-from scheduler.framework.statement import Statement
 
 
 class Preempt(Action):
@@ -27,36 +20,18 @@ class Preempt(Action):
 
     def execute(self, session: Session) -> None:
         for job in preemptors(session):
-            statement = Statement(session)
-            evictor = GangEvictor(
+            evict_for(
                 session,
-                statement,
+                job,
                 in_scope=functools.partial(_same_queue, job),
                 allowed=session.preemptable,
                 reason=functools.partial(_reason, job),
             )
-            if evictor.place_gang(job) and evictor.evicted:
-                statement.commit()
-                mark_waiting(job, evictor.evicted)
-                session.result.attempts[job.key] = True
-            else:
-                statement.discard()
 
 
 def preemptors(session: Session) -> list[JobInfo]:
-    """Starving, admitted, valid gangs that may preempt, in job order."""
-    found = [
-        job
-        for job in session.jobs.values()
-        if job.queue in session.queues
-        and schedulable_phase(session, job)
-        and job.pending_tasks()
-        and session.job_starving(job)
-        and job.invalid is None
-        and session.job_valid(job) is None
-        and may_preempt(session.snapshot, job)
-        and retry_due(session, job)
-    ]
+    """Starving gangs that may preempt, in job order."""
+    found = [job for job in starving_gangs(session) if may_preempt(session.snapshot, job)]
     return sorted(found, key=functools.cmp_to_key(session.compare_jobs))
 
 

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.actions.eviction import (
-    GangEvictor,
-    Unit,
-    mark_waiting,
-    retry_due,
-    schedulable_phase,
-)
+from scheduler.actions.eviction import Unit, evict_for, starving_gangs
 from scheduler.api.job import JobInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
 from scheduler.framework.action import Action
 from scheduler.framework.session import Session
-from scheduler.framework.statement import Statement
 
 
 class Reclaim(Action):
@@ -35,36 +28,19 @@ class Reclaim(Action):
             queue = session.queues[job.queue]
             if session.overused(queue):
                 continue
-            statement = Statement(session)
-            evictor = GangEvictor(
+            evict_for(
                 session,
-                statement,
+                job,
                 in_scope=functools.partial(_reclaimable_from, session, queue),
                 allowed=session.reclaimable,
                 reason=functools.partial(_reason, job),
                 unit_allowed=functools.partial(_queue_can_give, session),
             )
-            if evictor.place_gang(job) and evictor.evicted:
-                statement.commit()
-                mark_waiting(job, evictor.evicted)
-                session.result.attempts[job.key] = True
-            else:
-                statement.discard()
 
 
 def reclaimers(session: Session) -> list[JobInfo]:
-    """Starving, admitted, valid gangs, their queues in share order, then job order."""
-    found = [
-        job
-        for job in session.jobs.values()
-        if job.queue in session.queues
-        and schedulable_phase(session, job)
-        and job.pending_tasks()
-        and session.job_starving(job)
-        and job.invalid is None
-        and session.job_valid(job) is None
-        and retry_due(session, job)
-    ]
+    """Starving gangs, their queues in share order, then job order."""
+    found = starving_gangs(session)
 
     def order(a: JobInfo, b: JobInfo) -> int:
         if a.queue != b.queue:
