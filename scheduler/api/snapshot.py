@@ -11,7 +11,7 @@ from scheduler.api.job import JobInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.task import TERMINAL_STATUSES, TaskInfo
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +66,19 @@ class ClusterSnapshot:
             if info.global_default:
                 return info.value
         return 0
+
+    def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Change a task's status where it stays, keeping its job's and node's figures right."""
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.set_task_status(task, status)
+        else:
+            task.status = status
+        if node is not None:
+            node.add_task(task)
 
     def clone(self) -> ClusterSnapshot:
         """A copy a session may change freely: tasks, nodes and jobs are copied once each."""

@@ -124,7 +124,7 @@ class World:
             # changes what statuses say (running counts), not what a session can place.
             self.status_generation += 1
             if old.status is not task.status:
-                self._set_status(old, task.status)
+                self.live.set_task_status(old, task.status)
             return
         self.generation += 1
         if old is not None and _assumed_still_pending(old, task):
@@ -205,7 +205,7 @@ class World:
         if task is None or task.status not in (TaskStatus.RUNNING, TaskStatus.BOUND):
             return
         self._releasing[uid] = task.status
-        self._set_status(task, TaskStatus.RELEASING)
+        self.live.set_task_status(task, TaskStatus.RELEASING)
 
     def forget_releasing(self, uid: str) -> None:
         """An eviction failed: the pod keeps its room."""
@@ -214,19 +214,7 @@ class World:
         task = self.tasks.get(uid)
         if previous is None or task is None or task.status is not TaskStatus.RELEASING:
             return
-        self._set_status(task, previous)
-
-    def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
-        job = self.live.jobs.get(task.job)
-        node = self.live.nodes.get(task.node_name)
-        if node is not None:
-            node.remove_task(task)
-        if job is not None:
-            job.set_task_status(task, status)
-        else:
-            task.status = status
-        if node is not None:
-            node.add_task(task)
+        self.live.set_task_status(task, previous)
 
     def forget_bound(self, uid: str) -> None:
         """A bind failed: the pod is pending again."""
@@ -244,7 +232,7 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.status is not TaskStatus.BINDING:
             return
-        self._set_status(task, TaskStatus.BOUND)
+        self.live.set_task_status(task, TaskStatus.BOUND)
 
     # Nodes -------------------------------------------------------------------
     def upsert_node(self, node: wire.Node) -> None:

@@ -260,28 +260,16 @@ class Session:
     def mark_releasing(self, task: TaskInfo) -> TaskStatus:
         """Start evicting a placed task; returns the status it had."""
         previous = task.status
-        self._move_on_node(task, TaskStatus.RELEASING)
+        self.snapshot.set_task_status(task, TaskStatus.RELEASING)
         for fn in self._on_deallocate:
             fn(task)
         return previous
 
     def unmark_releasing(self, task: TaskInfo, previous: TaskStatus) -> None:
         """Undo mark_releasing."""
-        self._move_on_node(task, previous)
+        self.snapshot.set_task_status(task, previous)
         for fn in self._on_allocate:
             fn(task)
-
-    def _move_on_node(self, task: TaskInfo, status: TaskStatus) -> None:
-        node = self.nodes.get(task.node_name)
-        if node is not None:
-            node.remove_task(task)
-        job = self.jobs.get(task.job)
-        if job is not None:
-            job.set_task_status(task, status)
-        else:
-            task.status = status
-        if node is not None:
-            node.add_task(task)
 
 
 def _compare_age(a_time: str, a_tie: str, b_time: str, b_tie: str) -> int:
