@@ -174,7 +174,13 @@ class Session:
                 fn(job)
 
     def _all_agree(self, point: str, *args: Any) -> bool:
-        return all(fn(*args) for tier in self._points[point] for fn in tier)
+        # Plain loops: this runs for every task placed (allocatable), where a
+        # generator's frame costs more than the answers.
+        for tier in self._points[point]:
+            for fn in tier:
+                if not fn(*args):
+                    return False
+        return True
 
     def job_ready(self, job: JobInfo) -> bool:
         """Whether what is placed of the job may be committed (gang satisfied)."""

@@ -46,9 +46,17 @@ class DrfPlugin(Plugin):
             self.allocated[key] = job.allocated.clone()
             self.shares[key] = dominant_share(job.allocated, self.total)
 
+    def share(self, key: str) -> float:
+        """A job's dominant share, computed when first asked after a change."""
+        known = self.shares.get(key)
+        if known is None:
+            allocated = self.allocated.get(key)
+            known = self.shares[key] = dominant_share(allocated, self.total) if allocated else 0.0
+        return known
+
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        share_a = self.shares.get(a.key, 0.0)
-        share_b = self.shares.get(b.key, 0.0)
+        share_a = self.share(a.key)
+        share_b = self.share(b.key)
         if share_a == share_b:
             return 0
         return -1 if share_a < share_b else 1
@@ -65,4 +73,5 @@ class DrfPlugin(Plugin):
             allocated.add(task.request)
         else:
             allocated.sub(task.request)
-        self.shares[task.job] = dominant_share(allocated, self.total)
+        # Placing a gang moves its share once per task; ordering asks far less often.
+        self.shares.pop(task.job, None)

@@ -37,6 +37,7 @@ class QueueShare:
     """One queue's figures for the session."""
 
     __slots__ = (
+        "_share",
         "allocated",
         "capability",
         "children",
@@ -46,7 +47,6 @@ class QueueShare:
         "parent",
         "queue",
         "request",
-        "share",
     )
 
     def __init__(self, queue: QueueInfo) -> None:
@@ -57,13 +57,20 @@ class QueueShare:
         self.request = Resource()
         self.inqueue = Resource()
         self.deserved = Resource()
-        self.share = 0.0
+        self._share: float | None = 0.0
         self.parent: QueueShare | None = None
         self.children: list[QueueShare] = []
 
     def update_share(self) -> None:
-        """share = the largest allocated / deserved over the dimensions."""
-        self.share = share_of(self.allocated, self.deserved)
+        """Forget the share: allocated or deserved moved (computed again when asked)."""
+        self._share = None
+
+    @property
+    def share(self) -> float:
+        """The largest allocated / deserved over the dimensions."""
+        if self._share is None:
+            self._share = share_of(self.allocated, self.deserved)
+        return self._share
 
     def ancestors(self) -> list[QueueShare]:
         """Parent, grandparent, ... up to root's child (root itself when it is a queue)."""
