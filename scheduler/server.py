@@ -26,7 +26,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from scheduler.api import wire
-from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, GROUP, VERSION
+from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.resources import UNLIMITED, Resource, share_of
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
@@ -34,20 +34,20 @@ from scheduler.config_source import ConfigSource
 from scheduler.effects import paths
 from scheduler.effects.binder import Binder
 from scheduler.effects.evictor import Evictor
+from scheduler.effects.queues import create_queue_if_missing
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.engine import schedule
 from scheduler.framework.decisions import Evict, SessionResult
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
-from scheduler.kube.errors import Conflict, StatusError, TransportError
+from scheduler.kube.errors import StatusError, TransportError
 from scheduler.kube.lease import LeaderElector
 from scheduler.logs import configure
 from scheduler.metrics import Metrics
 
 log = logging.getLogger("muster.scheduler")
 
-GROUP_PATH = f"/apis/{GROUP}/{VERSION}"
 # The longest a leader goes without a session while nothing changes.
 RESYNC_SECONDS = 10.0
 # How stale PodGroup running counts may get while pods start (no decision depends on them).
@@ -134,7 +134,7 @@ class SchedulerProcess:
             ),
             Kind(
                 "queue",
-                f"{GROUP_PATH}/queues",
+                f"{paths.GROUP_PATH}/queues",
                 wire.Queue,
                 lambda o: o.metadata.name,
                 world.upsert_queue,
@@ -142,7 +142,7 @@ class SchedulerProcess:
             ),
             Kind(
                 "podgroup",
-                f"{GROUP_PATH}/podgroups",
+                f"{paths.GROUP_PATH}/podgroups",
                 wire.PodGroup,
                 ns_name,
                 world.upsert_podgroup,
@@ -362,20 +362,10 @@ class SchedulerProcess:
     # Start and stop ----------------------------------------------------------
     async def _ensure_default_queue(self) -> None:
         name = self.options.default_queue
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Queue",
-            "metadata": {"name": name},
-            "spec": {"weight": 1, "reclaimable": True},
-        }
         failures = 0
         while True:
             try:
-                try:
-                    await self.client.create(f"{GROUP_PATH}/queues", body)
-                    log.info("created the default queue", extra={"queue": name})
-                except Conflict:
-                    pass
+                await create_queue_if_missing(self.client, name)
                 queue = await self.client.get_json(paths.queue(name))
                 if not (queue.get("status") or {}).get("state"):
                     await self.client.patch(

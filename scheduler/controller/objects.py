@@ -16,8 +16,9 @@ import logging
 from typing import Any, Protocol
 
 from scheduler.api.errors import ApiError
-from scheduler.api.names import GROUP, QUEUE_NAME_ANNOTATION, VERSION
+from scheduler.api.names import QUEUE_NAME_ANNOTATION
 from scheduler.effects import paths
+from scheduler.effects.queues import create_queue_if_missing
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import Conflict, NotFound, StatusError
 
@@ -144,17 +145,7 @@ class ApiObjects:
             await self.client.patch(paths.queue(name) + "/status", {"status": {"state": state}})
 
     async def ensure_queue(self, name: str) -> None:
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Queue",
-            "metadata": {"name": name},
-            "spec": {"weight": 1, "reclaimable": True},
-        }
-        try:
-            await self.client.create(f"{paths.GROUP_PATH}/queues", body)
-            log.info("created the default queue", extra={"queue": name})
-        except Conflict:
-            pass
+        await create_queue_if_missing(self.client, name)
 
     async def ensure_peering(self, name: str) -> None:
         # Made here rather than shipped in deploy/: `kubectl apply` cannot create an object

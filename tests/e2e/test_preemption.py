@@ -55,6 +55,16 @@ def with_class(pod: Obj, class_name: str) -> Obj:
     return pod
 
 
+def submit_gang(
+    cluster: Cluster, namespace: str, name: str, size: int, cpu: str, class_name: str
+) -> list[str]:
+    """A PodGroup and its pods, all of one PriorityClass; returns the pods' names."""
+    podgroup, pods = make_gang(name, size, cpu=cpu)
+    podgroup["spec"]["priorityClassName"] = class_name
+    cluster.submit(namespace, podgroup, [with_class(p, class_name) for p in pods])
+    return [p["metadata"]["name"] for p in pods]
+
+
 def running_names(cluster: Cluster, namespace: str, prefix: str = "") -> set[str]:
     return {
         p["metadata"]["name"]
@@ -101,9 +111,7 @@ def test_high_priority_gang_preempts_exactly_enough_low_priority_pods_and_no_mor
     scheduler = start_scheduler(actions=ACTIONS, period=PERIOD)
     fill_with_low_pods(cluster, namespace, 8, low)
 
-    podgroup, pods = make_gang("high", 3, cpu="1")
-    podgroup["spec"]["priorityClassName"] = high
-    cluster.submit(namespace, podgroup, [with_class(p, high) for p in pods])
+    submit_gang(cluster, namespace, "high", 3, "1", high)
     wait_for(
         lambda: len(running_names(cluster, namespace, "high-")) == 3,
         timeout=15,
@@ -127,9 +135,7 @@ def test_victim_gang_is_evicted_whole_or_not_at_all(
 ) -> None:
     low, high = priority_classes
     scheduler = start_scheduler(actions=ACTIONS, period=PERIOD)
-    victim_group, victim_pods = make_gang("victim", 4, cpu="1")
-    victim_group["spec"]["priorityClassName"] = low
-    cluster.submit(namespace, victim_group, [with_class(p, low) for p in victim_pods])
+    submit_gang(cluster, namespace, "victim", 4, "1", low)
     wait_for(
         lambda: len(running_names(cluster, namespace, "victim-")) == 4,
         timeout=10,
@@ -137,17 +143,13 @@ def test_victim_gang_is_evicted_whole_or_not_at_all(
     )
 
     # 5 cpu on a 4-cpu cluster: evicting everything would not do; nothing is evicted
-    toobig_group, toobig_pods = make_gang("toobig", 5, cpu="1")
-    toobig_group["spec"]["priorityClassName"] = high
-    cluster.submit(namespace, toobig_group, [with_class(p, high) for p in toobig_pods])
+    toobig = submit_gang(cluster, namespace, "toobig", 5, "1", high)
     stays(scheduler, 10, lambda: len(all_names(cluster, namespace, "victim-")) == 4)
-    for pod in toobig_pods:
-        cluster.core.delete_namespaced_pod(pod["metadata"]["name"], namespace)
+    for name in toobig:
+        cluster.core.delete_namespaced_pod(name, namespace)
 
     # one 2-cpu pod needs a whole node: the 4-pod gang (minMember 4) goes whole
-    big_group, big_pods = make_gang("big", 1, cpu="2")
-    big_group["spec"]["priorityClassName"] = high
-    cluster.submit(namespace, big_group, [with_class(p, high) for p in big_pods])
+    submit_gang(cluster, namespace, "big", 1, "2", high)
     wait_for(
         lambda: len(running_names(cluster, namespace, "big-")) == 1,
         timeout=15,

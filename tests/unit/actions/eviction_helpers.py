@@ -5,20 +5,10 @@ from __future__ import annotations
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.task import TaskStatus
 from scheduler.engine import load_config
-from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
 
-TIERS = """
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+# The default config's tiers, with the actions each test names.
+TIERS = DEFAULT_CONFIG_YAML[DEFAULT_CONFIG_YAML.index("tiers:") :]
 
 
 def config(actions: str = "enqueue, allocate, preempt, reclaim, backfill") -> SchedulerConfig:
