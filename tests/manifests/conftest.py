@@ -17,14 +17,18 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "crds"
 DEPLOY = REPO / "deploy"
-# Every kustomization a user may apply: the base, each overlay, and the base with the
-# optional webhooks component (composed in tests/manifests/webhooks/ as its comment says).
+# Every kustomization a user may apply: the base, each overlay, the base with the
+# optional webhooks component (composed in tests/manifests/webhooks/ as its comment says),
+# and volcano-compat with the webhooks (tests/manifests/volcano-compat-webhooks/, composed
+# as deploy/components/volcano-compat says).
 WEBHOOKS = "tests/manifests/webhooks"
+VOLCANO_COMPAT_WEBHOOKS = "tests/manifests/volcano-compat-webhooks"
 KUSTOMIZATIONS = (
     "deploy",
     "deploy/overlays/servicemonitor",
     "deploy/overlays/volcano-compat",
     WEBHOOKS,
+    VOLCANO_COMPAT_WEBHOOKS,
 )
 
 Doc = dict[str, Any]

@@ -17,6 +17,7 @@ from tests.manifests.conftest import (
     DEPLOY,
     KUSTOMIZATIONS,
     REPO,
+    VOLCANO_COMPAT_WEBHOOKS,
     WEBHOOKS,
     find,
     need_kubectl,
@@ -52,6 +53,7 @@ YAML_FILES = sorted(
         CRDS / "Kustomization",
         *DEPLOY.rglob("*.yaml"),
         REPO / WEBHOOKS / "kustomization.yaml",
+        REPO / VOLCANO_COMPAT_WEBHOOKS / "kustomization.yaml",
     ],
     key=str,
 )
@@ -211,7 +213,7 @@ def test_the_controller_runs_two_peering_replicas_of_this_version_under_restrict
     assert budget["spec"]["selector"]["matchLabels"] == labels
 
 
-def test_the_controller_accepts_connections_only_on_its_health_and_webhook_ports() -> None:
+def test_the_controller_accepts_connections_only_on_its_health_webhook_and_metrics_ports() -> None:
     docs = render("deploy")
     policy = find(docs, "NetworkPolicy", "muster-controller")
     deployment = find(docs, "Deployment", "muster-controller")
@@ -223,8 +225,12 @@ def test_the_controller_accepts_connections_only_on_its_health_and_webhook_ports
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     (rule,) = policy["spec"]["ingress"]
     assert "from" not in rule
-    assert {p["port"] for p in rule["ports"]} == {"health", "webhooks"}
-    assert {p["name"] for p in container["ports"]} == {"health", "webhooks"}
+    assert {p["port"] for p in rule["ports"]} == {"health", "webhooks", "metrics"}
+    assert {p["name"] for p in container["ports"]} == {"health", "webhooks", "metrics"}
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    args = container["args"]
+    assert f"--metrics-address=:{ports['metrics']}" in args
+    assert f"--health-address=:{ports['health']}" in args
 
 
 def test_the_webhooks_serve_the_cert_manager_certificate() -> None:
@@ -254,13 +260,6 @@ def test_the_dockerfile_user_and_version_match_the_deployments() -> None:
         uid = deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
         assert re.search(rf"^USER {uid}:", dockerfile, re.MULTILINE), name
     assert re.search(rf"^ARG VERSION={re.escape(__version__)}$", dockerfile, re.MULTILINE)
-
-
-def test_volcano_compat_serves_volcano_besides_muster() -> None:
-    deployment = find(render("deploy/overlays/volcano-compat"), "Deployment", "muster-scheduler")
-    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--scheduler-name=muster" in args
-    assert "--scheduler-name=volcano" in args
 
 
 def test_servicemonitor_scrapes_the_metrics_service() -> None:
