@@ -28,8 +28,8 @@ class Metrics:
         )
         self.cycles = Counter(
             "muster_scheduling_cycles_total",
-            "Schedule periods of the leader: a session ran, or it was skipped because "
-            "nothing changed since the last one.",
+            "Schedule periods of the leader: a session ran, it was skipped because "
+            "nothing changed since the last one, or it failed (result=error).",
             ["result"],
             registry=r,
         )
@@ -96,6 +96,18 @@ class Metrics:
         )
         self.relists = Counter(
             "muster_relists_total", "Full lists after a 410 Gone.", ["resource"], registry=r
+        )
+        self.reflector_crashes = Counter(
+            "muster_reflector_crashes_total",
+            "Reflectors restarted (listing again) after an unexpected error.",
+            ["resource"],
+            registry=r,
+        )
+        self.undecodable_objects = Counter(
+            "muster_undecodable_objects_total",
+            "Objects skipped because muster could not read them (the log names each).",
+            ["resource"],
+            registry=r,
         )
         self.cache_objects = Gauge(
             "muster_cache_objects", "Objects held in the cache.", ["kind"], registry=r

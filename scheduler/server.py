@@ -18,12 +18,12 @@ import signal
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from scheduler.api import wire
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
@@ -37,8 +37,10 @@ from scheduler.effects.evictor import Evictor
 from scheduler.effects.queues import create_queue_if_missing
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.effects.status_writer import StatusWriter
+from scheduler.endpoints import metrics_handler, serve
 from scheduler.engine import schedule
 from scheduler.framework.decisions import Evict, SessionResult
+from scheduler.health import Health, Verdict
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.errors import StatusError, TransportError
@@ -99,7 +101,9 @@ class SchedulerProcess:
         self.writer = StatusWriter(self.client, self.recorder)
         self.evictor = Evictor(self.client, self.recorder)
         self.reflectors = self._reflectors()
+        self.health = Health(options.schedule_period, self.reflectors, time.monotonic)
         self.stopping = asyncio.Event()
+        self._last_cycle_error = ""
         self._last_generation: int | None = None
         self._last_status_generation = 0
         self._last_session = 0.0
@@ -157,19 +161,29 @@ class SchedulerProcess:
                 world.delete_pod,
             ),
         ]
-        reflectors = []
-        for kind in kinds:
-            reflectors.append(
-                Reflector(self.client, kind, on_restart=self._restart_counter(kind.name))
+        return [
+            Reflector(
+                self.client,
+                kind,
+                on_restart=self._restart_counter(kind.name),
+                on_undecodable=self._undecodable_counter(kind.name),
             )
-        return reflectors
+            for kind in kinds
+        ]
+
+    def _undecodable_counter(self, resource: str) -> Callable[[str], None]:
+        counter = self.metrics.undecodable_objects.labels(resource)
+        return lambda _message: counter.inc()
 
     def _restart_counter(self, resource: str) -> Any:
+        counters = {
+            "relist": self.metrics.relists,
+            "crash": self.metrics.reflector_crashes,
+            "error": self.metrics.watch_restarts,
+        }
+
         def count(reason: str) -> None:
-            if reason == "relist":
-                self.metrics.relists.labels(resource).inc()
-            else:
-                self.metrics.watch_restarts.labels(resource).inc()
+            counters[reason].labels(resource).inc()
 
         return count
 
@@ -190,10 +204,14 @@ class SchedulerProcess:
         if self.elector is None:
             self.metrics.is_leader.set(1)
         runner = await self._serve_metrics()
-        background = [loop.create_task(r.run()) for r in self.reflectors]
-        background.append(loop.create_task(self._ensure_default_queue()))
+        # tasks that must run for the process's whole life: /healthz watches them
+        background: list[asyncio.Task[Any]] = [
+            loop.create_task(r.run(), name=f"reflector {r.name}") for r in self.reflectors
+        ]
         if self.elector is not None:
-            background.append(loop.create_task(self.elector.run()))
+            background.append(loop.create_task(self.elector.run(), name="leader election"))
+        self.health.watch_tasks(background)
+        background.append(loop.create_task(self._ensure_default_queue()))
         try:
             await self._wait_synced()
             log.info("cache synced; scheduling as %s", ", ".join(self.options.scheduler_names))
@@ -222,21 +240,35 @@ class SchedulerProcess:
             config_changed = self.config.config is not before
             if not self.is_leader():
                 self._last_generation = None
+                self.health.cycle_finished()
             elif self._needs_session(reloaded=config_changed):
-                generations = (self.world.generation, self.world.status_generation)
-                try:
-                    self.cycle()
-                    self._last_generation, self._last_status_generation = generations
-                    self._last_session = time.monotonic()
-                    self.metrics.cycles.labels("session").inc()
-                except Exception:
-                    # A bug must not stop scheduling for everyone; the next period tries again.
-                    log.exception("scheduling cycle failed")
+                self._session()
             else:
                 self.metrics.cycles.labels("skipped").inc()
+                self.health.cycle_finished()
             self._observe_cache()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=period)
+
+    def _session(self) -> None:
+        generations = (self.world.generation, self.world.status_generation)
+        try:
+            self.cycle()
+        except Exception as error:
+            # A bug must not stop the process: the next period tries again. A cycle that
+            # fails every period turns /healthz red (scheduler/health.py), and is logged
+            # once, not every period.
+            self.metrics.cycles.labels("error").inc()
+            text = f"{type(error).__name__}: {error}"
+            if text != self._last_cycle_error:
+                log.exception("scheduling cycle failed")
+                self._last_cycle_error = text
+            return
+        self._last_generation, self._last_status_generation = generations
+        self._last_session = time.monotonic()
+        self._last_cycle_error = ""
+        self.metrics.cycles.labels("session").inc()
+        self.health.cycle_finished()
 
     def _needs_session(self, *, reloaded: bool) -> bool:
         # Nothing changed since the last session: it would decide the same, so skip
@@ -332,32 +364,28 @@ class SchedulerProcess:
         name = os.environ.get("POD_NAME")
         if namespace and name:
             self.recorder.record(
-                ObjectRef("Pod", "v1", namespace, name), "Warning", "InvalidConfig", error
+                ObjectRef("Pod", "v1", namespace, name, os.environ.get("POD_UID", "")),
+                "Warning",
+                "InvalidConfig",
+                error,
             )
 
     async def _serve_metrics(self) -> web.AppRunner:
-        async def metrics(_: web.Request) -> web.Response:
-            body = generate_latest(self.metrics.registry)
-            return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        def probe(verdict: Verdict) -> web.Response:
+            return web.Response(status=200 if verdict.ok else 503, text=verdict.text())
 
         async def healthz(_: web.Request) -> web.Response:
-            return web.Response(text="ok")
+            return probe(self.health.liveness())
 
         async def readyz(_: web.Request) -> web.Response:
-            if self.synced():
-                return web.Response(text="ok")
-            return web.Response(status=503, text="cache not synced")
+            return probe(self.health.readiness())
 
-        app = web.Application()
-        app.router.add_get("/metrics", metrics)
-        app.router.add_get("/healthz", healthz)
-        app.router.add_get("/readyz", readyz)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        host, port = split_address(self.options.metrics_address)
-        await web.TCPSite(runner, host, port).start()
-        log.info("metrics on http://%s:%d/metrics", host or "0.0.0.0", port)
-        return runner
+        routes = {
+            "/metrics": metrics_handler(self.metrics.registry),
+            "/healthz": healthz,
+            "/readyz": readyz,
+        }
+        return await serve(self.options.metrics_address, routes)
 
     # Start and stop ----------------------------------------------------------
     async def _ensure_default_queue(self) -> None:
@@ -393,12 +421,6 @@ class SchedulerProcess:
         await asyncio.gather(*background, return_exceptions=True)
         await self.client.close()
         await runner.cleanup()
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """ ":8080" -> ("", 8080); "127.0.0.1:9090" -> ("127.0.0.1", 9090)."""
-    host, _, port = address.rpartition(":")
-    return host.strip("[]"), int(port)
 
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")

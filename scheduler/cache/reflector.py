@@ -1,8 +1,12 @@
 """Reflector: list a kind, then watch it from the list's resourceVersion, forever.
 
 On 410 Gone (the resourceVersion fell out of the server's history) it lists
-again and deletes what disappeared meanwhile; on any other error it backs
-off and resumes the watch from the last resourceVersion it saw.
+again and deletes what disappeared meanwhile; on an API or transport error it
+backs off and resumes the watch from the last resourceVersion it saw; on any
+other error (a bug) it logs it, backs off and lists again, so the task never
+ends while the process lives. One object that does not decode is skipped and
+reported, never the whole list or watch. How long the watch has been broken is
+kept for the readiness probe (scheduler/health.py).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -53,6 +58,10 @@ class _Bookmark(msgspec.Struct):
     metadata: wire.ObjectMeta = msgspec.field(default_factory=wire.ObjectMeta)
 
 
+# an object that fails to decode is named by its metadata, decoded alone
+_metadata_decoder = msgspec.json.Decoder(_Bookmark)
+
+
 @dataclass(frozen=True)
 class Kind(Generic[T]):
     """How to list, key, store and forget one kind of object."""
@@ -76,18 +85,36 @@ class Reflector(Generic[T]):
         page_size: int = 500,
         watch_timeout: int = 300,
         on_restart: Callable[[str], None] = lambda reason: None,
+        on_undecodable: Callable[[str], None] = lambda message: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.kind = kind
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.on_restart = on_restart
+        self.on_undecodable = on_undecodable
+        self.clock = clock
         self.synced = asyncio.Event()
         self.resource_version = ""
         self._known: set[str] = set()
-        self._list_type: Any = ObjectList[kind.wire_type]  # type: ignore[name-defined]
+        self._broken_since: float | None = None
         self._decoder = msgspec.json.Decoder(kind.wire_type)
+        self._page_decoder = msgspec.json.Decoder(ObjectList[msgspec.Raw])
         self._event_decoder = msgspec.json.Decoder(_Event)
+
+    @property
+    def name(self) -> str:
+        """The kind this reflector keeps."""
+        return self.kind.name
+
+    def is_synced(self) -> bool:
+        """Whether the first list finished."""
+        return self.synced.is_set()
+
+    def broken_since(self) -> float | None:
+        """When the watch last stopped working (clock time), or None while it works."""
+        return self._broken_since
 
     async def run(self) -> None:
         """List and watch until cancelled."""
@@ -105,17 +132,37 @@ class Reflector(Generic[T]):
                 self.on_restart("relist")
             except (TransportError, StatusError) as error:
                 failures += 1
+                self._broken()
                 log.warning("list/watch failed: %s", error, extra={"resource": self.kind.name})
                 self.on_restart("error")
                 await asyncio.sleep(_backoff(failures))
+            except Exception:
+                # A bug here must not end the task: the cache would freeze while the
+                # process looks alive. List again from scratch, after a pause.
+                failures += 1
+                self._broken()
+                log.exception("reflector failed; listing again", extra={"resource": self.name})
+                self.resource_version = ""
+                self.on_restart("crash")
+                await asyncio.sleep(_backoff(failures))
+
+    def _broken(self) -> None:
+        if self._broken_since is None:
+            self._broken_since = self.clock()
+
+    def _working(self) -> None:
+        self._broken_since = None
 
     async def _list(self) -> None:
         seen: set[str] = set()
         params = {"limit": str(self.page_size)}
         while True:
             body = await self.client.request("GET", self.kind.path, params=params)
-            page: ObjectList[T] = msgspec.json.decode(body, type=self._list_type)
-            for item in page.items:
+            page = self._page_decoder.decode(body)
+            for raw in page.items:
+                item = self._decode(raw)
+                if item is None:
+                    continue
                 key = self.kind.key(item)
                 seen.add(key)
                 self._apply_upsert(item)
@@ -126,6 +173,7 @@ class Reflector(Generic[T]):
         for key in self._known - seen:
             self.kind.delete(key)
         self._known = seen
+        self._working()
 
     async def _watch(self) -> None:
         params = {
@@ -133,7 +181,9 @@ class Reflector(Generic[T]):
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(self.watch_timeout),
         }
-        async for line in self.client.watch(self.kind.path, params, timeout=self.watch_timeout):
+        async for line in self.client.watch(
+            self.kind.path, params, timeout=self.watch_timeout, on_open=self._working
+        ):
             event = self._event_decoder.decode(line)
             if event.type == "ERROR":
                 status = msgspec.json.decode(event.object, type=_Status)
@@ -146,7 +196,9 @@ class Reflector(Generic[T]):
                 mark = msgspec.json.decode(event.object, type=_Bookmark)
                 self.resource_version = mark.metadata.resource_version or self.resource_version
                 continue
-            item = self._decoder.decode(event.object)
+            item = self._decode(event.object)
+            if item is None:
+                continue
             if event.type == "DELETED":
                 key = self.kind.key(item)
                 self._known.discard(key)
@@ -156,6 +208,19 @@ class Reflector(Generic[T]):
             version = _resource_version(item)
             if version:
                 self.resource_version = version
+
+    def _decode(self, raw: msgspec.Raw) -> T | None:
+        try:
+            item: T = self._decoder.decode(raw)
+        except msgspec.ValidationError as error:
+            # The API server's schema let it through, ours does not: skip this one object
+            # (the rest of the cluster keeps scheduling) and say which and why.
+            meta = _metadata_of(raw)
+            message = f"{self.name} {meta} cannot be read and is ignored: {error}"
+            log.warning(message, extra={"resource": self.name})
+            self.on_undecodable(message)
+            return None
+        return item
 
     def _apply_upsert(self, item: T) -> None:
         self._known.add(self.kind.key(item))
@@ -167,6 +232,14 @@ class Reflector(Generic[T]):
             handler(argument)
         except Exception:
             log.exception("could not apply %s event", self.kind.name)
+
+
+def _metadata_of(raw: msgspec.Raw) -> str:
+    try:
+        meta = _metadata_decoder.decode(raw).metadata
+    except msgspec.ValidationError:
+        return "(no readable metadata)"
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
 
 
 def _resource_version(item: Any) -> str:

@@ -10,25 +10,40 @@ from pathlib import Path
 from typing import Any
 
 import kopf
+from kubernetes.client import Configuration
 
+from scheduler.api.errors import ConfigError
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.controller import settings as controller_settings
+from scheduler.controller.credentials import connection_info
+from scheduler.controller.metrics import ControllerMetrics
 from scheduler.controller.objects import ApiObjects
 from scheduler.controller.operator import build_registry
 from scheduler.controller.settings import ControllerOptions
+from scheduler.endpoints import metrics_handler, serve, split_address
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.logs import configure
-from scheduler.server import split_address
 
 log = logging.getLogger("muster.controller")
 
 
 async def run_controller(options: ControllerOptions) -> int:
     """Run the operator until SIGTERM or SIGINT (kopf handles both); returns the exit code."""
-    configuration = load_configuration(options.kubeconfig)
+
+    def load() -> Configuration:
+        return load_configuration(options.kubeconfig)
+
+    configuration = load()
+    try:
+        # kopf logs in only once its tasks run; a missing credential is said here, at start
+        connection_info(configuration)
+    except ConfigError as error:
+        log.error("cannot log in: %s", error)
+        return 2
     client = KubeClient(configuration)
-    registry = build_registry(options, ApiObjects(client), configuration)
+    metrics = ControllerMetrics()
+    registry = build_registry(options, ApiObjects(client), load, metrics)
     settings = kopf.OperatorSettings()
     controller_settings.configure(settings, options)
     host, port = split_address(options.health_address)
@@ -36,6 +51,9 @@ async def run_controller(options: ControllerOptions) -> int:
         "controlling pods of %s; %s",
         ", ".join(options.scheduler_names),
         "all namespaces" if options.clusterwide else "namespaces " + ", ".join(options.namespaces),
+    )
+    endpoints = await serve(
+        options.metrics_address, {"/metrics": metrics_handler(metrics.registry)}
     )
     try:
         await kopf.operator(
@@ -47,6 +65,7 @@ async def run_controller(options: ControllerOptions) -> int:
         )
     finally:
         await client.close()
+        await endpoints.cleanup()
     return 0
 
 
@@ -93,6 +112,9 @@ def add_parser(subparsers: Any) -> None:
         "--health-address", default=":8080", help="kopf's liveness endpoint serves /healthz here"
     )
     parser.add_argument(
+        "--metrics-address", default=":8081", help="Prometheus metrics are served here (/metrics)"
+    )
+    parser.add_argument(
         "--peering", default="muster-controller", help="the ClusterKopfPeering replicas share"
     )
     parser.add_argument(
@@ -127,6 +149,7 @@ def main(args: argparse.Namespace) -> int:
         webhook_cert_dir=args.webhook_cert_dir,
         webhook_cadump=args.webhook_cadump,
         health_address=args.health_address,
+        metrics_address=args.metrics_address,
         peering=args.peering,
         standalone=args.standalone,
         priority=args.priority if args.priority is not None else random.randrange(1, 2**31),

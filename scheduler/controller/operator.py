@@ -18,6 +18,8 @@ from scheduler.api.errors import InvalidObject
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, VERSION
 from scheduler.controller import queues as queue_rules
 from scheduler.controller import webhooks
+from scheduler.controller.credentials import login_handler
+from scheduler.controller.metrics import ControllerMetrics
 from scheduler.controller.objects import ClusterObjects
 from scheduler.controller.podgroups import ensure_podgroup
 from scheduler.controller.queues import PodGroupView, QueueView, podgroup_view, queue_view
@@ -48,44 +50,30 @@ def podgroups_of(kwargs: dict[str, Any]) -> PodGroupIndex:
     return index
 
 
-def admit(rule: Callable[[], None]) -> None:
+def admit(metrics: ControllerMetrics, webhook: str, rule: Callable[[], None]) -> None:
     """Run an admission rule; a Refusal becomes kopf's 400 answer with its message."""
     try:
         rule()
     except webhooks.Refusal as refusal:
+        metrics.admission_reviews.labels(webhook, "refused").inc()
         raise kopf.AdmissionError(str(refusal), code=400) from None
-
-
-def connection_info(configuration: k8s_client.Configuration) -> kopf.ConnectionInfo:
-    """kopf's credentials from the official client's Configuration (kubeconfig or in-cluster)."""
-    authorization = str((configuration.api_key or {}).get("authorization") or "")
-    scheme, _, token = authorization.partition(" ")
-    return kopf.ConnectionInfo(
-        server=configuration.host,
-        ca_path=configuration.ssl_ca_cert,
-        insecure=not configuration.verify_ssl,
-        scheme=scheme or None,
-        token=token or None,
-        certificate_path=configuration.cert_file,
-        private_key_path=configuration.key_file,
-    )
+    metrics.admission_reviews.labels(webhook, "allowed").inc()
 
 
 def build_registry(
     options: ControllerOptions,
     objects: ClusterObjects,
-    configuration: k8s_client.Configuration | None = None,
+    load_configuration: Callable[[], k8s_client.Configuration] | None = None,
+    metrics: ControllerMetrics | None = None,
 ) -> kopf.OperatorRegistry:
     """Every handler of `muster controller`, in a registry of its own."""
     registry = kopf.OperatorRegistry()
+    metrics = metrics or ControllerMetrics()
     names = frozenset(options.scheduler_names)
     default_queue = options.default_queue
 
-    if configuration is not None:
-
-        @kopf.on.login(registry=registry)
-        def login(**_: Any) -> kopf.ConnectionInfo:
-            return connection_info(configuration)
+    if load_configuration is not None:
+        kopf.on.login(registry=registry)(login_handler(load_configuration))
 
     @kopf.on.startup(registry=registry)
     async def default_queue_exists(**_: Any) -> None:
@@ -128,10 +116,18 @@ def build_registry(
             kopf.warn(body, reason=reason, message=message)
 
         try:
-            await ensure_podgroup(objects, dict(body), names, warn)
+            await ensure_podgroup(
+                objects,
+                dict(body),
+                names,
+                warn,
+                on_created=lambda _: metrics.podgroups_created.inc(),
+            )
         except InvalidObject as error:
             # Not retried: the object must change first, and that is a new event.
+            metrics.handler_errors.labels("podgroup-for-pod").inc()
             log.warning("no PodGroup made: %s", error)
+            warn("InvalidObject", f"no PodGroup made: {error}")
 
     # Queue state -----------------------------------------------------------------
     async def settle(view: QueueView, podgroups: PodGroupIndex) -> None:
@@ -169,9 +165,11 @@ def build_registry(
         def validate_podgroup(body: kopf.Body, **kwargs: Any) -> None:
             old: kopf.Body | None = kwargs.get("old")
             admit(
+                metrics,
+                VALIDATE_PODGROUP,
                 lambda: webhooks.validate_podgroup(
                     dict(body), dict(old) if old else None, queues_of(kwargs), default_queue
-                )
+                ),
             )
 
         @kopf.on.mutate(
@@ -185,10 +183,10 @@ def build_registry(
         async def default_podgroup_queue(
             body: kopf.Body, namespace: str | None, patch: kopf.Patch, **_: Any
         ) -> None:
-            if not namespace or (body.get("spec") or {}).get("queue"):
+            if not namespace:
                 return
             queue = webhooks.default_podgroup_queue(
-                dict(body), await objects.namespace_queue(namespace)
+                dict(body), await objects.namespace_queue(namespace), default_queue
             )
             if queue is not None:
                 patch.setdefault("spec", {})["queue"] = queue
@@ -202,7 +200,11 @@ def build_registry(
             registry=registry,
         )
         def validate_queue(body: kopf.Body, **kwargs: Any) -> None:
-            admit(lambda: webhooks.validate_queue(dict(body), queues_of(kwargs)))
+            admit(
+                metrics,
+                VALIDATE_QUEUE,
+                lambda: webhooks.validate_queue(dict(body), queues_of(kwargs)),
+            )
 
         @kopf.on.validate(
             GROUP,
@@ -214,15 +216,21 @@ def build_registry(
         )
         def validate_queue_delete(name: str, **kwargs: Any) -> None:
             admit(
+                metrics,
+                VALIDATE_QUEUE_DELETE,
                 lambda: webhooks.validate_queue_deletion(
                     name, podgroups_of(kwargs).get(name, ()), queues_of(kwargs), default_queue
-                )
+                ),
             )
 
         @kopf.on.validate(
             "", "v1", "pods", id=VALIDATE_POD, operations=["CREATE"], registry=registry
         )
         def validate_pod(body: kopf.Body, **kwargs: Any) -> None:
-            admit(lambda: webhooks.validate_pod(dict(body), queues_of(kwargs), names))
+            admit(
+                metrics,
+                VALIDATE_POD,
+                lambda: webhooks.validate_pod(dict(body), queues_of(kwargs), names),
+            )
 
     return registry

@@ -157,6 +157,7 @@ async def ensure_podgroup(
     pod: Obj,
     scheduler_names: frozenset[str],
     warn: Warn | None = None,
+    on_created: Callable[[str], None] = lambda name: None,
 ) -> str | None:
     """Give a pod that needs one its PodGroup and annotate it; the group's name, or None.
 
@@ -181,6 +182,7 @@ async def ensure_podgroup(
     created = await objects.create_podgroup(namespace, plan.manifest)
     where = {"podgroup": f"{namespace}/{plan.name}", "pod": typed.metadata.name}
     if created:
+        on_created(plan.name)
         log.info(
             "created PodGroup for %s",
             f"{reference['kind']} {reference['name']}" if reference else "a bare pod",

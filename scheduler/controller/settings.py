@@ -53,6 +53,7 @@ class ControllerOptions:
     webhook_cert_dir: Path | None = None  # tls.crt, tls.key (and ca.crt) of a mounted Secret
     webhook_cadump: Path | None = None  # where to write the CA bundle (development)
     health_address: str = ":8080"
+    metrics_address: str = ":8081"
     peering: str = "muster-controller"
     standalone: bool = False
     priority: int = 0

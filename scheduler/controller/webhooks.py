@@ -126,9 +126,15 @@ def _validate_task_members(podgroup: Obj, members: Any, min_member: int) -> None
         )
 
 
-def default_podgroup_queue(podgroup: Obj, namespace_queue: str) -> str | None:
-    """The queue to fill in from the namespace's annotation, or None to leave the spec alone."""
-    if (podgroup.get("spec") or {}).get("queue") or not namespace_queue:
+def default_podgroup_queue(podgroup: Obj, namespace_queue: str, default_queue: str) -> str | None:
+    """The queue to fill in from the namespace's annotation, or None to leave the spec alone.
+
+    The CRD defaults `spec.queue` to the default queue before mutating admission runs,
+    so, as in Volcano's PodGroup webhook, the default queue counts as unset: a
+    PodGroup that names it (or none) goes to the namespace's queue when there is one.
+    """
+    queue = (podgroup.get("spec") or {}).get("queue") or ""
+    if queue not in ("", default_queue) or not namespace_queue or namespace_queue == queue:
         return None
     return namespace_queue
 

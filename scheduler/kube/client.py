@@ -3,7 +3,7 @@
 The official client supplies configuration and authentication; the hot calls
 (list, watch, bind, status patches) go out as plain requests and come back as
 raw bytes for msgspec to decode. The generated methods cost about 1 ms of CPU
-a call, more than muster's whole budget per pod (DESIGN.md, kube/).
+a call, more than muster's whole budget per pod (docs/design.md, kube/).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -149,9 +149,18 @@ class KubeClient:
         return msgspec.json.decode(await self.request("GET", path, params=params))
 
     async def watch(
-        self, path: str, params: Mapping[str, str], *, timeout: float
+        self,
+        path: str,
+        params: Mapping[str, str],
+        *,
+        timeout: float,
+        on_open: Callable[[], None] = lambda: None,
     ) -> AsyncIterator[bytes]:
-        """Yield the raw lines of a watch stream until it ends; raise on a failed start."""
+        """Yield the raw lines of a watch stream until it ends; raise on a failed start.
+
+        `on_open` runs once the server accepted the watch (a quiet watch sends no line
+        for minutes, so the first line is no sign of a working one).
+        """
         headers = self._auth()
         query = dict(params)
         query["watch"] = "true"
@@ -164,6 +173,7 @@ class KubeClient:
             ) as response:
                 if response.status >= 300:
                     raise status_error(response.status, await response.read(), "WATCH", path)
+                on_open()
                 buffer = b""
                 async for chunk in response.content.iter_any():
                     buffer += chunk

@@ -42,5 +42,7 @@ def auth_headers(configuration: k8s_client.Configuration) -> dict[str, str]:
     settings: dict[str, Any] = dict(configuration.auth_settings())
     for values in settings.values():
         if values.get("in") == "header" and values.get("value"):
-            headers[str(values["key"])] = str(values["value"])
+            # a kubeconfig tokenFile is read with its trailing newline, which no
+            # header may carry
+            headers[str(values["key"])] = str(values["value"]).strip()
     return headers

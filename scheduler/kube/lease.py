@@ -6,7 +6,9 @@ when this replica last saw the record change (so clocks need not agree);
 the leader renews every retryPeriod and steps down at once if it could not
 renew within renewDeadline; updates carry the resourceVersion, so two
 replicas racing for the lease cannot both win. On shutdown the leader
-releases the lease so a standby takes over without waiting it out.
+releases the lease so a standby takes over without waiting it out: it stops
+campaigning first and waits for a renewal in flight, so that no renewal can
+land after the release and take the lease back.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ class LeaderElector:
         self._renewed_at = 0.0
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
+        self._stopped = False
+        # one attempt at a time: release() waits for a renewal in flight
+        self._attempt = asyncio.Lock()
 
     @property
     def path(self) -> str:
@@ -65,13 +70,16 @@ class LeaderElector:
         return self._leading
 
     async def run(self) -> None:
-        """Try to acquire, then keep renewing, until cancelled."""
-        while True:
-            try:
-                acquired = await self._try_acquire_or_renew()
-            except (StatusError, TransportError) as error:
-                log.warning("lease %s/%s: %s", self.namespace, self.name, error)
-                acquired = False
+        """Try to acquire, then keep renewing, until cancelled or released."""
+        while not self._stopped:
+            async with self._attempt:
+                if self._stopped:
+                    return
+                try:
+                    acquired = await self._try_acquire_or_renew()
+                except (StatusError, TransportError) as error:
+                    log.warning("lease %s/%s: %s", self.namespace, self.name, error)
+                    acquired = False
             if acquired:
                 self._renewed_at = time.monotonic()
                 self._set_leading(True)
@@ -80,7 +88,12 @@ class LeaderElector:
             await asyncio.sleep(self.retry_period)
 
     async def release(self) -> None:
-        """Give the lease up if we hold it (on shutdown)."""
+        """Stop campaigning and give the lease up if we hold it (on shutdown)."""
+        self._stopped = True
+        async with self._attempt:
+            await self._give_up()
+
+    async def _give_up(self) -> None:
         if not self._leading:
             return
         self._set_leading(False)

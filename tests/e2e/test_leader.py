@@ -57,3 +57,34 @@ def test_only_the_leader_binds_and_the_standby_takes_over_within_the_lease(
     assert standby.is_leader()
     assert standby.binds() == 3
     assert cluster.lease_holder(LOCK_NAMESPACE) != holder
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.nodes(2, "4")
+def test_a_leader_stopped_with_sigterm_hands_over_within_3s(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    replicas = [start_scheduler(leader_elect=True) for _ in range(2)]
+
+    def the_leader() -> Scheduler | None:
+        leading = [r for r in replicas if r.is_leader()]
+        return leading[0] if len(leading) == 1 else None
+
+    leader = wait_for(the_leader, 20, message="exactly one replica leading")
+    standby = next(r for r in replicas if r is not leader)
+    holder = wait_for(lambda: cluster.lease_holder(LOCK_NAMESPACE), 5, message="a Lease holder")
+
+    # the leader releases its lease on SIGTERM, and no renewal in flight takes it back
+    assert leader.process.stop() == 0
+    stopped = time.monotonic()
+    cluster.submit(namespace, *make_gang("after", 3, cpu="1"))
+    wait_for(
+        lambda: gang_bound(cluster, namespace, "after", 3),
+        timeout=10,
+        interval=0.05,
+        message=lambda: f"gang after bound by the standby\n{cluster.describe(namespace)}",
+    )
+    took_over = time.monotonic() - stopped
+    assert took_over <= 3.0, f"the standby bound only {took_over:.1f}s after SIGTERM"
+    assert standby.binds() == 3
+    assert cluster.lease_holder(LOCK_NAMESPACE) not in (holder, "")

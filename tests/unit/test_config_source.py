@@ -10,7 +10,8 @@ import pytest
 
 from scheduler.api.errors import ConfigError
 from scheduler.config_source import ConfigSource
-from scheduler.server import parse_duration, split_address
+from scheduler.endpoints import split_address
+from scheduler.server import parse_duration
 
 FIRST = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
 SECOND = 'actions: "allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n'
@@ -73,3 +74,20 @@ def test_metrics_address_forms() -> None:
     assert split_address(":8080") == ("", 8080)
     assert split_address("127.0.0.1:9090") == ("127.0.0.1", 9090)
     assert split_address("[::1]:9090") == ("::1", 9090)
+
+
+def test_argument_typo_in_a_reloaded_file_keeps_the_previous_config_and_names_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "conf.yaml"
+    path.write_text(FIRST)
+    source = ConfigSource(path)
+    rewrite(
+        path,
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: nodeorder\n'
+        "    arguments: {leastrequested.weight: heavy}\n",
+    )
+    error = source.reload_if_changed()
+    assert error is not None
+    assert "plugin nodeorder: argument leastrequested.weight='heavy'" in error
+    assert source.config.actions == ["enqueue", "allocate"]

@@ -162,9 +162,12 @@ def test_an_unusable_min_member_annotation_names_the_owner_and_the_field(value: 
 
 def test_replays_make_one_podgroup_per_owner_and_annotate_every_pod() -> None:
     objects = FakeObjects(owner=owner_with("3"))
+    created: list[str] = []
     for name in ("a", "b", "c", "a", "b"):  # a restart replays every event
-        assert asyncio.run(ensure_podgroup(objects, pod(name), NAMES)) == "podgroup-rs-1"
+        made = asyncio.run(ensure_podgroup(objects, pod(name), NAMES, on_created=created.append))
+        assert made == "podgroup-rs-1"
     assert list(objects.podgroups) == ["podgroup-rs-1"]
+    assert created == ["podgroup-rs-1"], "counted once, when it was made"
     assert objects.annotations == {
         name: {"scheduling.k8s.io/group-name": "podgroup-rs-1"} for name in ("a", "b", "c")
     }

@@ -99,10 +99,22 @@ def test_kuberay_may_scale_and_finish_a_gang_in_a_closing_queue() -> None:
         validate_podgroup(podgroup(minMember=1, queue="shut"), old, QUEUES)
 
 
-def test_the_namespace_queue_fills_only_an_empty_queue() -> None:
-    assert default_podgroup_queue(podgroup(minMember=1), "ml") == "ml"
-    assert default_podgroup_queue(podgroup(minMember=1, queue="mine"), "ml") is None
-    assert default_podgroup_queue(podgroup(minMember=1), "") is None
+@pytest.mark.parametrize(
+    ("spec_queue", "namespace_queue", "expected"),
+    [
+        pytest.param(None, "ml", "ml", id="no-queue-takes-the-namespace-queue"),
+        # the CRD has already defaulted spec.queue when mutating admission runs
+        pytest.param("default", "ml", "ml", id="crd-defaulted-queue-counts-as-unset"),
+        pytest.param("mine", "ml", None, id="a-named-queue-is-kept"),
+        pytest.param(None, "", None, id="no-namespace-queue-leaves-it-alone"),
+        pytest.param("default", "", None, id="default-without-namespace-queue-stays"),
+    ],
+)
+def test_the_namespace_queue_fills_an_empty_or_defaulted_queue(
+    spec_queue: str | None, namespace_queue: str, expected: str | None
+) -> None:
+    doc = podgroup(minMember=1) if spec_queue is None else podgroup(minMember=1, queue=spec_queue)
+    assert default_podgroup_queue(doc, namespace_queue, "default") == expected
 
 
 # Queue admission

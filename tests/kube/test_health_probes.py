@@ -1,0 +1,92 @@
+"""The scheduler's probes against sim over HTTP: a stalled loop or a dead task turns them red."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+import scheduler.server as server
+from scheduler.server import SchedulerOptions, SchedulerProcess
+from scheduler.sim import SimConfig, SimServer
+from tests.e2e.harness import free_port
+
+CRDS = Path(__file__).resolve().parents[2] / "crds"
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimServer]:
+    with SimServer(SimConfig(nodes=1, crds_dir=CRDS)).running() as running:
+        yield running
+
+
+async def probe(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def until(url: str, status: int, timeout: float) -> str:
+    """Poll a probe until it answers `status`; its body then."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        code, body = await probe(url)
+        if code == status:
+            return body
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{url} still {code} {body!r} after {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+def scheduler_process(sim: SimServer) -> tuple[SchedulerProcess, str]:
+    port = free_port()
+    options = SchedulerOptions(
+        kubeconfig=str(sim.kubeconfig_path),
+        schedule_period=0.05,
+        metrics_address=f"127.0.0.1:{port}",
+        leader_elect=False,
+    )
+    return SchedulerProcess(options), f"http://127.0.0.1:{port}"
+
+
+@pytest.mark.timeout(60)
+def test_a_cycle_that_fails_every_period_turns_healthz_red(
+    sim: SimServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("a bug in a plugin")
+
+    async def scenario() -> str:
+        process, base = scheduler_process(sim)
+        task = asyncio.get_running_loop().create_task(process.run())
+        await until(base + "/readyz", 200, 10)
+        await until(base + "/healthz", 200, 5)
+        monkeypatch.setattr(server, "schedule", broken)
+        process.world.generation += 1  # something changed: the next period runs a session
+        body = await until(base + "/healthz", 503, 30)
+        errors = process.metrics.cycles.labels("error")._value.get()
+        process.stopping.set()
+        await task
+        assert errors >= 2
+        return body
+
+    assert "no scheduling cycle finished" in asyncio.run(scenario())
+
+
+@pytest.mark.timeout(60)
+def test_a_reflector_task_that_ended_turns_healthz_red(sim: SimServer) -> None:
+    async def scenario() -> str:
+        process, base = scheduler_process(sim)
+        task = asyncio.get_running_loop().create_task(process.run())
+        await until(base + "/healthz", 200, 10)
+        for watched in process.health.tasks:
+            if watched.get_name() == "reflector pod":
+                watched.cancel()
+        body = await until(base + "/healthz", 503, 5)
+        process.stopping.set()
+        await task
+        return body
+
+    assert asyncio.run(scenario()) == "task reflector pod ended"

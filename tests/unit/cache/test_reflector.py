@@ -1,0 +1,130 @@
+"""The reflector survives what would freeze the cache: unreadable objects, bugs, broken watches."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from scheduler.cache.reflector import Kind, Reflector
+from scheduler.kube.errors import TransportError
+
+
+class Item(msgspec.Struct):
+    metadata: dict[str, str]
+    size: int
+
+
+class FakeClient:
+    """Serves one list, then the scripted watches, one per call; no sockets."""
+
+    def __init__(self, items: list[Any], watches: list[list[Any] | Exception]) -> None:
+        self.items = items
+        self.watches = watches
+        self.lists = 0
+
+    async def request(self, method: str, path: str, params: Mapping[str, str]) -> bytes:
+        self.lists += 1
+        body = {"metadata": {"resourceVersion": "5"}, "items": self.items}
+        return json.dumps(body).encode()
+
+    async def watch(
+        self,
+        path: str,
+        params: Mapping[str, str],
+        *,
+        timeout: float,
+        on_open: Callable[[], None] = lambda: None,
+    ) -> AsyncIterator[bytes]:
+        if not self.watches:
+            await asyncio.sleep(3600)
+        script = self.watches.pop(0)
+        if isinstance(script, Exception):
+            raise script
+        on_open()
+        for event in script:
+            yield json.dumps(event).encode()
+
+
+def item(name: str, size: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "size": size}
+
+
+def reflector_for(
+    client: FakeClient, store: dict[str, int], clock: Callable[[], float] = lambda: 0.0
+) -> tuple[Reflector[Item], list[str]]:
+    skipped: list[str] = []
+    kind = Kind(
+        "thing",
+        "/things",
+        Item,
+        lambda o: o.metadata["name"],
+        lambda o: store.__setitem__(o.metadata["name"], o.size),
+        lambda key: store.pop(key, None),  # type: ignore[arg-type,return-value]
+    )
+    reflector = Reflector(client, kind, on_undecodable=skipped.append, clock=clock)  # type: ignore[arg-type]
+    return reflector, skipped
+
+
+async def run_until(reflector: Reflector[Item], done: Callable[[], bool]) -> None:
+    task = asyncio.get_running_loop().create_task(reflector.run())
+    for _ in range(3000):
+        if done():
+            break
+        await asyncio.sleep(0.001)
+    assert not task.done(), "the reflector task must never end"
+    task.cancel()
+
+
+def test_an_unreadable_object_in_the_list_is_skipped_and_named() -> None:
+    store: dict[str, int] = {}
+    client = FakeClient([item("a", 1), item("bad", "huge"), item("c", 3)], [])
+    reflector, skipped = reflector_for(client, store)
+    asyncio.run(run_until(reflector, reflector.is_synced))
+    assert store == {"a": 1, "c": 3}
+    assert len(skipped) == 1 and "thing bad cannot be read" in skipped[0]
+
+
+def test_an_unreadable_watch_event_is_skipped_and_the_watch_goes_on() -> None:
+    store: dict[str, int] = {}
+    events = [
+        {"type": "ADDED", "object": item("bad", [1])},
+        {"type": "ADDED", "object": item("after", 7)},
+    ]
+    client = FakeClient([], [events])
+    reflector, skipped = reflector_for(client, store)
+    asyncio.run(run_until(reflector, lambda: "after" in store))
+    assert store == {"after": 7}
+    assert skipped and "thing bad" in skipped[0]
+
+
+def test_an_unexpected_error_lists_again_instead_of_ending_the_task() -> None:
+    store: dict[str, int] = {}
+    client = FakeClient([item("a", 1)], [RuntimeError("a bug"), []])
+    reflector, _ = reflector_for(client, store)
+    asyncio.run(run_until(reflector, lambda: client.lists >= 2))
+    assert client.lists >= 2 and store == {"a": 1}
+
+
+def test_a_failing_watch_is_broken_until_one_opens_again() -> None:
+    now = [100.0]
+    client = FakeClient([], [TransportError("refused"), []])
+    reflector, _ = reflector_for(client, {}, clock=lambda: now[0])
+    seen: list[float | None] = []
+
+    async def scenario() -> None:
+        task = asyncio.get_running_loop().create_task(reflector.run())
+        for _ in range(2000):
+            if reflector.broken_since() is not None and not seen:
+                seen.append(reflector.broken_since())
+            if seen and reflector.broken_since() is None:
+                break
+            await asyncio.sleep(0.001)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert seen == [100.0]
+    assert reflector.broken_since() is None
