@@ -305,6 +305,8 @@ def demo(console: Console, args: argparse.Namespace, work_dir: Path, processes: 
         "--node-memory",
         "32Gi",
     )
+    # sim serves HTTPS with authentication and RBAC, as kube-apiserver; its kubeconfig holds
+    # its CA and the admin token, which the controller, the scheduler and the demo use
     wait_until(kubeconfig.exists, 20, "muster sim to write its kubeconfig")
     metrics = f"http://127.0.0.1:{metrics_port}"
     health = f"127.0.0.1:{free_port()}"
@@ -319,6 +321,8 @@ def demo(console: Console, args: argparse.Namespace, work_dir: Path, processes: 
         "0",
         "--health-address",
         health,
+        "--metrics-address",
+        f"127.0.0.1:{free_port()}",
     )
     wait_until(lambda: http_ok(f"http://{health}/healthz"), 30, "the controller to start")
     cluster = Cluster(kubeconfig)

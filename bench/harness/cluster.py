@@ -54,7 +54,11 @@ def http_ok(url: str) -> bool:
 
 @contextlib.contextmanager
 def fresh_sim(workload: Workload, workdir: Path, log: Path) -> Iterator[Path]:
-    """A `muster sim` subprocess with the workload's nodes; yields its kubeconfig."""
+    """A `muster sim` subprocess with the workload's nodes; yields its kubeconfig.
+
+    sim runs with its default, as strict as kube-apiserver (HTTPS, tokens, RBAC); the kubeconfig
+    it writes holds its CA and the admin token, which every bench process uses.
+    """
     pools = workdir / "pools.yaml"
     pools.write_text(node_pools_yaml(workload))
     kubeconfig = workdir / "sim.kubeconfig"

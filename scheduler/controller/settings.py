@@ -24,9 +24,10 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import logging
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import kopf
 from cryptography import x509
@@ -71,7 +72,27 @@ class WebhookServer(kopf.WebhookServer):
     kopf's own generator needs `certbuilder` and `oscrypto`, unmaintained
     packages whose OpenSSL 3 detection breaks; `cryptography` is maintained
     and already what TLS in Python leans on.
+
+    Each review's object also gets the request's namespace before kopf reads it:
+    kube-apiserver sends a CREATE's object as the client wrote it, so a client that
+    names the namespace only in the URL (the official Python client, kubectl with
+    `-n`) sends an object without `metadata.namespace`, and kopf, which takes the
+    namespace from the object, would hand handlers None.
     """
+
+    async def __call__(self, fn: kopf.WebhookFn) -> AsyncIterator[kopf.WebhookClientConfig]:
+        async def with_namespace(
+            request: Any,
+            *,
+            webhook: str | None = None,
+            headers: kopf.Headers | None = None,
+            sslpeer: kopf.SSLPeer | None = None,
+        ) -> Any:
+            fill_namespace(request)
+            return await fn(request, webhook=webhook, headers=headers, sslpeer=sslpeer)
+
+        async for client_config in super().__call__(with_namespace):
+            yield client_config
 
     @staticmethod
     def build_certificate(
@@ -115,6 +136,20 @@ class WebhookServer(kopf.WebhookServer):
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
         )
         return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def fill_namespace(review: dict[str, Any]) -> None:
+    """Put the request's namespace into its objects' metadata where the client left it out."""
+    payload: dict[str, Any] = dict(review.get("request") or {})
+    namespace = payload.get("namespace")
+    if not namespace:
+        return
+    for key in ("object", "oldObject"):
+        obj = payload.get(key)
+        if isinstance(obj, dict):
+            metadata = obj.setdefault("metadata", {})
+            if isinstance(metadata, dict) and not metadata.get("namespace"):
+                metadata["namespace"] = namespace
 
 
 def webhook_server(options: ControllerOptions) -> WebhookServer:

@@ -88,6 +88,17 @@ def validate_name(kind: str, group: str, obj: Obj) -> None:
                 )
             ],
         )
+    if group == "rbac.authorization.k8s.io":
+        # RBAC objects take any path segment ("system:controller:x" is a role name)
+        problem = _path_segment_problem(name)
+        if problem:
+            raise invalid(
+                group,
+                kind,
+                name,
+                [FieldError("metadata.name", f'Invalid value: "{name}": {problem}')],
+            )
+        return
     pattern, message = (
         (_LABEL_RE, LABEL_MSG) if kind in _LABEL_NAMED else (_SUBDOMAIN_RE, SUBDOMAIN_MSG)
     )
@@ -95,6 +106,31 @@ def validate_name(kind: str, group: str, obj: Obj) -> None:
         raise invalid(
             group, kind, name, [FieldError("metadata.name", f'Invalid value: "{name}": {message}')]
         )
+
+
+def _path_segment_problem(name: str) -> str:
+    """apimachinery's ValidatePathSegmentName, in its words ("" when the name is fine)."""
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    for character in ("/", "%"):
+        if character in name:
+            return f"may not contain '{character}'"
+    return ""
+
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+def taint_new_node(node: Obj) -> None:
+    """kube-apiserver's TaintNodesByCondition admission: a node created through the API
+    starts tainted not-ready (NoSchedule) until the node lifecycle controller sees it
+    Ready. (sim's own simulated nodes are registered past that point.)"""
+    spec = node.setdefault("spec", {})
+    taints = spec.setdefault("taints", [])
+    if isinstance(taints, list) and not any(
+        isinstance(t, dict) and t.get("key") == NOT_READY_TAINT for t in taints
+    ):
+        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
 
 
 def default_pod(pod: Obj) -> None:

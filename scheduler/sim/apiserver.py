@@ -12,12 +12,13 @@ import math
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from scheduler.sim import admission
+from scheduler.sim import admission, webhooks
 from scheduler.sim.errors import (
     STALE,
     ApiError,
@@ -35,6 +36,8 @@ from scheduler.sim.errors import (
 )
 from scheduler.sim.patch import json_patch, merge_patch, strategic_merge_patch
 from scheduler.sim.resources import Kind, Registry, apply_schema_defaults
+from scheduler.sim.schema import compiled as compiled_schema
+from scheduler.sim.schema import structural_errors
 from scheduler.sim.selectors import Predicate, label_selector_matches
 from scheduler.sim.store import Store, name_of, namespace_of
 
@@ -52,6 +55,9 @@ PDBS = "poddisruptionbudgets.policy"
 # kinds whose create drops a client-sent status, as their real strategies do
 _RESET_STATUS_ON_CREATE = frozenset({PODS, PDBS, CRDS})
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_FIELD_VALIDATIONS = ("Ignore", "Strict", "Warn")
+# how often an update or patch is retried when the object changed while webhooks answered
+_ADMITTED_RETRIES = 5
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -84,6 +90,95 @@ class ListOptions:
     continue_token: str = ""
     resource_version: str = ""
     resource_version_match: str = ""
+
+
+@dataclass
+class WriteOptions:
+    """What a create, update or patch request asked for beyond its body, and what it is told."""
+
+    # internal writes (kubelet, garbage collector) have no client to warn
+    field_validation: str = "Ignore"
+    # the authenticated user, for admission webhooks; None until authentication hands one
+    user: Any = None
+    # `Warning` response headers: unknown fields, webhook warnings
+    warnings: list[str] = field(default_factory=list)
+    operation_options: str = "CreateOptions"
+    # `dryRun=All`: admitted, defaulted and validated as usual, then not stored
+    dry_run: bool = False
+
+    @classmethod
+    def from_query(cls, query: Any, operation_options: str, user: Any = None) -> WriteOptions:
+        """Read `fieldValidation` (default Warn, as kube-apiserver) and `dryRun`; 4xx if bad."""
+        dry_run = dry_run_of(query, operation_options)
+        directive = query.get("fieldValidation") or "Warn"
+        if directive not in _FIELD_VALIDATIONS:
+            raise invalid(
+                "meta.k8s.io",
+                operation_options,
+                "",
+                [
+                    FieldError(
+                        "fieldValidation",
+                        f'Unsupported value: "{directive}": supported values: "Ignore", '
+                        '"Strict", "Warn"',
+                        "FieldValueNotSupported",
+                    )
+                ],
+            )
+        return cls(directive, user, [], operation_options, dry_run)
+
+    def review_options(self, operation: str | None = None) -> Obj:
+        """The `options` an AdmissionReview carries."""
+        kind = "DeleteOptions" if operation == "DELETE" else self.operation_options
+        options: Obj = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+        if kind != "DeleteOptions" and self.field_validation != "Ignore":
+            options["fieldValidation"] = self.field_validation
+        if self.dry_run:
+            options["dryRun"] = ["All"]
+        return options
+
+
+def dry_run_of(query: Any, operation_options: str) -> bool:
+    """Whether the request asked for `dryRun=All`; 422 for any other value, as kube answers."""
+    values = list(query.getall("dryRun", [])) if hasattr(query, "getall") else []
+    if not values:
+        return False
+    if values == ["All"]:
+        return True
+    shown = "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
+    raise invalid(
+        "meta.k8s.io",
+        operation_options,
+        "",
+        [
+            FieldError(
+                "dryRun",
+                f'Unsupported value: {shown}: supported values: "All"',
+                "FieldValueNotSupported",
+            )
+        ],
+    )
+
+
+@dataclass
+class _Pending:
+    """A write between its preparation and its commit, while admission looks at it."""
+
+    kind: Kind
+    namespace: str | None
+    name: str
+    obj: Obj
+    old: Obj | None
+    subresource: str | None
+    expected_rv: str | None
+    options: WriteOptions
+    # kube-apiserver hands a CREATE's object to webhooks as the client wrote it: a client
+    # that names the namespace only in the URL sends no metadata.namespace
+    namespace_in_body: bool = True
+
+
+class _StaleWrite(Exception):
+    """The object changed between a write's preparation and its commit."""
 
 
 @dataclass
@@ -124,12 +219,16 @@ class ApiServer:
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
+        self.webhooks = webhooks.WebhookDispatcher(store)
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(self.kind("", "v1", NAMESPACES), None, {"metadata": {"name": name}})
         pc_kind = self.kind("scheduling.k8s.io", "v1", "priorityclasses")
         for pc in admission.system_priority_classes():
             self.create(pc_kind, None, pc)
         store.listen(PODS, self._refresh_pdbs_on_pod_event)
+        # the watch caches start here, as a real server's start after its first list:
+        # a watch from before (resourceVersion=1 included) is 410 Expired
+        store.start_watch_cache()
 
     def kind(self, group: str, version: str, plural: str) -> Kind:
         """The served kind, or 404 for a path that names none."""
@@ -214,10 +313,31 @@ class ApiServer:
 
     # -- create --------------------------------------------------------------
 
-    def create(self, kind: Kind, namespace: str | None, body: Any) -> Obj:
+    def create(
+        self, kind: Kind, namespace: str | None, body: Any, options: WriteOptions | None = None
+    ) -> Obj:
         """Store a new object: names, metadata, defaults, admission; 409 if the name is taken."""
+        pending = self._prepare_create(kind, namespace, body, options or WriteOptions())
+        self._validate_write(pending)
+        return self._commit_create(pending)
+
+    async def create_admitted(
+        self, kind: Kind, namespace: str | None, body: Any, options: WriteOptions
+    ) -> Obj:
+        """create, with the admission webhooks called between defaulting and storing."""
+        if not self.webhooks.active():
+            return self.create(kind, namespace, body, options)
+        pending = self._prepare_create(kind, namespace, body, options)
+        await self._admit(pending, "CREATE", options)
+        return self._commit_create(pending)
+
+    def _prepare_create(
+        self, kind: Kind, namespace: str | None, body: Any, options: WriteOptions
+    ) -> _Pending:
         obj = self._decoded_object(kind, body)
+        self._prune(kind, obj, options)
         meta = obj["metadata"]
+        namespace_in_body = bool(meta.get("namespace"))
         if kind.namespaced:
             self._check_namespace(kind, obj, namespace)
         else:
@@ -233,12 +353,25 @@ class ApiServer:
             raise already_exists(kind.group, kind.plural, name)
         if kind.has_status and (kind.key in _RESET_STATUS_ON_CREATE or kind.from_crd):
             obj.pop("status", None)
-        self._admit_create(kind, obj)
+        self._default_create(kind, obj)
+        return _Pending(
+            kind, namespace_of(obj) or None, name, obj, None, None, None, options, namespace_in_body
+        )
+
+    def _commit_create(self, pending: _Pending) -> Obj:
+        kind, obj = pending.kind, pending.obj
+        meta = obj["metadata"]
+        # a webhook call may have let another create of the same name in first
+        if self.store.get(kind.key, namespace_of(obj), pending.name) is not None:
+            raise already_exists(kind.group, kind.plural, pending.name)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         meta["generation"] = 1
-        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
-            meta.pop(field, None)
+        for field_name in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+            meta.pop(field_name, None)
+        if pending.options.dry_run:
+            # what would be stored, without a resourceVersion: nothing was written
+            return self._as_version(kind, obj)
         stored = self.store.put(kind.key, obj, "ADDED")
         if kind.key == CRDS:
             stored = self._establish_crd(stored)
@@ -294,18 +427,121 @@ class ApiServer:
             ]
             raise error
 
-    def _admit_create(self, kind: Kind, obj: Obj) -> None:
+    def _default_create(self, kind: Kind, obj: Obj) -> None:
+        """Defaults and the built-in mutating admission, before any webhook sees the object."""
         if kind.key == PODS:
             admission.default_pod(obj)
             admission.admit_priority(obj, self._priority_class, self._default_priority_class)
-            admission.validate_pod(obj)
         elif kind.key == NAMESPACES:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
         elif kind.key == PRIORITY_CLASSES:
             obj.setdefault("preemptionPolicy", admission.PreemptLowerPriority)
+        elif kind.key in (webhooks.MUTATING, webhooks.VALIDATING):
+            webhooks.default_configuration(obj, mutating=kind.key == webhooks.MUTATING)
         elif kind.from_crd and kind.schema is not None:
             apply_schema_defaults(obj, kind.schema)
+
+    def _validate_write(self, pending: _Pending) -> None:
+        """Validation after mutation: the kind's own rules, then a CRD's schema."""
+        kind, obj, old = pending.kind, pending.obj, pending.old
+        if old is None:
+            if kind.key == PODS:
+                admission.validate_pod(obj)
+            if kind.validator is not None:
+                kind.validator.validate_create(obj)
+        else:
+            self._validate_update(kind, old, obj)
+        errors: list[FieldError] = []
+        if kind.from_crd and kind.schema is not None:
+            errors = compiled_schema(kind.schema).validate(obj, old)
+        elif kind.key == CRDS:
+            errors = structural_errors(obj)
+        elif kind.key in (webhooks.MUTATING, webhooks.VALIDATING):
+            errors = webhooks.configuration_errors(obj)
+        if errors:
+            raise invalid(kind.group, kind.kind, pending.name, errors)
+
+    def _prune(self, kind: Kind, obj: Obj, options: WriteOptions) -> None:
+        """Drop fields a CRD's schema does not declare; `fieldValidation` says what to tell."""
+        if not kind.from_crd or kind.schema is None:
+            return
+        unknown = compiled_schema(kind.schema).prune(obj)
+        if not unknown:
+            return
+        messages = [f'unknown field "{path}"' for path in unknown]
+        if options.field_validation == "Strict":
+            raise bad_request("strict decoding error: " + ", ".join(messages))
+        if options.field_validation == "Warn":
+            options.warnings.extend(messages)
+
+    def _reconcile_patched(self, kind: Kind, obj: Obj) -> None:
+        # a webhook's patch is pruned and defaulted again, silently, as kube does
+        if kind.from_crd and kind.schema is not None:
+            compiled_schema(kind.schema).prune(obj)
+            apply_schema_defaults(obj, kind.schema)
+
+    async def _admit(self, pending: _Pending, operation: str, options: WriteOptions) -> None:
+        """Mutating webhooks, validation, validating webhooks: kube's order for one write."""
+        attrs = webhooks.AdmissionAttributes(
+            kind=pending.kind,
+            operation=operation,
+            namespace=pending.namespace,
+            name=pending.name,
+            subresource=pending.subresource,
+            object=pending.obj,
+            old_object=pending.old,
+            user=options.user,
+            options=options.review_options(),
+        )
+        hide_namespace = not pending.namespace_in_body and pending.namespace is not None
+        if hide_namespace:
+            pending.obj["metadata"].pop("namespace", None)
+        try:
+            await self.webhooks.mutate(
+                attrs, lambda obj: self._reconcile_patched(pending.kind, obj)
+            )
+            if hide_namespace:
+                pending.obj["metadata"]["namespace"] = pending.namespace
+            self._validate_write(pending)
+            await self.webhooks.validate(attrs)
+        finally:
+            if hide_namespace:
+                pending.obj["metadata"]["namespace"] = pending.namespace
+            options.warnings.extend(attrs.warnings)
+
+    async def admit_other(
+        self,
+        kind: Kind,
+        operation: str,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        obj: Obj | None,
+        options: WriteOptions,
+        object_kind: tuple[str, str, str] | None = None,
+    ) -> None:
+        """Webhook admission for a write stored elsewhere (delete, pods/binding, eviction)."""
+        if not self.webhooks.active():
+            return
+        old = self.store.get(kind.key, namespace or "", name) if operation != "CREATE" else None
+        attrs = webhooks.AdmissionAttributes(
+            kind=kind,
+            operation=operation,
+            namespace=namespace,
+            name=name,
+            subresource=subresource,
+            object=obj,
+            old_object=old,
+            user=options.user,
+            options=options.review_options(operation),
+            object_kind=object_kind,
+        )
+        try:
+            await self.webhooks.mutate(attrs, lambda _obj: None)
+            await self.webhooks.validate(attrs)
+        finally:
+            options.warnings.extend(attrs.warnings)
 
     def _priority_class(self, name: str) -> Obj | None:
         return self.store.get(PRIORITY_CLASSES, "", name)
@@ -318,7 +554,9 @@ class ApiServer:
         return min(defaults, key=lambda pc: int(pc.get("value", 0)))
 
     def _establish_crd(self, crd: Obj) -> Obj:
-        self.registry.add_crd(crd)
+        for added in self.registry.add_crd(crd)[:1]:
+            # a new resource's cacher starts now, from an empty list
+            self.store.start_watch_cache(added.key)
         names = (crd.get("spec") or {}).get("names") or {}
         accepted = dict(names)
         accepted.setdefault("singular", str(names.get("kind", "")).lower())
@@ -359,8 +597,97 @@ class ApiServer:
         name: str,
         body: Any,
         subresource: str | None = None,
+        options: WriteOptions | None = None,
     ) -> Obj:
         """PUT: replace an object; 409 on a stale resourceVersion."""
+        pending = self._prepare_update(
+            kind, namespace, name, body, subresource, options or WriteOptions()
+        )
+        self._validate_write(pending)
+        return self._commit_replace(pending)
+
+    def patch(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        content_type: str,
+        patch: Any,
+        subresource: str | None = None,
+        options: WriteOptions | None = None,
+    ) -> Obj:
+        """PATCH with a merge, strategic-merge or JSON patch."""
+        pending = self._prepare_patch(
+            kind, namespace, name, content_type, patch, subresource, options or WriteOptions()
+        )
+        self._validate_write(pending)
+        return self._commit_replace(pending)
+
+    async def update_admitted(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        subresource: str | None,
+        options: WriteOptions,
+    ) -> Obj:
+        """update, with the admission webhooks called before storing."""
+        if not self.webhooks.active():
+            return self.update(kind, namespace, name, body, subresource, options)
+        return await self._replace_admitted(
+            lambda: self._prepare_update(kind, namespace, name, clone(body), subresource, options),
+            options,
+        )
+
+    async def patch_admitted(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        content_type: str,
+        patch: Any,
+        subresource: str | None,
+        options: WriteOptions,
+    ) -> Obj:
+        """patch, with the admission webhooks called before storing."""
+        if not self.webhooks.active():
+            return self.patch(kind, namespace, name, content_type, patch, subresource, options)
+        return await self._replace_admitted(
+            lambda: self._prepare_patch(
+                kind, namespace, name, content_type, clone(patch), subresource, options
+            ),
+            options,
+        )
+
+    async def _replace_admitted(
+        self, prepare: Callable[[], _Pending], options: WriteOptions
+    ) -> Obj:
+        # the object may change while webhooks answer: like kube's GuaranteedUpdate, try
+        # again from the fresh object, unless the client named the resourceVersion it meant
+        for _attempt in range(_ADMITTED_RETRIES):
+            pending = prepare()
+            warnings_before = len(options.warnings)
+            await self._admit(pending, "UPDATE", options)
+            try:
+                return self._commit_replace(pending)
+            except _StaleWrite:
+                if pending.expected_rv is not None:
+                    raise conflict(
+                        pending.kind.group, pending.kind.plural, pending.name, STALE
+                    ) from None
+                del options.warnings[warnings_before:]
+        raise conflict(pending.kind.group, pending.kind.plural, pending.name, STALE)
+
+    def _prepare_update(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        subresource: str | None,
+        options: WriteOptions,
+    ) -> _Pending:
         current = self._current(kind, namespace, name)
         obj = self._decoded_object(kind, body)
         body_name = obj["metadata"].get("name")
@@ -381,18 +708,19 @@ class ApiServer:
                     )
                 ],
             )
-        return self._replace(kind, current, obj, subresource, rv or None)
+        self._prune(kind, obj, options)
+        return self._prepare_replace(kind, current, obj, subresource, rv or None, options)
 
-    def patch(
+    def _prepare_patch(
         self,
         kind: Kind,
         namespace: str | None,
         name: str,
         content_type: str,
         patch: Any,
-        subresource: str | None = None,
-    ) -> Obj:
-        """PATCH with a merge, strategic-merge or JSON patch."""
+        subresource: str | None,
+        options: WriteOptions,
+    ) -> _Pending:
         current = self._current(kind, namespace, name)
         base = clone(current)
         media = content_type.split(";", 1)[0].strip()
@@ -419,7 +747,8 @@ class ApiServer:
         if wanted_rv == current["metadata"]["resourceVersion"]:
             wanted_rv = None
         obj = self._decoded_object(kind, patched)
-        return self._replace(kind, current, obj, subresource, wanted_rv)
+        self._prune(kind, obj, options)
+        return self._prepare_replace(kind, current, obj, subresource, wanted_rv, options)
 
     def _current(self, kind: Kind, namespace: str | None, name: str) -> Obj:
         current = self.store.get(kind.key, namespace or "", name)
@@ -427,17 +756,27 @@ class ApiServer:
             raise not_found(kind.group, kind.plural, name)
         return current
 
-    def _replace(
-        self, kind: Kind, current: Obj, obj: Obj, subresource: str | None, expected_rv: str | None
-    ) -> Obj:
+    def _prepare_replace(
+        self,
+        kind: Kind,
+        current: Obj,
+        obj: Obj,
+        subresource: str | None,
+        expected_rv: str | None,
+        options: WriteOptions,
+    ) -> _Pending:
         name = name_of(current)
         if expected_rv is not None and expected_rv != current["metadata"]["resourceVersion"]:
             raise conflict(kind.group, kind.plural, name, STALE)
         old_meta = current["metadata"]
         if subresource == "status":
-            # a status write changes status only; metadata and spec stay as stored
-            new = dict(current)
-            new["metadata"] = dict(old_meta)
+            # a status write changes status only; metadata and spec stay as stored (a deep
+            # copy for custom resources, whose schema defaults fill the copy in place)
+            if kind.from_crd:
+                new = clone(current)
+            else:
+                new = dict(current)
+                new["metadata"] = dict(old_meta)
             if "status" in obj:
                 new["status"] = obj["status"]
             else:
@@ -445,7 +784,7 @@ class ApiServer:
         else:
             new = obj
             meta = new["metadata"]
-            for field in (
+            for field_name in (
                 "uid",
                 "creationTimestamp",
                 "deletionTimestamp",
@@ -453,23 +792,49 @@ class ApiServer:
                 "generation",
                 "namespace",
             ):
-                if field in old_meta:
-                    meta[field] = old_meta[field]
+                if field_name in old_meta:
+                    meta[field_name] = old_meta[field_name]
                 else:
-                    meta.pop(field, None)
+                    meta.pop(field_name, None)
             meta["name"] = name
             if kind.has_status:
                 if "status" in current:
-                    new["status"] = current["status"]
+                    status = current["status"]
+                    new["status"] = clone(status) if kind.from_crd else status
                 else:
                     new.pop("status", None)
-            self._validate_update(kind, current, new)
+            if kind.key in (webhooks.MUTATING, webhooks.VALIDATING):
+                webhooks.default_configuration(new, mutating=kind.key == webhooks.MUTATING)
+        if kind.from_crd and kind.schema is not None:
+            apply_schema_defaults(new, kind.schema)
+        return _Pending(
+            kind,
+            namespace_of(current) or None,
+            name,
+            new,
+            current,
+            subresource,
+            expected_rv,
+            options,
+        )
+
+    def _commit_replace(self, pending: _Pending) -> Obj:
+        kind, new = pending.kind, pending.obj
+        assert pending.old is not None
+        old_meta = pending.old["metadata"]
+        current = self.store.get(kind.key, pending.namespace or "", pending.name)
+        if current is None:
+            raise not_found(kind.group, kind.plural, pending.name)
+        if current["metadata"]["resourceVersion"] != old_meta["resourceVersion"]:
+            raise _StaleWrite()
         if _spec_of(new) != _spec_of(current):
             new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if new == current:
             # a no-op write does not reach etcd: no new resourceVersion, no event
             return self._as_version(kind, current)
+        if pending.options.dry_run:
+            return self._as_version(kind, new)
         stored = self.store.put(kind.key, new, "MODIFIED")
         if kind.key == CRDS:
             self.registry.add_crd(stored)
@@ -503,8 +868,8 @@ class ApiServer:
             )
         if kind.key == PODS:
             admission.validate_pod_update(current, new)
-        elif kind.from_crd and kind.schema is not None:
-            apply_schema_defaults(new, kind.schema)
+        if kind.validator is not None:
+            kind.validator.validate_update(current, new)
 
     # -- subresources --------------------------------------------------------
 
@@ -766,6 +1131,7 @@ class ApiServer:
         ]
         self.registry.remove_crd(crd)
         if served:
+            self.store.drop_watch_cache(served[0].key)
             for obj in list(self.store.iter_all(served[0].key)):
                 self.store.remove(served[0].key, namespace_of(obj), name_of(obj))
 

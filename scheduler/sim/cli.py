@@ -9,9 +9,11 @@ import signal
 import sys
 from pathlib import Path
 
+from scheduler.sim.authn import TokenFileError
 from scheduler.sim.faults import ErrorRule, FaultConfig, LatencyRule
 from scheduler.sim.nodes import PoolError, load_pools
 from scheduler.sim.server import SimConfig, SimServer
+from scheduler.sim.store import WatchWindow
 from scheduler.sim.tls import TlsError
 
 
@@ -28,10 +30,24 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--kubeconfig-out",
         type=Path,
         default=Path("sim.kubeconfig"),
-        help="where to write a kubeconfig for clients",
+        help="where to write a kubeconfig for clients (sim's CA and the admin token)",
     )
-    parser.add_argument("--token", help="require this bearer token on every request")
-    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a self-signed cert")
+    parser.add_argument(
+        "--token",
+        help="the admin bearer token (user muster-sim-admin, group system:masters); "
+        "default: a fresh random one, written to --kubeconfig-out",
+    )
+    parser.add_argument(
+        "--token-auth-file",
+        type=Path,
+        help='more bearer tokens, kube-apiserver\'s CSV format: token,user,uid,"group1,group2"',
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve plain HTTP with no authentication and no authorization "
+        "(default: HTTPS with sim's own CA, authentication and RBAC, as kube-apiserver)",
+    )
     parser.add_argument("--nodes", type=int, default=0, help="number of simulated nodes")
     parser.add_argument("--node-cpu", default="32", help="cpu of each --nodes node")
     parser.add_argument("--node-memory", default="128Gi", help="memory of each --nodes node")
@@ -48,7 +64,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="longest wait before a gracefully deleted pod goes",
     )
     parser.add_argument(
-        "--history-size", type=int, default=50_000, help="watch events kept for resuming watches"
+        "--history-size",
+        type=int,
+        default=50_000,
+        help="etcd revisions kept for resourceVersionMatch=Exact lists and continue tokens",
+    )
+    parser.add_argument(
+        "--watch-window",
+        type=WatchWindow.parse,
+        default=WatchWindow(),
+        help="history each resource's watch cache keeps for resuming watches (older: 410 "
+        "Expired): N events, or Ns seconds sized as kube-apiserver does (every event of the "
+        "last N seconds, 100 to 102400 events); default 75s, kube-apiserver's",
     )
     parser.add_argument(
         "--bookmark-interval", type=float, default=1.0, help="seconds between watch bookmarks"
@@ -84,14 +111,23 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.set_defaults(func=run)
 
 
+class ConfigError(ValueError):
+    """Flags that contradict each other."""
+
+
 def config_from_args(args: argparse.Namespace) -> SimConfig:
-    """SimConfig from parsed flags; raises PoolError for a bad pool file."""
+    """SimConfig from parsed flags; raises PoolError for a bad pool file, ConfigError for flags."""
     verbs = [v for v in args.fault_verbs.split(",") if v]
     resources = [r for r in args.fault_resources.split(",") if r]
     faults = FaultConfig(watch_drop_seconds=args.fault_watch_drop)
     if args.fault_latency_ms > 0:
         faults.latency.append(
             LatencyRule(ms=args.fault_latency_ms, verbs=verbs, resources=resources)
+        )
+    if args.insecure and (args.token or args.token_auth_file):
+        raise ConfigError(
+            "--insecure serves without authentication: --token and --token-auth-file would be "
+            "ignored; drop them or drop --insecure"
         )
     if args.fault_error_rate > 0:
         faults.errors.append(
@@ -106,7 +142,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         host=args.host,
         port=args.port,
         token=args.token,
-        tls=args.tls,
+        insecure=args.insecure,
+        token_auth_file=args.token_auth_file,
         kubeconfig_out=args.kubeconfig_out,
         nodes=args.nodes,
         node_cpu=args.node_cpu,
@@ -117,6 +154,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         pod_start_delay=args.pod_start_delay,
         terminate_delay=args.terminate_delay,
         history_size=args.history_size,
+        watch_window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
         faults=faults,
     )
@@ -129,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         config = config_from_args(args)
-    except (PoolError, OSError) as error:
+    except (PoolError, ConfigError, OSError) as error:
         print(f"muster sim: {error}", file=sys.stderr)
         return 2
     return asyncio.run(_serve(config))
@@ -139,7 +177,7 @@ async def _serve(config: SimConfig) -> int:
     server = SimServer(config)
     try:
         await server.start()
-    except (TlsError, OSError, RuntimeError) as error:
+    except (TlsError, TokenFileError, OSError, RuntimeError) as error:
         print(f"muster sim: {error}", file=sys.stderr)
         await server.stop()
         return 2

@@ -16,6 +16,7 @@ _SUBRESOURCES: dict[str, tuple[str, tuple[str, ...], tuple[str, str] | None]] = 
     "eviction": ("Eviction", ("create",), ("policy", "v1")),
     "finalize": ("", ("update",), None),
     "scale": ("Scale", ("get", "patch", "update"), ("autoscaling", "v1")),
+    "token": ("TokenRequest", ("create",), ("authentication.k8s.io", "v1")),
 }
 
 VERSION_INFO: Obj = {

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
-from scheduler.sim import discovery
-from scheduler.sim.apiserver import ApiServer, DeleteOptions, ListOptions
+from scheduler.sim import admission, discovery, impersonation
+from scheduler.sim.apiserver import (
+    ApiServer,
+    DeleteOptions,
+    ListOptions,
+    WriteOptions,
+    dry_run_of,
+)
+from scheduler.sim.authn import ANONYMOUS, ANONYMOUS_PATHS, Authenticator, UserInfo
 from scheduler.sim.errors import (
     ApiError,
     bad_request,
@@ -19,8 +25,10 @@ from scheduler.sim.errors import (
     unauthorized,
 )
 from scheduler.sim.faults import FaultInjector
+from scheduler.sim.rbac import Attributes, RbacAuthorizer, forbidden_error, request_attributes
 from scheduler.sim.resources import Kind
 from scheduler.sim.selectors import both, parse_field_selector, parse_label_selector
+from scheduler.sim.tokens import ServiceAccountTokens
 from scheduler.sim.watch import WatchRequest, WatchStream
 
 Obj = dict[str, Any]
@@ -31,6 +39,8 @@ _JSON = "application/json"
 _SUCCESS_201 = _encode(
     {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 )
+# the request's authenticated UserInfo (absent when sim runs --insecure)
+USER_KEY = web.RequestKey("muster.sim.user", UserInfo)
 # the real server's default watch timeout is 30-60 minutes
 _DEFAULT_WATCH_TIMEOUT = 1800.0
 
@@ -65,13 +75,19 @@ class HttpApi:
         self,
         api: ApiServer,
         faults: FaultInjector,
-        token: str | None = None,
+        *,
+        authenticator: Authenticator | None = None,
+        authorizer: RbacAuthorizer | None = None,
+        tokens: ServiceAccountTokens | None = None,
         bookmark_interval: float = 1.0,
         server_address: str = "",
     ) -> None:
         self.api = api
         self.faults = faults
-        self.token = token
+        # None for both: `--insecure`, every request is served unauthenticated
+        self.authenticator = authenticator
+        self.authorizer = authorizer
+        self.tokens = tokens or ServiceAccountTokens(api.store)
         self.server_address = server_address
         self.watches = WatchStream(api.store, bookmark_interval, api._as_version)
 
@@ -82,10 +98,16 @@ class HttpApi:
         return app
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Authenticate, then serve health, admin, discovery or resource requests."""
+        """Authenticate, authorize, then serve health, admin, discovery or resource requests."""
         try:
-            if self.token is not None and not self._authorized(request):
-                raise unauthorized()
+            if self.authenticator is not None:
+                user = self._authenticate(request, self.authenticator)
+                if impersonation.requested(request.headers):
+                    user = impersonation.impersonate(user, request.headers, self.authorizer)
+                # for the write path: admission reviews carry the user as userInfo
+                request[USER_KEY] = user
+                if self.authorizer is not None and not user.is_master:
+                    self._authorize(request, user, self.authorizer)
             # clients differ on trailing slashes (the official client asks for /version/)
             path = request.path.rstrip("/") or "/"
             if path.startswith("/sim/"):
@@ -98,11 +120,28 @@ class HttpApi:
         except ApiError as error:
             return error_response(error)
 
-    def _authorized(self, request: web.Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        scheme, _, value = header.partition(" ")
-        assert self.token is not None
-        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), self.token)
+    @staticmethod
+    def _authenticate(request: web.Request, authenticator: Authenticator) -> UserInfo:
+        """The request's user; 401 when a credential is wrong or missing (but on health paths)."""
+        transport = request.transport
+        # asyncio keeps the verified client certificate from the handshake
+        peercert = transport.get_extra_info("peercert") if transport is not None else None
+        user = authenticator.authenticate(request.headers, peercert)
+        if user is None and request.path in ANONYMOUS_PATHS:
+            return ANONYMOUS
+        if not isinstance(user, UserInfo):
+            raise unauthorized()
+        return user
+
+    @staticmethod
+    def _authorize(request: web.Request, user: UserInfo, authorizer: RbacAuthorizer) -> None:
+        """403 unless RBAC allows the request; sim's own /sim/ endpoints are for masters only."""
+        if request.path.startswith("/sim/"):
+            raise forbidden_error(user, Attributes(request.method.lower(), request.path))
+        attrs = request_attributes(request.method, request.path, request.query)
+        allowed, reason = authorizer.authorize(user, attrs)
+        if not allowed:
+            raise forbidden_error(user, attrs, reason)
 
     async def _admin(self, request: web.Request, path: str) -> web.StreamResponse:
         if path == "/sim/faults":
@@ -145,6 +184,8 @@ class HttpApi:
             not group and len(rest) == 3 and rest[0] == "namespaces" and rest[2] == "bindings"
         ):
             return await self._legacy_binding(request, rest)
+        if not group and len(rest) == 5 and rest[0] == "namespaces" and rest[4] == "token":
+            return await self._token_request(request, rest)
         route = self._route(group, version, rest)
         verb = self._verb(request.method, route)
         if self.faults.active:
@@ -201,14 +242,21 @@ class HttpApi:
             if verb == "watch" or query.get("watch") in ("true", "1"):
                 return await self._watch(request, route)
             return json_response(api.list(kind, ns, self._list_options(kind, query)))
+        user = request.get(USER_KEY)
         if verb == "create":
             body = await _body(request)
             if name is None:
-                return json_response(api.create(kind, ns, body), 201)
+                if kind.key == "nodes" and isinstance(body, dict):
+                    admission.taint_new_node(body)
+                write = WriteOptions.from_query(query, "CreateOptions", user)
+                created = await api.create_admitted(kind, ns, body, write)
+                return _with_warnings(json_response(created, 201), write)
             if route.subresource == "binding":
+                await self._admit_subresource(route, body, user, ("", "v1", "Binding"))
                 api.bind(ns or "", name, body)
                 return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
             if route.subresource == "eviction":
+                await self._admit_subresource(route, body, user, ("policy", "v1", "Eviction"))
                 api.evict(ns or "", name, body)
                 return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
             raise method_not_allowed()
@@ -218,19 +266,50 @@ class HttpApi:
             raise method_not_allowed()
         sub = "status" if route.subresource == "status" else None
         if verb == "update":
-            return json_response(api.update(kind, ns, name or "", await _body(request), sub))
+            write = WriteOptions.from_query(query, "UpdateOptions", user)
+            updated = await api.update_admitted(
+                kind, ns, name or "", await _body(request), sub, write
+            )
+            return _with_warnings(json_response(updated), write)
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
-            patched = api.patch(kind, ns, name or "", content_type, await _body(request), sub)
-            return json_response(patched)
+            # kube admits a patch as an UPDATE carrying UpdateOptions
+            write = WriteOptions.from_query(query, "UpdateOptions", user)
+            patched = await api.patch_admitted(
+                kind, ns, name or "", content_type, await _body(request), sub, write
+            )
+            return _with_warnings(json_response(patched), write)
         raw = await request.read()
         body = _decode(raw) if raw else None
         options = DeleteOptions.from_body(body if isinstance(body, dict) else None, dict(query))
+        dry_run = dry_run_of(query, "DeleteOptions")
         if verb == "deletecollection":
-            return json_response(
-                api.delete_collection(kind, ns, self._list_options(kind, query), options)
+            list_options = self._list_options(kind, query)
+            if api.webhooks.active():
+                # kube admits each object of a collection delete as its own DELETE
+                for item in api.list(kind, ns, list_options)["items"]:
+                    item_ns = (item.get("metadata") or {}).get("namespace") or None
+                    await api.admit_other(
+                        kind,
+                        "DELETE",
+                        item_ns,
+                        item["metadata"]["name"],
+                        None,
+                        None,
+                        WriteOptions(user=user),
+                    )
+            if dry_run:
+                return json_response(api.list(kind, ns, list_options))
+            return json_response(api.delete_collection(kind, ns, list_options, options))
+        if api.webhooks.active():
+            await api.admit_other(
+                kind, "DELETE", ns, name or "", None, None, WriteOptions(user=user)
             )
-        obj, gone = api.delete(kind, ns, name or "", options)
+        if dry_run:
+            # what the delete would answer, with nothing deleted
+            obj, gone = api.get(kind, ns, name or ""), True
+        else:
+            obj, gone = api.delete(kind, ns, name or "", options)
         if gone and kind.key != "pods" and kind.key != "namespaces":
             # most built-in registries answer a finished delete with a Status, pods with the pod
             details: Obj = {"name": name}
@@ -248,6 +327,24 @@ class HttpApi:
                 }
             )
         return json_response(obj)
+
+    async def _admit_subresource(
+        self, route: Route, body: Any, user: Any, object_kind: tuple[str, str, str]
+    ) -> None:
+        # pods/binding and pods/eviction are CREATEs of their own kinds on the pod's path
+        if not self.api.webhooks.active():
+            return
+        obj = body if isinstance(body, dict) else None
+        await self.api.admit_other(
+            route.kind,
+            "CREATE",
+            route.namespace,
+            route.name or "",
+            route.subresource,
+            obj,
+            WriteOptions(user=user),
+            object_kind,
+        )
 
     def _list_options(self, kind: Kind, query: Any) -> ListOptions:
         limit_text = query.get("limit", "")
@@ -289,6 +386,15 @@ class HttpApi:
         )
         return await self.watches.serve(request, req, self.faults.config.watch_drop_seconds)
 
+    async def _token_request(self, request: web.Request, rest: list[str]) -> web.StreamResponse:
+        # POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token: a TokenRequest
+        if rest[2] != "serviceaccounts":
+            raise path_not_found()
+        if request.method != "POST":
+            raise method_not_allowed()
+        answer = self.tokens.request(rest[1], rest[3], await _body(request))
+        return json_response(answer, 201)
+
     async def _legacy_binding(self, request: web.Request, rest: list[str]) -> web.StreamResponse:
         # POST /api/v1/namespaces/<ns>/bindings with the pod's name in the Binding's metadata
         if request.method != "POST" or len(rest) != 3:
@@ -297,6 +403,14 @@ class HttpApi:
         name = str(((body or {}).get("metadata") or {}).get("name", ""))
         self.api.bind(rest[1], name, body)
         return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
+
+
+def _with_warnings(response: web.Response, options: WriteOptions) -> web.Response:
+    """One RFC 7234 `Warning: 299 - "..."` header per warning, as kube-apiserver sends them."""
+    for text in options.warnings:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
 
 
 async def _body(request: web.Request) -> Any:

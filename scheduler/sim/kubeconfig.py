@@ -40,3 +40,41 @@ def write_kubeconfig(path: Path, server: str, token: str | None, ca_pem: bytes |
     tmp.write_text(yaml.safe_dump(kubeconfig(server, token, ca_pem), sort_keys=False))
     tmp.chmod(0o600)
     tmp.replace(path)
+
+
+def token_kubeconfig(base: dict[str, Any], token: str, name: str) -> dict[str, Any]:
+    """A copy of `base` (any kubeconfig) whose current context's user is `token`.
+
+    The cluster entry (server, CA) is kept as it is, so this works for sim's kubeconfig and for
+    a real cluster's; the user is replaced, so exec plugins and client certificates are dropped.
+    """
+    current = base.get("current-context")
+    contexts = {c["name"]: c["context"] for c in base.get("contexts") or []}
+    if current not in contexts:
+        raise ValueError(f"the kubeconfig has no current context (current-context: {current!r})")
+    context = dict(contexts[current])
+    clusters = {c["name"]: c["cluster"] for c in base.get("clusters") or []}
+    if context.get("cluster") not in clusters:
+        raise ValueError(f"the kubeconfig's context {current!r} names no cluster it defines")
+    cluster = clusters[context["cluster"]]
+    context["user"] = name
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context["cluster"], "cluster": dict(cluster)}],
+        "users": [{"name": name, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": context}],
+        "current-context": name,
+        "preferences": {},
+    }
+
+
+def write_token_kubeconfig(path: Path, base: Path, token: str, name: str) -> Path:
+    """Write `base`'s cluster with `token` as the user (e.g. a ServiceAccount's) to `path`."""
+    doc = token_kubeconfig(yaml.safe_load(base.read_text()), token, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(doc, sort_keys=False))
+    tmp.chmod(0o600)
+    tmp.replace(path)
+    return path

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler.sim.errors import qualified_resource
+from scheduler.sim.rbac_validation import RbacValidator
 
 Obj = dict[str, Any]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+class ObjectValidator(Protocol):
+    """A kind's own validation, run by the API on every create and update."""
+
+    def validate_create(self, obj: Obj) -> None:
+        """Raise an ApiError (422) when `obj` may not be created."""
+
+    def validate_update(self, old: Obj, new: Obj) -> None:
+        """Raise an ApiError (422) when `old` may not become `new`."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,7 @@ class Kind:
     # The CRD's openAPIV3Schema for this version; only its `default`s are used.
     schema: Obj | None = field(default=None, compare=False, hash=False)
     from_crd: bool = False
+    validator: ObjectValidator | None = field(default=None, compare=False, hash=False)
 
     @property
     def key(self) -> str:
@@ -64,7 +76,7 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     _core("configmaps", "ConfigMap", True, ("cm",)),
     _core("secrets", "Secret", True),
     _core("services", "Service", True, ("svc",), ("status",)),
-    _core("serviceaccounts", "ServiceAccount", True, ("sa",)),
+    _core("serviceaccounts", "ServiceAccount", True, ("sa",), ("token",)),
     Kind("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     Kind("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",)),
     Kind(
@@ -95,6 +107,23 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
         False,
         ("crd", "crds"),
         ("status",),
+    ),
+    *(
+        Kind(
+            "rbac.authorization.k8s.io",
+            "v1",
+            plural,
+            kind.lower(),
+            kind,
+            kind in ("Role", "RoleBinding"),
+            validator=RbacValidator(kind),
+        )
+        for plural, kind in (
+            ("roles", "Role"),
+            ("clusterroles", "ClusterRole"),
+            ("rolebindings", "RoleBinding"),
+            ("clusterrolebindings", "ClusterRoleBinding"),
+        )
     ),
     Kind(
         "admissionregistration.k8s.io",

@@ -7,6 +7,7 @@ import logging
 import socket
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,16 +17,19 @@ from typing import TypeVar
 import yaml
 from aiohttp import web
 
-from scheduler.sim.apiserver import CRDS, ApiServer
+from scheduler.sim.apiserver import CRDS, ApiServer, now_rfc3339
+from scheduler.sim.authn import Authenticator, load_token_file
 from scheduler.sim.errors import ApiError
 from scheduler.sim.faults import FaultConfig, FaultInjector
 from scheduler.sim.http import HttpApi
 from scheduler.sim.kubeconfig import write_kubeconfig
 from scheduler.sim.kubelet import Kubelet
 from scheduler.sim.nodes import NodePool, node_objects
+from scheduler.sim.rbac import RbacAuthorizer, bootstrap_policy
 from scheduler.sim.resources import Registry
-from scheduler.sim.store import Store
-from scheduler.sim.tls import ServingCert, self_signed
+from scheduler.sim.store import Store, WatchWindow
+from scheduler.sim.tls import ClientCert, ServingCert, make_ca
+from scheduler.sim.tokens import ServiceAccountTokens
 
 log = logging.getLogger("muster.sim")
 T = TypeVar("T")
@@ -37,8 +41,12 @@ class SimConfig:
 
     host: str = "127.0.0.1"
     port: int = 0
+    # the admin token (user muster-sim-admin, group system:masters); None: sim makes one
     token: str | None = None
-    tls: bool = False
+    # plain HTTP, no authentication, no authorization: only when asked for
+    insecure: bool = False
+    # kube-apiserver's --token-auth-file: token,user,uid,"group1,group2"
+    token_auth_file: Path | None = None
     kubeconfig_out: Path | None = None
     nodes: int = 0
     node_cpu: str = "32"
@@ -49,6 +57,8 @@ class SimConfig:
     pod_start_delay: float = 0.1
     terminate_delay: float = 0.1
     history_size: int = 50_000
+    # how far back each resource's watch cache reaches (older: 410 Expired)
+    watch_window: WatchWindow = field(default_factory=WatchWindow)
     # real servers send a bookmark about once a minute; sooner makes clients resume cheaper
     bookmark_interval: float = 1.0
     faults: FaultConfig = field(default_factory=FaultConfig)
@@ -69,7 +79,7 @@ class SimServer:
 
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig()
-        self.store = Store(self.config.history_size)
+        self.store = Store(self.config.history_size, self.config.watch_window)
         self.registry = Registry()
         self.api: ApiServer | None = None
         self.faults = FaultInjector(self.config.faults)
@@ -78,6 +88,8 @@ class SimServer:
         self.url = ""
         self.kubeconfig_path: Path | None = None
         self.cert: ServingCert | None = None
+        self.admin_token: str | None = None
+        self.tokens: ServiceAccountTokens | None = None
         self._runner: web.AppRunner | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -85,6 +97,11 @@ class SimServer:
     async def start(self) -> None:
         """Create nodes and CRDs, bind the port, start serving and write the kubeconfig."""
         config = self.config
+        if config.insecure and (config.token or config.token_auth_file):
+            raise ValueError(
+                "SimConfig(insecure=True) serves without authentication: token and "
+                "token_auth_file would be ignored; drop them or drop insecure"
+            )
         self._loop = asyncio.get_running_loop()
         api = self.api = ApiServer(self.store, self.registry)
         self.kubelet = Kubelet(api, config.pod_start_delay, config.terminate_delay)
@@ -96,19 +113,35 @@ class SimServer:
         if work_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="muster-sim-")
             work_dir = Path(self._tmp.name)
+        static_tokens = load_token_file(config.token_auth_file) if config.token_auth_file else {}
         sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((config.host, config.port))
         self.port = sock.getsockname()[1]
+        self.tokens = ServiceAccountTokens(self.store)
+        authenticator: Authenticator | None = None
+        authorizer: RbacAuthorizer | None = None
         ssl_context = None
-        if config.tls:
-            self.cert = self_signed(work_dir, config.host)
+        if not config.insecure:
+            self.cert = make_ca(work_dir, config.host)
             ssl_context = self.cert.server_context()
-        scheme = "https" if config.tls else "http"
+            self.admin_token, admin = Authenticator.admin_token(config.token)
+            authenticator = Authenticator(
+                {**static_tokens, self.admin_token: admin}, [self.tokens.authenticate]
+            )
+            authorizer = RbacAuthorizer(self.store)
+        self._create_bootstrap_policy()
+        scheme = "http" if config.insecure else "https"
         host = f"[{config.host}]" if ":" in config.host else config.host
         self.url = f"{scheme}://{host}:{self.port}"
         http = HttpApi(
-            api, self.faults, config.token, config.bookmark_interval, f"{config.host}:{self.port}"
+            api,
+            self.faults,
+            authenticator=authenticator,
+            authorizer=authorizer,
+            tokens=self.tokens,
+            bookmark_interval=config.bookmark_interval,
+            server_address=f"{config.host}:{self.port}",
         )
         self._runner = web.AppRunner(
             http.application(), access_log=None, handle_signals=False, shutdown_timeout=0.5
@@ -117,14 +150,39 @@ class SimServer:
         site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
         await site.start()
         self.kubeconfig_path = config.kubeconfig_out or work_dir / "sim.kubeconfig"
-        ca = self.cert.cert_path.read_bytes() if self.cert is not None else None
-        write_kubeconfig(self.kubeconfig_path, self.url, config.token, ca)
+        write_kubeconfig(self.kubeconfig_path, self.url, self.admin_token, self.ca_pem)
         log.info(
             "muster sim serving %s (%d nodes), kubeconfig %s",
             self.url,
             self.store.count("nodes"),
             self.kubeconfig_path,
         )
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """sim's CA certificate (PEM), which clients verify the server against; None if insecure."""
+        return self.cert.ca_path.read_bytes() if self.cert is not None else None
+
+    def write_kubeconfig(self, path: Path, token: str | None) -> Path:
+        """Write a kubeconfig for this server that authenticates with `token`."""
+        write_kubeconfig(path, self.url, token, self.ca_pem)
+        return path
+
+    def client_certificate(self, user: str, groups: tuple[str, ...] = ()) -> ClientCert:
+        """A client certificate signed by sim's CA, authenticating as `user` in `groups`."""
+        if self.cert is None:
+            raise RuntimeError("muster sim runs --insecure: it has no CA to sign certificates")
+        directory = self.cert.ca_path.parent
+        return self.cert.client_cert(directory, user, groups)
+
+    def _create_bootstrap_policy(self) -> None:
+        # the default ClusterRoles and bindings; stored directly, as the server's own
+        # bootstrap does, since their `system:` names are not DNS names
+        for key, obj in bootstrap_policy():
+            if self.store.get(key, "", obj["metadata"]["name"]) is None:
+                obj["metadata"]["uid"] = str(uuid.uuid4())
+                obj["metadata"]["creationTimestamp"] = now_rfc3339()
+                self.store.put(key, obj, "ADDED")
 
     def _create_nodes(self, api: ApiServer) -> None:
         node_kind = api.kind("", "v1", "nodes")
@@ -176,7 +234,8 @@ class SimServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._tmp is not None and self.config.kubeconfig_out is None:
+        if self._tmp is not None:
+            # the kubeconfigs embed the CA: nothing outside needs the CA's key once sim stops
             self._tmp.cleanup()
             self._tmp = None
 

@@ -7,6 +7,9 @@ event can hand the same object to every watcher and list without copying it.
 from __future__ import annotations
 
 import asyncio
+import bisect
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +42,92 @@ class Event:
         if self.encoded is None:
             self.encoded = _encode(self.obj)
         return self.encoded
+
+
+# kube-apiserver's watch cache (staging/src/k8s.io/apiserver/pkg/storage/cacher): a ring
+# per resource that grows from 100 to 100*1024 events so as to keep 75 s of history
+WATCH_CACHE_LOWER_BOUND = 100
+WATCH_CACHE_UPPER_BOUND = 100 * 1024
+WATCH_CACHE_FRESH_SECONDS = 75.0
+
+
+@dataclass(frozen=True)
+class WatchWindow:
+    """How much history each resource's watch cache keeps for watches that resume.
+
+    `events` set: exactly the last N events per resource. Unset: kube-apiserver's sizing,
+    every event of the last `fresh_seconds`, never fewer than `lower` nor more than `upper`.
+    """
+
+    events: int | None = None
+    fresh_seconds: float = WATCH_CACHE_FRESH_SECONDS
+    lower: int = WATCH_CACHE_LOWER_BOUND
+    upper: int = WATCH_CACHE_UPPER_BOUND
+
+    @classmethod
+    def parse(cls, text: str) -> WatchWindow:
+        """`500` (events per resource) or `75s` (seconds, kube's sizing); ValueError otherwise."""
+        value = text.strip()
+        try:
+            if value.endswith("s"):
+                seconds = float(value[:-1])
+                if seconds <= 0:
+                    raise ValueError
+                return cls(fresh_seconds=seconds)
+            events = int(value)
+            if events < 1:
+                raise ValueError
+            return cls(events=events)
+        except ValueError:
+            raise ValueError(
+                f"--watch-window {text!r}: give a number of events per resource (e.g. 500) or "
+                "seconds of history with an s suffix (e.g. 75s)"
+            ) from None
+
+
+class _ResourceWindow:
+    """One resource's watch cache history: recent events and the oldest RV a watch may resume."""
+
+    __slots__ = ("events", "rvs", "stamps", "start_rv", "trimmed")
+
+    def __init__(self, start_rv: int) -> None:
+        # every event after start_rv is here until the first one is dropped
+        self.start_rv = start_rv
+        self.events: deque[Event] = deque()
+        self.rvs: deque[int] = deque()
+        self.stamps: deque[float] = deque()
+        self.trimmed = False
+
+    def oldest_resumable(self) -> int:
+        """The smallest RV a watch can resume from (kube's `oldest-1`)."""
+        if not self.trimmed or not self.events:
+            return self.start_rv
+        return self.events[0].rv - 1
+
+    def append(self, event: Event, policy: WatchWindow) -> None:
+        self.events.append(event)
+        self.rvs.append(event.rv)
+        if policy.events is not None:
+            while len(self.events) > policy.events:
+                self._drop()
+            return
+        now = time.monotonic()
+        self.stamps.append(now)
+        while len(self.events) > policy.upper or (
+            len(self.events) > policy.lower and now - self.stamps[0] > policy.fresh_seconds
+        ):
+            self._drop()
+
+    def _drop(self) -> None:
+        self.events.popleft()
+        self.rvs.popleft()
+        if self.stamps:
+            self.stamps.popleft()
+        self.trimmed = True
+
+    def since(self, rv: int) -> list[Event]:
+        first = bisect.bisect_right(self.rvs, rv)
+        return [self.events[i] for i in range(first, len(self.events))]
 
 
 class Watcher:
@@ -83,11 +172,15 @@ def namespace_of(obj: Obj) -> str:
 class Store:
     """Objects by resource, namespace and name, plus the history watchers resume from."""
 
-    def __init__(self, history_size: int = 50_000) -> None:
+    def __init__(self, history_size: int = 50_000, watch_window: WatchWindow | None = None) -> None:
         self.rv = 1
-        # events with rv <= compacted_rv are gone: watching or listing from before is a 410
+        # etcd's history: an Exact list or a continue token from before compacted_rv is a 410
         self.compacted_rv = 1
         self.history_size = history_size
+        self.watch_window = watch_window or WatchWindow()
+        # the watch caches: a watch resuming from before its resource's window is a 410
+        self.cache_start_rv = 1
+        self._windows: dict[str, _ResourceWindow] = {}
         self._objects: dict[str, dict[str, dict[str, Obj]]] = {}
         self._history: list[Event] = []
         self._watchers: dict[str, set[Watcher]] = {}
@@ -139,17 +232,32 @@ class Store:
         return [state[k] for k in sorted(state)]
 
     def events_since(self, key: str, rv: int) -> list[Event]:
-        """Every event of a resource after `rv`, oldest first; 410 if history no longer has them."""
-        if rv < self.compacted_rv:
-            raise too_old(rv, self.compacted_rv)
-        events: list[Event] = []
-        for event in reversed(self._history):
-            if event.rv <= rv:
-                break
-            if event.key == key:
-                events.append(event)
-        events.reverse()
-        return events
+        """Every event of a resource after `rv`, oldest first; 410 if its watch cache lacks them."""
+        window = self._window(key)
+        oldest = window.oldest_resumable()
+        if rv < oldest:
+            raise too_old(rv, oldest)
+        return window.since(rv)
+
+    def _window(self, key: str) -> _ResourceWindow:
+        window = self._windows.get(key)
+        if window is None:
+            # no event of this resource since the caches started: they hold all its history
+            window = self._windows[key] = _ResourceWindow(self.cache_start_rv)
+        return window
+
+    def start_watch_cache(self, key: str | None = None) -> None:
+        """Start the watch caches (one resource's, or all) at the current RV, as kube-apiserver's
+        cacher starts from a list: watches from any earlier RV get 410 Expired."""
+        if key is None:
+            self.cache_start_rv = self.rv
+            self._windows.clear()
+        else:
+            self._windows[key] = _ResourceWindow(self.rv)
+
+    def drop_watch_cache(self, key: str) -> None:
+        """Forget a resource's watch cache (its CRD is gone)."""
+        self._windows.pop(key, None)
 
     def dependents(self, uid: str) -> list[tuple[str, str, str]]:
         """(key, namespace, name) of every object that names `uid` in its ownerReferences."""
@@ -187,9 +295,14 @@ class Store:
         return gone
 
     def compact(self) -> None:
-        """Forget the whole history, as an etcd compaction at the current revision does."""
+        """Forget the whole history, as an etcd compaction at the current revision does.
+
+        The watch caches restart too (a real cache outlives a compaction, but this is how
+        tests force every resuming watch to 410 and relist).
+        """
         self._history.clear()
         self.compacted_rv = self.rv
+        self.start_watch_cache()
 
     def _emit(self, event: Event) -> None:
         self._history.append(event)
@@ -197,6 +310,7 @@ class Store:
             drop = len(self._history) - self.history_size
             self.compacted_rv = self._history[drop - 1].rv
             del self._history[:drop]
+        self._window(event.key).append(event, self.watch_window)
         for watcher in self._watchers.get(event.key, ()):
             if watcher.namespace is None or watcher.namespace == event.namespace:
                 watcher.push(event)

@@ -1,14 +1,18 @@
 """Fixtures for the e2e suite: a fresh API server, a namespace and muster schedulers per test.
 
 By default each test gets its own `muster sim` subprocess whose nodes come from the
-test's `nodes` marker. With MUSTER_E2E_KUBECONFIG set, tests run against that cluster
-instead, each on simulated Node objects of its own (named `muster-e2e-...`, labelled
-and tainted so that only that test's pods go there).
+test's `nodes` marker; sim runs as strict as kube-apiserver (HTTPS, authentication, RBAC).
+The test code uses the admin kubeconfig; each muster process runs as its ServiceAccount of
+deploy/base/<component>/, with exactly the RBAC there and a token from TokenRequest.
+With MUSTER_E2E_KUBECONFIG set, tests run against that cluster instead (the same
+ServiceAccounts, RBAC and TokenRequest), each on simulated Node objects of its own (named
+`muster-e2e-...`, labelled and tainted so that only that test's pods go there).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,6 +24,7 @@ from tests.e2e.harness import (
     MUSTER,
     Cluster,
     Controller,
+    Identities,
     Process,
     Scheduler,
     Sim,
@@ -81,11 +86,17 @@ def cluster(
         api.close()
         return
     api = Cluster(real, None, pool=uuid.uuid4().hex[:8])
+    stop = threading.Event()
+    kubelet = threading.Thread(target=api.confirm_deletions, args=(stop,), daemon=True)
+    kubelet.start()
     try:
         for index in range(spec["count"]):
             api.add_node(f"n{index}", str(spec["cpu"]), str(spec["memory"]))
         yield api
     finally:
+        stop.set()
+        kubelet.join(timeout=5)
+        api.delete_created_queues()
         api.delete_created_nodes()
         api.close()
 
@@ -109,8 +120,16 @@ def namespace(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[str]
 
 
 @pytest.fixture
-def start_scheduler(cluster: Cluster, tmp_path: Path, processes: list[Process]) -> StartScheduler:
-    """Start `muster scheduler` against the test's cluster; returns once /readyz is 200."""
+def identities(cluster: Cluster, tmp_path: Path) -> Identities:
+    """The ServiceAccounts of deploy/ and a kubeconfig with a token for each muster process."""
+    return Identities(cluster, tmp_path)
+
+
+@pytest.fixture
+def start_scheduler(
+    cluster: Cluster, identities: Identities, tmp_path: Path, processes: list[Process]
+) -> StartScheduler:
+    """Start `muster scheduler` as its ServiceAccount; returns once /readyz is 200."""
     conf = scheduler_conf(tmp_path / "scheduler.yaml")
     count = 0
 
@@ -122,18 +141,23 @@ def start_scheduler(cluster: Cluster, tmp_path: Path, processes: list[Process]) 
         wait_ready: bool = True,
         extra: Sequence[str] = (),
         actions: str | None = None,
+        configurations: Sequence[dict[str, Any]] = (),
     ) -> Scheduler:
         nonlocal count
         count += 1
         port = free_port()
         conf_path = conf
-        if actions is not None:
-            conf_path = scheduler_conf(tmp_path / f"scheduler-{count}.yaml", actions)
+        if actions is not None or configurations:
+            conf_path = scheduler_conf(
+                tmp_path / f"scheduler-{count}.yaml",
+                actions or "enqueue, allocate, backfill",
+                configurations,
+            )
         argv = [
             MUSTER,
             "scheduler",
             "--kubeconfig",
-            str(cluster.kubeconfig),
+            str(identities.kubeconfig("scheduler")),
             "--scheduler-conf",
             str(conf_path),
             "--schedule-period",
@@ -190,8 +214,10 @@ def wait_until_ready(scheduler: Scheduler, timeout: float = 20.0) -> None:
 
 
 @pytest.fixture
-def start_controller(cluster: Cluster, tmp_path: Path, processes: list[Process]) -> StartController:
-    """Start `muster controller` against the test's cluster; returns once it is healthy.
+def start_controller(
+    cluster: Cluster, identities: Identities, tmp_path: Path, processes: list[Process]
+) -> StartController:
+    """Start `muster controller` as its ServiceAccount; returns once it is healthy.
 
     Its webhook server listens on 127.0.0.1 with a self-signed certificate whose CA it
     writes to the test's directory, for the suite to call it over HTTPS.
@@ -204,7 +230,7 @@ def start_controller(cluster: Cluster, tmp_path: Path, processes: list[Process])
             MUSTER,
             "controller",
             "--kubeconfig",
-            str(cluster.kubeconfig),
+            str(identities.kubeconfig("controller")),
             "--standalone",
             "--webhook-address",
             "127.0.0.1",
@@ -214,6 +240,9 @@ def start_controller(cluster: Cluster, tmp_path: Path, processes: list[Process])
             str(ca),
             "--health-address",
             f"127.0.0.1:{health}",
+            # its own port: tests (and other suites on the machine) run controllers side by side
+            "--metrics-address",
+            f"127.0.0.1:{free_port()}",
             "--log-format",
             "text",
             "--log-level",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import json
 import os
@@ -16,6 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,11 +26,15 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
+from scheduler.sim.kubeconfig import write_token_kubeconfig
+
 Obj = dict[str, Any]
 T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "crds"
+DEPLOY = REPO / "deploy" / "base"
+MUSTER_NAMESPACE = "muster-system"
 # the console script installed next to the interpreter running the tests
 MUSTER = str(Path(sys.executable).with_name("muster"))
 KUBECONFIG_ENV = "MUSTER_E2E_KUBECONFIG"
@@ -42,6 +48,7 @@ QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 # only the suite's pods land there and the suite's pods land nowhere else
 POOL_KEY = "muster.dev/e2e-pool"
 NODE_PREFIX = "muster-e2e-"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 PR_SET_PDEATHSIG = 1
 
 
@@ -76,10 +83,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
+def http_get(
+    url: str, timeout: float = 2.0, context: ssl.SSLContext | None = None
+) -> tuple[int, str]:
     """Status and body of a GET; status 0 when nothing answers."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode(errors="replace")
@@ -154,13 +163,35 @@ def _die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def kubeconfig_access(kubeconfig: Path) -> tuple[str, ssl.SSLContext | None, str | None]:
+    """The server URL, an SSL context trusting its CA, and the bearer token of a kubeconfig."""
+    doc = yaml.safe_load(kubeconfig.read_text())
+    context = {c["name"]: c["context"] for c in doc["contexts"]}[doc["current-context"]]
+    cluster = {c["name"]: c["cluster"] for c in doc["clusters"]}[context["cluster"]]
+    user = {u["name"]: u["user"] for u in doc["users"]}[context["user"]]
+    url = str(cluster["server"])
+    ssl_context = None
+    if url.startswith("https:"):
+        ca_data = cluster.get("certificate-authority-data")
+        ssl_context = ssl.create_default_context(
+            cadata=base64.b64decode(ca_data).decode() if ca_data else None,
+            cafile=cluster.get("certificate-authority"),
+        )
+    return url, ssl_context, user.get("token")
+
+
 class Sim:
-    """A `muster sim` subprocess and its admin endpoint (faults, compaction, dropped watches)."""
+    """A `muster sim` subprocess and its admin endpoint (faults, compaction, dropped watches).
+
+    sim runs with its default, as strict as kube-apiserver: HTTPS with its own CA, tokens and
+    RBAC. Its kubeconfig holds the CA and the admin token (group system:masters).
+    """
 
     def __init__(self, process: Process, kubeconfig: Path, url: str) -> None:
         self.process = process
         self.kubeconfig = kubeconfig
         self.url = url
+        _, self._ssl, self._token = kubeconfig_access(kubeconfig)
 
     @classmethod
     def start(
@@ -198,9 +229,9 @@ class Sim:
                 raise AssertionError(f"muster sim exited early:\n{process.tail()}")
             if not kubeconfig.exists():
                 return None
-            doc = yaml.safe_load(kubeconfig.read_text())
-            url = str(doc["clusters"][0]["cluster"]["server"])
-            return url if http_get(url + "/readyz")[0] == 200 else None
+            url, context, _ = kubeconfig_access(kubeconfig)
+            # /readyz is open without credentials, as on kube-apiserver
+            return url if http_get(url + "/readyz", context=context)[0] == 200 else None
 
         url = wait_for(server_url, 20, message=lambda: f"muster sim ready\n{process.tail()}")
         return cls(process, kubeconfig, url)
@@ -219,10 +250,11 @@ class Sim:
 
     def _admin(self, method: str, path: str, body: Obj | None = None) -> None:
         data = json.dumps(body).encode() if body is not None else b""
-        request = urllib.request.Request(
-            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=5) as response:
+        headers = {"Content-Type": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        with urllib.request.urlopen(request, timeout=5, context=self._ssl) as response:
             assert response.status == 200, f"{method} {path}: {response.status}"
 
 
@@ -308,6 +340,7 @@ class Cluster:
     # real cluster only: the pool value this test's nodes and pods share
     pool: str | None = None
     nodes_created: list[str] = field(default_factory=list)
+    queues_created: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.api = config.new_client_from_config(config_file=str(self.kubeconfig))
@@ -346,6 +379,18 @@ class Cluster:
                 raise
 
     def delete_namespace(self, name: str) -> None:
+        """Delete the namespace; on a real cluster, its pods and PodGroups first.
+
+        A namespace's contents go only when the controller manager's namespace
+        controller gets to them, and pods bound to the suite's nodes only when a
+        kubelet confirms: on a bare API server neither happens, and the leftovers
+        would count as demand in the queues of the tests after this one.
+        """
+        if self.pool is not None:
+            self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+            self.custom.delete_collection_namespaced_custom_object(
+                GROUP, VERSION, name, "podgroups"
+            )
         try:
             self.core.delete_namespace(name)
         except ApiException as error:
@@ -356,8 +401,57 @@ class Cluster:
         """Register a Ready node (on a real cluster: named, labelled and tainted for the suite)."""
         if self.pool is not None:
             name = f"{NODE_PREFIX}{self.pool}-{name}"
-        self.core.create_node(make_node(name, cpu, memory, pool=self.pool))
+        created = self.core.create_node(make_node(name, cpu, memory, pool=self.pool))
         self.nodes_created.append(name)
+        # The API server's TaintNodesByCondition admission taints every new node
+        # not-ready; the node lifecycle controller lifts it once the kubelet says Ready.
+        # The suite's nodes have no kubelet and a bare API server no controller manager,
+        # so the suite plays both parts.
+        taints = [
+            {"key": t.key, "value": t.value, "effect": t.effect}
+            for t in (created.spec.taints or [])
+            if t.key != NOT_READY_TAINT
+        ]
+        if len(taints) != len(created.spec.taints or []):
+            self.core.patch_node(name, {"spec": {"taints": taints}})
+
+    def confirm_deletions(self, stop: threading.Event, interval: float = 0.1) -> None:
+        """Play the kubelet of the suite's nodes (real clusters): a pod on one of them that
+        is being deleted (an eviction, a graceful delete) is removed at once, as a
+        kubelet does once its containers stopped. Runs until `stop` is set."""
+        while not stop.wait(interval):
+            if not self.nodes_created:
+                continue
+            try:
+                pods = self.core.list_pod_for_all_namespaces().items
+            except ApiException:
+                continue
+            for pod in pods:
+                if pod.metadata.deletion_timestamp is None:
+                    continue
+                if pod.spec.node_name not in self.nodes_created:
+                    continue
+                try:
+                    self.core.delete_namespaced_pod(
+                        pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
+                    )
+                except ApiException as error:
+                    if error.status != 404:
+                        raise
+
+    def create_queue(self, queue: Obj) -> None:
+        """Create a Queue; cluster-scoped, so on a real cluster it is deleted after the test."""
+        self.custom.create_cluster_custom_object(GROUP, VERSION, "queues", queue)
+        self.queues_created.append(queue["metadata"]["name"])
+
+    def delete_created_queues(self) -> None:
+        # children before parents: a parent in use may be refused
+        for name in reversed(self.queues_created):
+            try:
+                self.custom.delete_cluster_custom_object(GROUP, VERSION, "queues", name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
 
     def delete_created_nodes(self) -> None:
         for name in self.nodes_created:
@@ -647,12 +741,17 @@ def confine_to_pool(pod: Obj, pool: str) -> None:
     )
 
 
-def scheduler_conf(path: Path, actions: str = "enqueue, allocate, backfill") -> Path:
+def scheduler_conf(
+    path: Path,
+    actions: str = "enqueue, allocate, backfill",
+    configurations: Sequence[Obj] = (),
+) -> Path:
     """Write the Volcano-shaped config the suite runs the scheduler with."""
     path.write_text(
         yaml.safe_dump(
             {
                 "actions": actions,
+                **({"configurations": list(configurations)} if configurations else {}),
                 "tiers": [
                     {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
                     {
@@ -755,3 +854,88 @@ def stand_in_crd(group: str, version: str, kind: str, plural: str) -> Obj:
             ],
         },
     }
+
+
+# ---------------------------------------------------------------- identities
+
+
+def apply_manifest(api: client.ApiClient, doc: Obj) -> None:
+    """Create the object, or replace it when it exists (ServiceAccounts and RBAC only)."""
+    kind, meta = doc["kind"], doc["metadata"]
+    name, namespace = meta["name"], meta.get("namespace")
+    rbac, core = client.RbacAuthorizationV1Api(api), client.CoreV1Api(api)
+    # kind -> (create, replace); an existing ServiceAccount is kept, with its uid and tokens
+    calls: dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]] = {
+        "ServiceAccount": (partial(core.create_namespaced_service_account, namespace, doc), None),
+        "ClusterRole": (
+            partial(rbac.create_cluster_role, doc),
+            partial(rbac.replace_cluster_role, name, doc),
+        ),
+        "ClusterRoleBinding": (
+            partial(rbac.create_cluster_role_binding, doc),
+            partial(rbac.replace_cluster_role_binding, name, doc),
+        ),
+        "Role": (
+            partial(rbac.create_namespaced_role, namespace, doc),
+            partial(rbac.replace_namespaced_role, name, namespace, doc),
+        ),
+        "RoleBinding": (
+            partial(rbac.create_namespaced_role_binding, namespace, doc),
+            partial(rbac.replace_namespaced_role_binding, name, namespace, doc),
+        ),
+    }
+    if kind not in calls:
+        raise ValueError(f"apply_manifest: {kind} {name} is not a ServiceAccount or RBAC object")
+    create, replace = calls[kind]
+    try:
+        create()
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        if replace is not None:
+            replace()
+
+
+class Identities:
+    """Each muster process's ServiceAccount, its RBAC from deploy/, and a kubeconfig per process.
+
+    The ServiceAccounts, Roles and bindings are those of deploy/base/<component>/ exactly, and
+    the tokens come from the TokenRequest API: on sim and on a real cluster alike, a process
+    gets no permission deploy/ does not grant it.
+    """
+
+    def __init__(self, cluster: Cluster, work_dir: Path) -> None:
+        self.cluster = cluster
+        self.work_dir = work_dir
+        self._kubeconfigs: dict[str, Path] = {}
+
+    def kubeconfig(self, component: str) -> Path:
+        """The kubeconfig of `component` (scheduler, controller), provisioned on first use."""
+        if component not in self._kubeconfigs:
+            self._kubeconfigs[component] = self._provision(component)
+        return self._kubeconfigs[component]
+
+    def _provision(self, component: str) -> Path:
+        directory = DEPLOY / component
+        self.cluster.ensure_namespace(MUSTER_NAMESPACE)
+        account = ""
+        for file in ("serviceaccount.yaml", "rbac.yaml"):
+            for doc in yaml.safe_load_all((directory / file).read_text()):
+                if not isinstance(doc, dict):
+                    continue
+                apply_manifest(self.cluster.api, doc)
+                if doc["kind"] == "ServiceAccount":
+                    account = doc["metadata"]["name"]
+        if not account:
+            raise AssertionError(f"{directory}/serviceaccount.yaml defines no ServiceAccount")
+        answer = self.cluster.core.create_namespaced_service_account_token(
+            account,
+            MUSTER_NAMESPACE,
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        )
+        return write_token_kubeconfig(
+            self.work_dir / f"{component}.kubeconfig",
+            self.cluster.kubeconfig,
+            answer.status.token,
+            f"system:serviceaccount:{MUSTER_NAMESPACE}:{account}",
+        )

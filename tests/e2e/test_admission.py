@@ -62,6 +62,13 @@ def admission(
     validating = pointed_at(WEBHOOKS / "validating.yaml", controller, suffix)
     api.create_mutating_webhook_configuration(mutating)
     api.create_validating_webhook_configuration(validating)
+    # kube-apiserver reads webhook configurations through an informer: they take effect
+    # a moment after they are stored, so wait until the validating one answers
+    wait_for(
+        lambda: refused_dry_run(cluster, make_podgroup("probe", 1, queue=f"ghost-{suffix}")),
+        10,
+        message="the validating webhook in force",
+    )
     try:
         yield cluster, controller
     finally:
@@ -69,11 +76,21 @@ def admission(
         api.delete_validating_webhook_configuration(validating["metadata"]["name"])
 
 
-def create_podgroup(cluster: Cluster, namespace: str, podgroup: Obj) -> Obj:
+def create_podgroup(
+    cluster: Cluster, namespace: str, podgroup: Obj, dry_run: str | None = None
+) -> Obj:
     created: Obj = cluster.custom.create_namespaced_custom_object(
-        GROUP, VERSION, namespace, "podgroups", podgroup
+        GROUP, VERSION, namespace, "podgroups", podgroup, dry_run=dry_run
     )
     return created
+
+
+def refused_dry_run(cluster: Cluster, podgroup: Obj) -> bool:
+    try:
+        create_podgroup(cluster, "default", podgroup, dry_run="All")
+    except ApiException as error:
+        return error.status == 400
+    return False
 
 
 def refusal(error: ApiException) -> str:
@@ -84,19 +101,31 @@ def test_a_podgroup_without_queue_or_with_the_default_takes_its_namespaces_queue
     admission: tuple[Cluster, Controller], namespace: str
 ) -> None:
     cluster, _ = admission
-    create_queue(cluster, "ml")
-    wait_for(lambda: queue_state(cluster, "ml") == "Open", 10, message="ml Open")
-    cluster.core.patch_namespace(namespace, {"metadata": {"annotations": {QUEUE_NAME: "ml"}}})
+    # Queues are cluster-scoped: on a real cluster they outlive the test, so each is unique
+    ml, mine = f"ml-{namespace[-5:]}", f"mine-{namespace[-5:]}"
+    create_queue(cluster, ml)
+    wait_for(lambda: queue_state(cluster, ml) == "Open", 10, message="ml Open")
+    cluster.core.patch_namespace(namespace, {"metadata": {"annotations": {QUEUE_NAME: ml}}})
 
     # The CRD defaults spec.queue to "default" before mutating admission runs.
+    wait_for(
+        lambda: (
+            create_podgroup(cluster, namespace, make_podgroup("probe", 1), dry_run="All")["spec"][
+                "queue"
+            ]
+            == ml
+        ),
+        10,
+        message="the mutating webhook in force",
+    )
     unset = create_podgroup(cluster, namespace, make_podgroup("unset", 1))
-    assert unset["spec"]["queue"] == "ml"
+    assert unset["spec"]["queue"] == ml
     named_default = create_podgroup(cluster, namespace, make_podgroup("dflt", 1, queue="default"))
-    assert named_default["spec"]["queue"] == "ml"
-    create_queue(cluster, "mine")
-    wait_for(lambda: queue_state(cluster, "mine") == "Open", 10, message="mine Open")
-    mine = create_podgroup(cluster, namespace, make_podgroup("mine", 1, queue="mine"))
-    assert mine["spec"]["queue"] == "mine"
+    assert named_default["spec"]["queue"] == ml
+    create_queue(cluster, mine)
+    wait_for(lambda: queue_state(cluster, mine) == "Open", 10, message="mine Open")
+    kept = create_podgroup(cluster, namespace, make_podgroup("mine", 1, queue=mine))
+    assert kept["spec"]["queue"] == mine
 
 
 def test_the_api_server_refuses_what_the_webhooks_refuse_with_their_words(
@@ -110,22 +139,23 @@ def test_the_api_server_refuses_what_the_webhooks_refuse_with_their_words(
     assert 'admission webhook "podgroups.validate.muster.dev" denied the request' in message
     assert "queue 'ghost' does not exist" in message
 
-    create_queue(cluster, "shut")
-    wait_for(lambda: queue_state(cluster, "shut") == "Open", 10, message="shut Open")
-    muster_queue(cluster, "close", "shut")
-    wait_for(lambda: queue_state(cluster, "shut") == "Closed", 10, message="shut Closed")
-    pod = make_pod("p", annotations={QUEUE_NAME: "shut"})
+    shut = f"shut-{namespace[-5:]}"
+    create_queue(cluster, shut)
+    wait_for(lambda: queue_state(cluster, shut) == "Open", 10, message="shut Open")
+    muster_queue(cluster, "close", shut)
+    wait_for(lambda: queue_state(cluster, shut) == "Closed", 10, message="shut Closed")
+    pod = make_pod("p", annotations={QUEUE_NAME: shut})
     with pytest.raises(ApiException) as caught:
         cluster.core.create_namespaced_pod(namespace, pod)
-    assert "queue 'shut' is Closed" in refusal(caught.value)
+    assert f"queue '{shut}' is Closed" in refusal(caught.value)
     # pods of other schedulers are not the webhook's business (matchConditions)
-    other = make_pod("q", annotations={QUEUE_NAME: "shut"}, scheduler_name="default-scheduler")
+    other = make_pod("q", annotations={QUEUE_NAME: shut}, scheduler_name="default-scheduler")
     cluster.core.create_namespaced_pod(namespace, other)
 
     with pytest.raises(ApiException) as caught:
         cluster.custom.patch_cluster_custom_object(
-            GROUP, VERSION, "queues", "shut", {"spec": {"weight": 0}}
+            GROUP, VERSION, "queues", shut, {"spec": {"weight": 0}}
         )
     # The CRD schema (minimum 1) or the webhook refuses it; either way it never lands.
     assert caught.value.status in (400, 422)
-    assert (cluster.queue("shut") or {})["spec"]["weight"] == 1
+    assert (cluster.queue(shut) or {})["spec"]["weight"] == 1

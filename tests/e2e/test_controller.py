@@ -107,7 +107,7 @@ def create_queue(cluster: Cluster, name: str, **spec: object) -> None:
         "metadata": {"name": name},
         "spec": {"weight": 1, **spec},
     }
-    cluster.custom.create_cluster_custom_object(GROUP, VERSION, "queues", body)
+    cluster.create_queue(body)
 
 
 def muster_queue(cluster: Cluster, action: str, name: str) -> str:

@@ -47,7 +47,7 @@ def create_queue(cluster: Cluster, name: str, weight: int = 1, parent: str | Non
     if parent is not None:
         spec["parent"] = parent
     body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": name}}
-    cluster.custom.create_cluster_custom_object(GROUP, VERSION, "queues", {**body, "spec": spec})
+    cluster.create_queue({**body, "spec": spec})
 
 
 def with_class(pod: Obj, class_name: str) -> Obj:
@@ -134,7 +134,10 @@ def test_victim_gang_is_evicted_whole_or_not_at_all(
     priority_classes: tuple[str, str],
 ) -> None:
     low, high = priority_classes
-    scheduler = start_scheduler(actions=ACTIONS, period=PERIOD)
+    # Volcano never evicts a running gang it cannot spare members of: muster does only
+    # when asked to
+    whole = [{"name": "preempt", "arguments": {"evictWholeGangs": True}}]
+    scheduler = start_scheduler(actions=ACTIONS, period=PERIOD, configurations=whole)
     submit_gang(cluster, namespace, "victim", 4, "1", low)
     wait_for(
         lambda: len(running_names(cluster, namespace, "victim-")) == 4,
@@ -156,10 +159,16 @@ def test_victim_gang_is_evicted_whole_or_not_at_all(
         message=lambda: f"the 2-cpu pod bound\n{cluster.describe(namespace)}",
     )
     assert all_names(cluster, namespace, "victim-") == set()
+    # As in Volcano, the evicted gang's PodGroup leaves Running (to Pending; with room for
+    # its minResources it is admitted again, Inqueue, waiting for its pods to come back).
     wait_for(
-        lambda: cluster.podgroup(namespace, "victim").get("status", {}).get("phase") == "Pending",
+        lambda: (
+            cluster.podgroup(namespace, "victim").get("status", {}).get("phase")
+            in ("Pending", "Inqueue")
+            and cluster.podgroup(namespace, "victim")["status"].get("running") == 0
+        ),
         timeout=5,
-        message=lambda: f"victim PodGroup back to Pending\n{cluster.describe(namespace)}",
+        message=lambda: f"victim PodGroup no longer Running\n{cluster.describe(namespace)}",
     )
 
 
@@ -209,12 +218,14 @@ def test_three_level_queue_tree_splits_the_cluster_by_its_weights(
     create_queue(cluster, ops, 1)
     create_queue(cluster, ml, 1, parent=eng)
     create_queue(cluster, web, 1, parent=eng)
-    start_scheduler(period=PERIOD)
+    # the whole backlog is there before the scheduler starts: the split must not depend on
+    # how fast the pods arrive (one queue's 16 pods alone would fill the cluster)
     for leaf in ("ml", "web", "ops"):
         queue_name = f"{leaf}-{suffix}"
         for index in range(16):
             pod = make_pod(f"{leaf}-{index}", annotations={QUEUE_NAME: queue_name})
             cluster.create_pod(namespace, pod)
+    start_scheduler(period=PERIOD)
 
     def split() -> tuple[int, int, int]:
         return tuple(  # type: ignore[return-value]
@@ -228,3 +239,24 @@ def test_three_level_queue_tree_splits_the_cluster_by_its_weights(
     )
     ml_count, web_count, ops_count = split()
     assert abs(ml_count - 6) <= 1 and abs(web_count - 6) <= 1 and abs(ops_count - 4) <= 1
+
+
+@pytest.mark.nodes(2, "2")
+def test_a_running_gang_with_no_member_to_spare_is_not_evicted_by_default(
+    cluster: Cluster,
+    namespace: str,
+    start_scheduler: StartScheduler,
+    priority_classes: tuple[str, str],
+) -> None:
+    low, high = priority_classes
+    scheduler = start_scheduler(actions=ACTIONS, period=PERIOD)
+    submit_gang(cluster, namespace, "victim", 4, "1", low)
+    wait_for(
+        lambda: len(running_names(cluster, namespace, "victim-")) == 4,
+        timeout=10,
+        message=lambda: f"victim gang bound\n{cluster.describe(namespace)}",
+    )
+    # one 2-cpu pod needs a whole node, which only evicting the whole gang would free
+    submit_gang(cluster, namespace, "big", 1, "2", high)
+    stays(scheduler, 10, lambda: len(all_names(cluster, namespace, "victim-")) == 4)
+    assert running_names(cluster, namespace, "big-") == set()

@@ -24,8 +24,12 @@ def sim() -> Iterator[SimServer]:
 
 
 async def probe(url: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as session, session.get(url) as response:
-        return response.status, await response.text()
+    """Status and body; 0 while nothing listens yet."""
+    try:
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return response.status, await response.text()
+    except aiohttp.ClientConnectorError:
+        return 0, ""
 
 
 async def until(url: str, status: int, timeout: float) -> str:

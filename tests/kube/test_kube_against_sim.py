@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -38,11 +39,13 @@ def sim() -> Iterator[SimServer]:
 
 
 def admin(sim: SimServer, path: str, body: Any = None, method: str = "PUT") -> None:
+    """A request to sim's admin endpoints, over HTTPS as its admin (system:masters)."""
+    assert sim.cert is not None
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(
-        sim.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
-    urllib.request.urlopen(request).read()
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {sim.admin_token}"}
+    request = urllib.request.Request(sim.url + path, data=data, method=method, headers=headers)
+    context = ssl.create_default_context(cafile=str(sim.cert.ca_path))
+    urllib.request.urlopen(request, context=context).read()
 
 
 def run(sim: SimServer, work: Callable[[KubeClient], Awaitable[Any]]) -> Any:

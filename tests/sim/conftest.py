@@ -1,4 +1,8 @@
-"""Fixtures for the sim conformance suite: one in-process sim per test module, on port 0."""
+"""Fixtures for the sim conformance suite: one in-process sim per test module, on port 0.
+
+Every sim here runs with its default: HTTPS with its own CA, authentication and RBAC; the
+fixtures' clients use the admin kubeconfig (group system:masters) sim writes.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import urllib3
 from kubernetes import client, config
 
 from scheduler.sim import SimConfig, SimServer
+from scheduler.sim.tls import ClientCert
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, interval: float = 0.02) -> Any:
@@ -27,13 +32,32 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, interval: float
 
 
 class Raw:
-    """Plain HTTP against the sim, for details the official client hides."""
+    """Plain HTTP(S) against the sim, for details the official client hides."""
 
-    def __init__(self, url: str, token: str | None = None, ca_certs: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        ca_certs: str | None = None,
+        cert: ClientCert | None = None,
+    ) -> None:
         self.url = url
-        # over TLS, verify against the sim\'s self-signed certificate
-        self.http = urllib3.PoolManager(ca_certs=ca_certs)
+        # over TLS, verify the server against sim's CA; a client certificate when given
+        self.http = urllib3.PoolManager(
+            ca_certs=ca_certs,
+            cert_file=str(cert.cert_path) if cert is not None else None,
+            key_file=str(cert.key_path) if cert is not None else None,
+        )
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    @classmethod
+    def admin(cls, sim: SimServer) -> Raw:
+        """Raw with sim's CA and admin token."""
+        return cls(sim.url, sim.admin_token, ca_of(sim))
+
+    def as_token(self, token: str | None) -> Raw:
+        """The same server and CA with another bearer token (None: no credential)."""
+        return Raw(self.url, token, self.http.connection_pool_kw.get("ca_certs"))
 
     def request(
         self,
@@ -41,9 +65,10 @@ class Raw:
         path: str,
         body: Any = None,
         content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
         **kw: Any,
     ) -> urllib3.BaseHTTPResponse:
-        headers = dict(self.headers)
+        headers = {**self.headers, **(headers or {})}
         data = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -117,8 +142,13 @@ def core(api_client: client.ApiClient) -> client.CoreV1Api:
 
 @pytest.fixture(scope="module")
 def raw(sim: SimServer) -> Raw:
-    """Raw HTTP on the module's sim."""
-    return Raw(sim.url, sim.config.token)
+    """Raw HTTPS on the module's sim, as its admin."""
+    return Raw.admin(sim)
+
+
+def ca_of(sim: SimServer) -> str | None:
+    """The path of sim's CA certificate (None for an --insecure sim)."""
+    return str(sim.cert.ca_path) if sim.cert is not None else None
 
 
 _counter = iter(range(1_000_000))
@@ -157,3 +187,26 @@ def bind(core: client.CoreV1Api, namespace: str, name: str, node: str) -> None:
     response = core.create_namespaced_binding(namespace, body, _preload_content=False)
     response.read()
     response.release_conn()
+
+
+def service_account_token(raw: Raw, namespace: str, name: str, **spec: Any) -> str:
+    """Create ServiceAccount `name` (as the admin `raw`) and mint a token for it (TokenRequest)."""
+    code, body = raw.json(
+        "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": name}}
+    )
+    assert code in (201, 409), body
+    code, body = raw.json(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
+    )
+    assert code == 201, body
+    return str(body["status"]["token"])
+
+
+def create_namespace(raw: Raw, prefix: str = "ns") -> str:
+    """A fresh namespace, created as the admin."""
+    name = unique(prefix)
+    code, body = raw.json("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    assert code == 201, body
+    return name

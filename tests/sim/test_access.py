@@ -1,7 +1,8 @@
-"""Access: bearer tokens, TLS, kubeconfig output, and the `muster sim` process."""
+"""Access: HTTPS by default, the kubeconfig sim writes, --insecure, and the `muster sim` process."""
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
@@ -17,44 +18,63 @@ from scheduler.sim import SimConfig, SimServer
 from tests.sim.conftest import Raw, wait_for
 
 
-def test_token_is_required_when_configured_and_tls_verifies(tmp_path: Path) -> None:
+def test_default_is_https_and_the_kubeconfig_holds_the_ca_and_admin_token(tmp_path: Path) -> None:
     out = tmp_path / "kc.yaml"
     with SimServer(
-        SimConfig(token="s3cret", tls=True, kubeconfig_out=out, work_dir=tmp_path)
+        SimConfig(token="s3cret", kubeconfig_out=out, work_dir=tmp_path)
     ).running() as sim:
         assert sim.url.startswith("https://127.0.0.1:")
         loaded = yaml.safe_load(out.read_text())
-        assert loaded["clusters"][0]["cluster"]["server"] == sim.url
-        assert loaded["users"][0]["user"]["token"] == "s3cret"
+        cluster = loaded["clusters"][0]["cluster"]
+        assert cluster["server"] == sim.url
+        assert sim.cert is not None
+        assert (
+            base64.b64decode(cluster["certificate-authority-data"]) == sim.cert.ca_path.read_bytes()
+        )
+        assert loaded["users"][0]["user"] == {"token": "s3cret"}
         api = config.new_client_from_config(str(out))
         try:
-            # the official client verifies the self-signed certificate from the kubeconfig
+            # the official client verifies the serving certificate against the CA in the kubeconfig
             assert client.VersionApi(api).get_code().major == "1"
             assert client.CoreV1Api(api).read_namespace("default").status.phase == "Active"
         finally:
             api.close()
-        assert sim.cert is not None
-        ca = str(sim.cert.cert_path)
-        anonymous = Raw(sim.url, ca_certs=ca)
-        code, body = anonymous.json("GET", "/api/v1/namespaces")
-        assert code == 401
-        assert body == {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": "Unauthorized",
-            "reason": "Unauthorized",
-            "code": 401,
-        }
-        assert Raw(sim.url, "wrong", ca).json("GET", "/api/v1/namespaces")[0] == 401
-        assert Raw(sim.url, "s3cret", ca).json("GET", "/api/v1/namespaces")[0] == 200
 
 
-def test_plain_http_listens_on_loopback_by_default() -> None:
-    with SimServer(SimConfig()).running() as sim:
+def test_admin_token_is_made_fresh_when_not_given() -> None:
+    with SimServer(SimConfig()).running() as first, SimServer(SimConfig()).running() as second:
+        assert first.admin_token and second.admin_token
+        assert first.admin_token != second.admin_token
+        raw = Raw.admin(first)
+        assert raw.json("GET", "/api/v1/namespaces")[0] == 200
+        assert raw.as_token(second.admin_token).json("GET", "/api/v1/namespaces")[0] == 401
+
+
+def test_insecure_serves_plain_http_without_authentication() -> None:
+    with SimServer(SimConfig(insecure=True)).running() as sim:
         assert sim.url.startswith("http://127.0.0.1:")
-        assert urllib3.PoolManager().request("GET", sim.url + "/healthz").status == 200
+        assert sim.cert is None and sim.admin_token is None
+        http = urllib3.PoolManager()
+        assert http.request("GET", sim.url + "/healthz").status == 200
+        # no credential, and every verb is allowed
+        assert http.request("GET", sim.url + "/api/v1/namespaces/kube-system").status == 200
+        response = http.request("POST", sim.url + "/sim/compact")
+        assert response.status == 200
+
+
+def test_insecure_with_a_token_is_refused(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "scheduler.cli", "sim", "--port", "0", "--insecure"),
+            *("--token", "x", "--kubeconfig-out", str(tmp_path / "kc")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--insecure" in result.stderr and "--token" in result.stderr
 
 
 @pytest.mark.timeout(60)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -212,3 +213,236 @@ def test_custom_resource_update_without_resource_version_is_422(raw: Raw) -> Non
         },
     )
     assert code == 422 and body["reason"] == "Invalid"
+
+
+GANG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["queue"],
+            "properties": {
+                "minMember": {"type": "integer", "minimum": 0, "default": 1},
+                "queue": {"type": "string", "maxLength": 8, "pattern": "^[a-z]+$"},
+                "mode": {"type": "string", "enum": ["Gang", "Elastic"]},
+                "budget": {"x-kubernetes-int-or-string": True},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        },
+        "status": {
+            "type": "object",
+            "properties": {"running": {"type": "integer", "minimum": 0}},
+        },
+    },
+}
+GANGS = "/apis/example.com/v1beta1/namespaces/default/gangs"
+
+
+@pytest.fixture(scope="module")
+def gangs(raw: Raw) -> str:
+    body = crd("gangs", "Gang", "Namespaced", True, GANG_SCHEMA, [])
+    body["metadata"]["name"] = "gangs.example.com"
+    body["spec"]["group"] = "example.com"
+    code, created = raw.json(
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body
+    )
+    assert code == 201, created
+    return GANGS
+
+
+def _gang(raw: Raw, gangs: str, spec: dict[str, Any]) -> str:
+    name = unique("gang")
+    code, body = raw.json("POST", gangs, {"metadata": {"name": name}, "spec": spec})
+    assert code == 201, body
+    return name
+
+
+def test_patch_below_the_schema_minimum_is_422_in_kubes_words(raw: Raw, gangs: str) -> None:
+    name = _gang(raw, gangs, {"queue": "q"})
+    response = raw.request(
+        "PATCH",
+        f"{gangs}/{name}",
+        {"spec": {"minMember": -1}},
+        content_type="application/merge-patch+json",
+    )
+    body = json.loads(response.data)
+    assert response.status == 422 and body["reason"] == "Invalid"
+    assert body["message"] == (
+        f'Gang.example.com "{name}" is invalid: spec.minMember: Invalid value: -1: '
+        "spec.minMember in body should be greater than or equal to 0"
+    )
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: -1: spec.minMember in body should be greater than or "
+            "equal to 0",
+            "field": "spec.minMember",
+        }
+    ]
+    assert body["details"]["kind"] == "Gang" and body["details"]["group"] == "example.com"
+
+
+def test_create_lists_every_schema_violation_with_its_reason(raw: Raw, gangs: str) -> None:
+    code, body = raw.json(
+        "POST",
+        gangs,
+        {
+            "metadata": {"name": "bad"},
+            "spec": {"mode": "Solo", "budget": [1], "labels": {"a": 1}},
+        },
+    )
+    assert code == 422
+    causes = {c["field"]: (c["reason"], c["message"]) for c in body["details"]["causes"]}
+    assert causes == {
+        "spec.queue": ("FieldValueRequired", "Required value"),
+        "spec.mode": (
+            "FieldValueNotSupported",
+            'Unsupported value: "Solo": supported values: "Gang", "Elastic"',
+        ),
+        "spec.budget": (
+            "FieldValueTypeInvalid",
+            'Invalid value: "array": spec.budget in body must be of type integer,string: "array"',
+        ),
+        "spec.labels.a": (
+            "FieldValueTypeInvalid",
+            'Invalid value: "integer": spec.labels.a in body must be of type string: "integer"',
+        ),
+    }
+    assert body["message"].startswith('Gang.example.com "bad" is invalid: [')
+
+
+def test_too_long_and_unmatched_strings_are_refused(raw: Raw, gangs: str) -> None:
+    code, body = raw.json(
+        "POST", gangs, {"metadata": {"name": "long"}, "spec": {"queue": "Abcdefghij"}}
+    )
+    assert code == 422
+    assert [(c["field"], c["reason"], c["message"]) for c in body["details"]["causes"]] == [
+        ("spec.queue", "FieldValueTooLong", "Too long: may not be longer than 8"),
+        (
+            "spec.queue",
+            "FieldValueInvalid",
+            "Invalid value: \"Abcdefghij\": spec.queue in body should match '^[a-z]+$'",
+        ),
+    ]
+
+
+def test_status_writes_are_validated_against_the_schema(raw: Raw, gangs: str) -> None:
+    name = _gang(raw, gangs, {"queue": "q"})
+    response = raw.request(
+        "PATCH",
+        f"{gangs}/{name}/status",
+        {"status": {"running": -2}},
+        content_type="application/merge-patch+json",
+    )
+    assert response.status == 422
+    assert json.loads(response.data)["details"]["causes"][0]["field"] == "status.running"
+
+
+def test_unknown_fields_are_pruned_with_a_warning_by_default(raw: Raw, gangs: str) -> None:
+    name = unique("gang")
+    response = raw.request(
+        "POST",
+        gangs,
+        {
+            "metadata": {"name": name},
+            "spec": {"queue": "q", "foo": 1, "extra": {"kept": True}},
+            "top": "x",
+        },
+    )
+    assert response.status == 201
+    created = json.loads(response.data)
+    assert created["spec"] == {"queue": "q", "minMember": 1, "extra": {"kept": True}}
+    assert "top" not in created
+    assert response.headers.getlist("Warning") == [
+        '299 - "unknown field \\"spec.foo\\""',
+        '299 - "unknown field \\"top\\""',
+    ]
+
+
+def test_strict_field_validation_refuses_unknown_fields_with_400(raw: Raw, gangs: str) -> None:
+    code, body = raw.json(
+        "POST",
+        f"{gangs}?fieldValidation=Strict",
+        {"metadata": {"name": unique("gang")}, "spec": {"queue": "q", "foo": 1}},
+    )
+    assert code == 400 and body["reason"] == "BadRequest"
+    assert body["message"] == 'strict decoding error: unknown field "spec.foo"'
+    name = _gang(raw, gangs, {"queue": "q"})
+    response = raw.request(
+        "PATCH",
+        f"{gangs}/{name}?fieldValidation=Strict",
+        {"spec": {"bar": 2}},
+        content_type="application/merge-patch+json",
+    )
+    assert response.status == 400
+    assert json.loads(response.data)["message"] == (
+        'strict decoding error: unknown field "spec.bar"'
+    )
+
+
+def test_ignore_field_validation_prunes_silently(raw: Raw, gangs: str) -> None:
+    response = raw.request(
+        "POST",
+        f"{gangs}?fieldValidation=Ignore",
+        {"metadata": {"name": unique("gang")}, "spec": {"queue": "q", "foo": 1}},
+    )
+    assert response.status == 201
+    assert "foo" not in json.loads(response.data)["spec"]
+    assert response.headers.getlist("Warning") == []
+
+
+def test_unsupported_field_validation_value_is_422(raw: Raw, gangs: str) -> None:
+    code, body = raw.json(
+        "POST", f"{gangs}?fieldValidation=Loose", {"metadata": {"name": "x"}, "spec": {}}
+    )
+    assert code == 422
+    assert body["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loose": '
+        'supported values: "Ignore", "Strict", "Warn"'
+    )
+
+
+def test_update_may_keep_an_invalid_value_it_does_not_change(
+    sim: SimServer, raw: Raw, gangs: str
+) -> None:
+    # CRD validation ratcheting (on by default since 1.30)
+    name = _gang(raw, gangs, {"queue": "q"})
+    key = "gangs.example.com"
+
+    def corrupt() -> None:
+        stored = sim.store.get(key, "default", name)
+        assert stored is not None
+        stored["spec"]["mode"] = "Legacy"
+
+    sim.call(corrupt)
+    response = raw.request(
+        "PATCH",
+        f"{gangs}/{name}",
+        {"spec": {"minMember": 2}},
+        content_type="application/merge-patch+json",
+    )
+    assert response.status == 200, response.data
+    response = raw.request(
+        "PATCH",
+        f"{gangs}/{name}",
+        {"spec": {"mode": "Other"}},
+        content_type="application/merge-patch+json",
+    )
+    assert response.status == 422
+
+
+def test_crd_with_an_untyped_property_is_not_structural(raw: Raw) -> None:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"x": {}}}}}
+    body = crd("blobs", "Blob", "Namespaced", False, schema, [])
+    body["metadata"]["name"] = "blobs.example.com"
+    body["spec"]["group"] = "example.com"
+    code, refused = raw.json(
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body
+    )
+    assert code == 422
+    assert refused["message"] == (
+        'CustomResourceDefinition.apiextensions.k8s.io "blobs.example.com" is invalid: '
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type: "
+        "Required value: must not be empty for specified object fields"
+    )

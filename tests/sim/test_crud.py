@@ -228,4 +228,39 @@ def test_delete_of_non_pod_answers_success_status(raw: Raw) -> None:
 
 def test_sim_is_reachable_on_the_port_it_chose(sim: SimServer) -> None:
     assert sim.port > 0
-    assert sim.url == f"http://127.0.0.1:{sim.port}"
+    assert sim.url == f"https://127.0.0.1:{sim.port}"
+
+
+def test_dry_run_answers_as_a_write_would_and_stores_nothing(raw: Raw) -> None:
+    # answers as kube-apiserver 1.24 gives them (checked against a real server)
+    path = "/api/v1/namespaces/default/configmaps"
+    code, created = raw.json("POST", path + "?dryRun=All", {"metadata": {"name": "dry"}})
+    assert code == 201
+    assert created["metadata"]["uid"] and created["metadata"]["creationTimestamp"]
+    assert "resourceVersion" not in created["metadata"]
+    assert raw.json("GET", path + "/dry")[0] == 404
+
+    raw.json("POST", path, {"metadata": {"name": "kept"}, "data": {"a": "1"}})
+    code, patched = raw.json(
+        "PATCH",
+        path + "/kept?dryRun=All",
+        {"data": {"a": "2"}},
+        content_type="application/merge-patch+json",
+    )
+    assert code == 200 and patched["data"] == {"a": "2"}
+    assert raw.json("GET", path + "/kept")[1]["data"] == {"a": "1"}
+    code, status = raw.json("DELETE", path + "/kept?dryRun=All")
+    assert code == 200 and status["status"] == "Success"
+    assert raw.json("GET", path + "/kept")[0] == 200
+
+
+def test_an_unknown_dry_run_value_is_422_as_kube_answers(raw: Raw) -> None:
+    code, body = raw.json(
+        "POST", "/api/v1/namespaces/default/configmaps?dryRun=foo", {"metadata": {"name": "x"}}
+    )
+    assert code == 422
+    assert body["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+        '[]string{"foo"}: supported values: "All"'
+    )
+    assert body["details"]["causes"][0]["reason"] == "FieldValueNotSupported"

@@ -187,3 +187,19 @@ def test_pod_defaults_match_the_real_server(core: client.CoreV1Api) -> None:
         "node.kubernetes.io/not-ready",
         "node.kubernetes.io/unreachable",
     }
+
+
+def test_a_node_created_through_the_api_starts_tainted_not_ready(raw: Raw) -> None:
+    # kube-apiserver's TaintNodesByCondition admission; the node lifecycle controller
+    # lifts the taint once the node is Ready
+    node = {
+        "metadata": {"name": "fresh"},
+        "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]},
+    }
+    code, created = raw.json("POST", "/api/v1/nodes", node)
+    assert code == 201, created
+    assert created["spec"]["taints"] == [
+        {"key": "a", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+    ]
+    raw.json("DELETE", "/api/v1/nodes/fresh")

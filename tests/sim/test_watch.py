@@ -5,10 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from kubernetes import client, watch
 
 from scheduler.sim import SimServer
-from tests.sim.conftest import Raw, bind, pod_body, unique, wait_for
+from scheduler.sim.store import WatchWindow
+from tests.sim.conftest import Raw, bind, pod_body, sim_config, unique, wait_for
 
 
 def _make_history(raw: Raw, ns: str) -> tuple[str, list[tuple[str, str, str]]]:
@@ -193,3 +195,52 @@ def test_watch_on_one_name(raw: Raw) -> None:
         raw.json("POST", f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": name}})
     frames = list(raw.watch(f"/api/v1/watch/namespaces/{ns}/configmaps/two?timeoutSeconds=0.3"))
     assert [f["object"]["metadata"]["name"] for f in frames] == ["two"]
+
+
+def test_watch_from_resource_version_1_on_a_fresh_server_is_410(raw: Raw) -> None:
+    # the watch cache starts after the server's own bootstrap objects, as a real cacher
+    # starts from its first list: RV 1 is older than anything it holds
+    frames = list(raw.watch("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1"))
+    assert len(frames) == 1 and frames[0]["type"] == "ERROR"
+    status = frames[0]["object"]
+    assert status["code"] == 410 and status["reason"] == "Expired"
+    assert status["message"].startswith("too old resource version: 1 (")
+
+
+def test_watch_older_than_a_small_window_is_410_and_newer_replays() -> None:
+    server = SimServer(sim_config(nodes=0))
+    server.store.watch_window = WatchWindow(events=3)
+    with server.running():
+        raw = Raw.admin(server)
+        ns = unique("win")
+        raw.json("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        _, listed = raw.json("GET", f"/api/v1/namespaces/{ns}/configmaps")
+        start = int(listed["metadata"]["resourceVersion"])
+        rvs = []
+        for i in range(5):
+            _, cm = raw.json(
+                "POST", f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": f"c{i}"}}
+            )
+            rvs.append(int(cm["metadata"]["resourceVersion"]))
+        # the window holds the last 3 configmap events: c2, c3, c4
+        frames = list(
+            raw.watch(f"/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={start}")
+        )
+        assert [f["type"] for f in frames] == ["ERROR"]
+        assert frames[0]["object"]["message"] == (
+            f"too old resource version: {start} ({rvs[2] - 1})"
+        )
+        frames = list(
+            raw.watch(
+                f"/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rvs[2] - 1}"
+                "&timeoutSeconds=0.5"
+            )
+        )
+        assert [f["object"]["metadata"]["name"] for f in frames] == ["c2", "c3", "c4"]
+
+
+def test_watch_window_parses_events_and_seconds() -> None:
+    assert WatchWindow.parse("500") == WatchWindow(events=500)
+    assert WatchWindow.parse("30s") == WatchWindow(fresh_seconds=30.0)
+    with pytest.raises(ValueError, match="--watch-window"):
+        WatchWindow.parse("soon")
