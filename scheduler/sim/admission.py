@@ -263,9 +263,10 @@ _MUTABLE_POD_SPEC = (
 
 def validate_pod_update(old: Obj, new: Obj) -> None:
     """422 when an update changes pod spec fields the real server keeps immutable (nodeName...)."""
+    name = str(old["metadata"]["name"])
+    _validate_toleration_update(name, old.get("spec") or {}, new.get("spec") or {})
     if _immutable_view(old.get("spec") or {}) == _immutable_view(new.get("spec") or {}):
         return
-    name = str(old["metadata"]["name"])
     allowed = ",".join(
         f"`{f.split(' ', 1)[0]}`" + (f" {f.split(' ', 1)[1]}" if " " in f else "")
         for f in _MUTABLE_POD_SPEC
@@ -282,6 +283,35 @@ def validate_pod_update(old: Obj, new: Obj) -> None:
             )
         ],
     )
+
+
+def _validate_toleration_update(name: str, old: Obj, new: Obj) -> None:
+    """Tolerations may be added, never dropped or changed but for tolerationSeconds."""
+
+    def without_seconds(toleration: Any) -> Any:
+        if not isinstance(toleration, dict):
+            return toleration
+        return {k: v for k, v in toleration.items() if k != "tolerationSeconds"}
+
+    remaining = [without_seconds(t) for t in new.get("tolerations") or []]
+    for toleration in old.get("tolerations") or []:
+        kept = without_seconds(toleration)
+        if kept in remaining:
+            remaining.remove(kept)
+            continue
+        raise invalid(
+            "",
+            "Pod",
+            name,
+            [
+                FieldError(
+                    "spec.tolerations",
+                    "Forbidden: existing toleration can not be modified except its "
+                    "tolerationSeconds",
+                    "FieldValueForbidden",
+                )
+            ],
+        )
 
 
 def _immutable_view(spec: Obj) -> Obj:

@@ -11,22 +11,21 @@ Obj = dict[str, Any]
 
 # patchMergeKey of the list fields muster and its neighbours patch; a list field not
 # named here is replaced whole, as for a field without the tag in the Go types.
+# Only the lists whose Go type carries `patchStrategy:"merge"` (k8s.io/api core/v1 types.go);
+# every other list (tolerations, taints, container statuses) is replaced whole, as a real
+# server does: a patch of tolerations that drops one is refused by pod validation.
 MERGE_KEYS: dict[str, str] = {
     "conditions": "type",
     "containers": "name",
     "initContainers": "name",
     "ephemeralContainers": "name",
-    "tolerations": "key",
     "ownerReferences": "uid",
     "env": "name",
     "volumes": "name",
     "volumeMounts": "mountPath",
     "ports": "containerPort",
     "imagePullSecrets": "name",
-    "taints": "key",
     "addresses": "type",
-    "containerStatuses": "name",
-    "initContainerStatuses": "name",
     "hostAliases": "ip",
     "topologySpreadConstraints": "topologyKey",
 }
