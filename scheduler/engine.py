@@ -37,7 +37,10 @@ def schedule(
     timings: dict[str, float] = {}
     for name in config.actions:
         start = time.perf_counter()
-        ACTIONS[name](config.action_arguments(name)).execute(session)
+        parsed = config.action_settings(name)
+        ACTIONS[name](parsed if parsed is not None else config.action_arguments(name)).execute(
+            session
+        )
         timings[name] = time.perf_counter() - start
     session.close()
     session.result.nominated = [key for key, job in world.jobs.items() if job.pipelined]

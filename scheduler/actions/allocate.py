@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.actions.eviction import retry_due
+from pydantic import Field
+
+from scheduler.actions.eviction import Backoff, retry_due
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.queue import QueueInfo
 from scheduler.framework.action import Action
+from scheduler.framework.arguments import Count
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.ordering import OrderedHeap
 from scheduler.framework.session import Session
@@ -21,6 +24,13 @@ SCHEDULABLE_PHASES = frozenset(
 )
 
 
+class AllocateArguments(Backoff):
+    """allocate's arguments: kube-scheduler's node sampling, and the retry backoff."""
+
+    percentage_of_nodes_to_score: Count = Field(0, alias="percentageOfNodesToScore", ge=0, le=100)
+    min_feasible_nodes_to_find: Count = Field(100, alias="minFeasibleNodesToFind", ge=1)
+
+
 class Allocate(Action):
     """For the queue with the smallest share, its first job: place its pending tasks on the
     best nodes; commit when the gang is ready, keep pipelined placements when the gang can
@@ -32,12 +42,15 @@ class Allocate(Action):
     never stops the jobs behind it, which are popped in turn."""
 
     name = "allocate"
+    arguments_model = AllocateArguments
 
     def execute(self, session: Session) -> None:
+        args = self.arguments
+        assert isinstance(args, AllocateArguments)
         picker = NodePicker(
             session,
-            percentage=int(self.arguments.get("percentageOfNodesToScore", 0)),
-            minimum=int(self.arguments.get("minFeasibleNodesToFind", 100)),
+            percentage=args.percentage_of_nodes_to_score,
+            minimum=args.min_feasible_nodes_to_find,
         )
         by_queue, nominated = self._jobs_by_queue(session)
         for job in sorted(nominated, key=functools.cmp_to_key(session.compare_jobs)):
@@ -122,7 +135,10 @@ class Allocate(Action):
             statement.commit()
             return
         if session.job_pipelined(job):
-            # Room is promised on releasing resources: keep it, bind nothing yet.
+            # Room is promised on releasing resources: keep it, bind nothing yet. The
+            # members placed on idle room hold it for this session and are pipelined when
+            # it closes, so that none counts as running.
+            session.keep_pipelined(statement)
             session.result.attempts[job.key] = True
             return
         session.result.attempts[job.key] = False

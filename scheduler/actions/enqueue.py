@@ -1,21 +1,39 @@
 """enqueue: admit Pending PodGroups (Pending -> Inqueue) when their queue and the cluster
-can hold their minResources, so allocate never works on gangs that cannot start."""
+can hold their minResources, so allocate never works on gangs that cannot start.
+
+Admission looks at minResources alone, as Volcano's enqueue does: whether the gang's
+pods exist yet (the gang plugin's validity) is allocate's business. Operators such as
+Kubeflow's Training Operator create a job's pods only once its PodGroup left Pending,
+so waiting for the pods here would wait forever."""
 
 from __future__ import annotations
+
+from pydantic import Field
 
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.resources import Resource
 from scheduler.framework.action import Action
+from scheduler.framework.arguments import Arguments, Factor, Seconds
+from scheduler.framework.job_status import INQUEUE_TIMEOUT
 from scheduler.framework.ordering import OrderedHeap
 from scheduler.framework.session import Session
 
 CLUSTER_FULL = "ClusterCapacityExceeded"
-INQUEUE_TIMEOUT = "InqueueTimeout"
+# Why an admitted gang in a queue that closed went back to Pending (as proportion says).
+QUEUE_NOT_OPEN = "QueueNotOpen"
 # Seconds an admitted gang may wait to start before it gives its reservation back.
 DEFAULT_INQUEUE_TIMEOUT = 300.0
 # Volcano's overcommit plugin admits up to 1.2x the cluster's allocatable, so
 # that a gang is queued while others finish; the factor is configurable.
 DEFAULT_OVERCOMMIT = 1.2
+
+
+class EnqueueArguments(Arguments):
+    """enqueue's arguments; the overcommit factor may also come from Volcano's
+    `overcommit` plugin (its `overcommit-factor`), which muster folds into enqueue."""
+
+    overcommit_factor: Factor | None = Field(None, alias="overcommit-factor")
+    inqueue_timeout: Seconds = Field(DEFAULT_INQUEUE_TIMEOUT, alias="inqueue-timeout")
 
 
 class Enqueue(Action):
@@ -26,31 +44,38 @@ class Enqueue(Action):
     admitted); it is not admitted again before as long again has passed."""
 
     name = "enqueue"
+    arguments_model = EnqueueArguments
 
     def execute(self, session: Session) -> None:
-        factor = float(self.arguments.get("overcommit-factor", DEFAULT_OVERCOMMIT))
-        timeout = float(self.arguments.get("inqueue-timeout", DEFAULT_INQUEUE_TIMEOUT))
+        args = self.arguments
+        assert isinstance(args, EnqueueArguments)
+        factor = args.overcommit_factor or overcommit_of(session) or DEFAULT_OVERCOMMIT
+        timeout = args.inqueue_timeout
         now = session.snapshot.now
         timing = timeout > 0 and now > 0
         if timing:
             self._expire_admissions(session, timeout, now)
+        self._release_closed_queues(session)
         headroom = self._cluster_headroom(session, factor)
         by_queue: dict[str, OrderedHeap[JobInfo]] = {}
         for job in session.jobs.values():
             if job.phase is not PodGroupPhase.PENDING:
                 continue
             if job.key in session.result.dequeued or (
-                timing and now - session.snapshot.timed_out_at.get(job.key, -timeout) < timeout
+                timing and _backing_off(session, job, timeout)
             ):
                 continue
-            if session.job_valid(job) is not None:
+            if job.invalid is not None:
+                # A PodGroup that cannot be read is never admitted; the session says why.
+                session.job_valid(job)
+                continue
+            if job.queue not in session.queues:
+                # Refused, with the reason the queue plugins give (QueueNotFound).
+                session.job_enqueueable(job)
                 continue
             heap = by_queue.setdefault(job.queue, OrderedHeap(session.compare_jobs))
             heap.push(job)
-        queues = OrderedHeap(
-            session.compare_queues,
-            (session.queues[name] for name in by_queue if name in session.queues),
-        )
+        queues = OrderedHeap(session.compare_queues, (session.queues[name] for name in by_queue))
         while queues:
             queue = queues.pop()
             jobs = by_queue[queue.name]
@@ -69,7 +94,9 @@ class Enqueue(Action):
         for job in session.jobs.values():
             if job.phase is not PodGroupPhase.INQUEUE or job.ready_count():
                 continue
-            since = snapshot.admitted_at.get(job.key)
+            # What this process saw, else what the PodGroup's Admitted condition says (after
+            # a restart the reservation's age carries on, it does not start again).
+            since = snapshot.admitted_at.get(job.key, job.admitted_since)
             if since is None or now - since < timeout or job.key in snapshot.nominated:
                 continue
             job.phase = PodGroupPhase.PENDING
@@ -82,6 +109,27 @@ class Enqueue(Action):
             )
 
     @staticmethod
+    def _release_closed_queues(session: Session) -> None:
+        """An admitted gang that has not started in a queue that is no longer Open goes
+        back to Pending: it cannot start there, so its reservation goes to the gangs
+        behind it. (Volcano keeps it Inqueue, holding the room, until the queue reopens.)"""
+        for job in session.jobs.values():
+            queue = session.queues.get(job.queue)
+            if job.phase is not PodGroupPhase.INQUEUE or queue is None or queue.is_open:
+                continue
+            if job.ready_count():
+                continue
+            job.phase = PodGroupPhase.PENDING
+            session.dequeued(job)
+            job.wait(
+                QUEUE_NOT_OPEN,
+                f"queue {queue.name!r} is {queue.state.value}: the admitted gang cannot start "
+                "there, so it returned to Pending and released its reservation; it is "
+                "admitted again when the queue reopens, or move it to an Open queue "
+                "(spec.queue)",
+            )
+
+    @staticmethod
     def _cluster_headroom(session: Session, factor: float) -> Resource:
         total = Resource()
         used = Resource()
@@ -90,8 +138,9 @@ class Enqueue(Action):
             used.add(node.used)
         headroom = total.multiply(factor).sub(used)
         for job in session.jobs.values():
-            if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None:
-                headroom.sub(job.min_resources)
+            reserved = job.reservation()
+            if reserved is not None:
+                headroom.sub(reserved)
         return headroom
 
     @staticmethod
@@ -110,3 +159,18 @@ class Enqueue(Action):
         if need is not None:
             headroom.sub(need)
         return True
+
+
+def _backing_off(session: Session, job: JobInfo, timeout: float) -> bool:
+    """Whether a job sent back for not starting in time waits before it is admitted again."""
+    since = session.snapshot.timed_out_at.get(job.key, job.timed_out_since)
+    return since is not None and session.snapshot.now - since < timeout
+
+
+def overcommit_of(session: Session) -> float | None:
+    """The factor of Volcano's `overcommit` plugin, when the config lists it."""
+    for plugin in session.plugins:
+        factor = getattr(plugin.arguments, "overcommit_factor", None)
+        if plugin.name == "overcommit" and isinstance(factor, float):
+            return factor
+    return None

@@ -1,9 +1,11 @@
 """Gang-aware victim selection, shared by preempt and reclaim.
 
 A victim is never a lone pod of a gang that would then fall below minMember:
-victims come in *units*, either one pod of a job that has members to spare
-(ready - minMember > 0, or a job of one pod), or a whole gang (every placed pod
-of it, on every node). For each pod of the gang being placed, the node that
+victims come in *units*, one pod of a job that has members to spare (ready -
+minMember > 0; every pod of a job whose minMember is 0 or 1, as in Volcano's gang
+plugin). With the action argument `evictWholeGangs: true` a unit may also be a
+whole gang (every placed pod of it, on every node); Volcano never does that, so
+it is off by default. For each pod of the gang being placed, the node that
 needs the least is chosen: fewest pods evicted, then the lowest victim
 priority, then the youngest victims. The preemptor is pipelined onto the room
 being released; the caller commits the evictions only when the whole gang is
@@ -15,11 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.node import NodeInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.framework.arguments import Arguments, Seconds
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
@@ -43,6 +48,27 @@ DEFAULT_BACKOFF_BASE = 1.0
 DEFAULT_BACKOFF_MAX = 10.0
 # The reason on a PodGroup whose gang waits for its victims to leave.
 WAITING_FOR_EVICTIONS = "WaitingForEvictions"
+
+
+class Backoff(Arguments):
+    """How long a gang that failed to place waits before it is tried again (allocate's
+    arguments; preempt and reclaim honour the same backoff)."""
+
+    backoff_base: Seconds = Field(DEFAULT_BACKOFF_BASE, alias="backoff-base")
+    backoff_max: Seconds = Field(DEFAULT_BACKOFF_MAX, alias="backoff-max")
+
+
+class EvictionArguments(Arguments):
+    """preempt's and reclaim's arguments.
+
+    `evictWholeGangs` lets a running gang that has no member to spare be evicted whole
+    (every pod of it) to place a gang; off by default, as in Volcano, which never evicts
+    a gang below its minMember."""
+
+    evict_whole_gangs: bool = Field(False, alias="evictWholeGangs", strict=True)
+
+
+_DEFAULT_BACKOFF = Backoff.model_validate({})
 
 # Which candidates a plugin tier allows (session.preemptable or session.reclaimable).
 VictimFilter = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
@@ -88,10 +114,9 @@ def retry_due(session: Session, job: JobInfo) -> bool:
     failures = session.snapshot.failures.get(job.key)
     if failures is None or job.key in session.snapshot.nominated:
         return True
-    arguments = session.config.action_arguments("allocate")
-    base = float(arguments.get("backoff-base", DEFAULT_BACKOFF_BASE))
-    cap = float(arguments.get("backoff-max", DEFAULT_BACKOFF_MAX))
-    delay = min(cap, base * 2 ** min(failures.count - 1, 30))
+    settings = session.config.action_settings("allocate")
+    backoff = settings if isinstance(settings, Backoff) else _DEFAULT_BACKOFF
+    delay = min(backoff.backoff_max, backoff.backoff_base * 2 ** min(failures.count - 1, 30))
     due: bool = session.snapshot.now >= failures.last + delay
     return due
 
@@ -132,7 +157,9 @@ class GangEvictor:
         in_scope: Callable[[JobInfo], bool],
         allowed: VictimFilter,
         reason: Callable[[TaskInfo], str],
-        unit_allowed: Callable[[Unit, list[Unit]], bool] | None = None,
+        unit_allowed: Callable[[TaskInfo, Unit, list[Unit]], bool] | None = None,
+        may_evict_for: Callable[[TaskInfo], bool] | None = None,
+        whole_gangs: bool = False,
     ) -> None:
         self.session = session
         self.statement = statement
@@ -140,6 +167,8 @@ class GangEvictor:
         self.allowed = allowed
         self.reason = reason
         self.unit_allowed = unit_allowed
+        self.may_evict_for = may_evict_for
+        self.whole_gangs = whole_gangs
         self.evicted = 0
 
     def place_gang(self, job: JobInfo) -> bool:
@@ -151,6 +180,8 @@ class GangEvictor:
                 break
             node = self._free_node(task)
             if node is None:
+                if self.may_evict_for is not None and not self.may_evict_for(task):
+                    return False
                 choice = self._cheapest_eviction(job, task)
                 if choice is None:
                     return False
@@ -175,15 +206,34 @@ class GangEvictor:
         best: NodeInfo | None = None
         best_score = 0.0
         for node in self._admitted_nodes(task):
-            if not self._room_for(task, node, Resource()):
+            if not self._fits_after(task, node, []):
                 continue
             score = self.session.score(task, node)
             if best is None or score > best_score:
                 best, best_score = node, score
         return best
 
-    def _room_for(self, task: TaskInfo, node: NodeInfo, freed: Resource) -> bool:
-        return task.request.fits_in(node.future_idle().add(freed))
+    def _fits_after(self, task: TaskInfo, node: NodeInfo, units: list[Unit]) -> bool:
+        """Whether the task fits the node once releasing pods and the units' pods are gone:
+        resources, pod count and host ports (the dynamic predicates; the static ones,
+        taints, selectors and affinity, are `session.admits`)."""
+        leaving = {victim.uid for unit in units for victim in unit.tasks}
+        if not task.request.fits_in(node.future_idle().add(_freed_on(node, units))):
+            return False
+        staying = [
+            other
+            for other in node.tasks.values()
+            if other.status is not TaskStatus.RELEASING and other.uid not in leaving
+        ]
+        if len(staying) + 1 > node.max_pods:
+            return False
+        ports = task.placement.host_ports
+        return not ports or not any(
+            port.conflicts_with(taken)
+            for other in staying
+            for taken in other.placement.host_ports
+            for port in ports
+        )
 
     def _cheapest_eviction(self, job: JobInfo, task: TaskInfo) -> _Choice | None:
         best: _Choice | None = None
@@ -211,8 +261,16 @@ class GangEvictor:
         for key, here in by_job.items():
             owner = jobs[key]
             allowed_here = self.allowed(task, here)
-            spare = owner.ready_count() - max(owner.min_member, 1)
+            # Never below zero: a gang already short of minMember has nothing to spare
+            # (a negative slice would take pods from the end of the list).
+            if self.whole_gangs:
+                keep = max(owner.min_member, 1)
+            else:
+                keep = owner.min_member if owner.min_member > 1 else 0
+            spare = max(owner.ready_count() - keep, 0)
             units.extend(Unit(owner, [victim], whole=False) for victim in allowed_here[:spare])
+            if not self.whole_gangs:
+                continue
             members = list(owner.tasks_in(*VICTIM_STATUSES))
             if len(self.allowed(task, members)) == len(members):
                 units.append(Unit(owner, members, whole=True))
@@ -223,27 +281,25 @@ class GangEvictor:
 
     def _cover(self, task: TaskInfo, node: NodeInfo, units: list[Unit]) -> list[Unit] | None:
         chosen: list[Unit] = []
-        freed = Resource()
         gangs_taken: set[str] = set()
         for unit in units:
-            if self._room_for(task, node, freed) and chosen:
+            if chosen and self._fits_after(task, node, chosen):
                 break
             # A whole gang already covers any single pod of it.
             if unit.job.key in gangs_taken:
                 continue
-            if self.unit_allowed is not None and not self.unit_allowed(unit, chosen):
+            if self.unit_allowed is not None and not self.unit_allowed(task, unit, chosen):
                 continue
             if unit.whole:
                 chosen = [u for u in chosen if u.job.key != unit.job.key]
                 gangs_taken.add(unit.job.key)
             chosen.append(unit)
-            freed = _freed_on(node, chosen)
-        if not chosen or not self._room_for(task, node, freed):
+        if not chosen or not self._fits_after(task, node, chosen):
             return None
         # Drop what turned out unnecessary, the costliest first.
         for unit in sorted(chosen, key=lambda u: (len(u.tasks), u.priority), reverse=True):
             rest = [u for u in chosen if u is not unit]
-            if rest and self._room_for(task, node, _freed_on(node, rest)):
+            if rest and self._fits_after(task, node, rest):
                 chosen = rest
         return chosen
 
@@ -288,9 +344,12 @@ def evict_for(
     in_scope: Callable[[JobInfo], bool],
     allowed: VictimFilter,
     reason: Callable[[TaskInfo], str],
-    unit_allowed: Callable[[Unit, list[Unit]], bool] | None = None,
+    unit_allowed: Callable[[TaskInfo, Unit, list[Unit]], bool] | None = None,
+    may_evict_for: Callable[[TaskInfo], bool] | None = None,
+    whole_gangs: bool = False,
 ) -> None:
-    """Place the whole gang on room its evictions free, or evict nothing at all."""
+    """Place the whole gang on room its evictions free, or evict nothing at all;
+    `may_evict_for` says whether room may be released for a task at all."""
     statement = Statement(session)
     evictor = GangEvictor(
         session,
@@ -299,6 +358,8 @@ def evict_for(
         allowed=allowed,
         reason=reason,
         unit_allowed=unit_allowed,
+        may_evict_for=may_evict_for,
+        whole_gangs=whole_gangs,
     )
     if evictor.place_gang(job) and evictor.evicted:
         statement.commit()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.actions.eviction import evict_for, may_preempt, starving_gangs
+from scheduler.actions.eviction import EvictionArguments, evict_for, may_preempt, starving_gangs
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.action import Action
@@ -17,8 +17,11 @@ class Preempt(Action):
     and commit the evictions only if the whole gang is then placed."""
 
     name = "preempt"
+    arguments_model = EvictionArguments
 
     def execute(self, session: Session) -> None:
+        args = self.arguments
+        assert isinstance(args, EvictionArguments)
         for job in preemptors(session):
             evict_for(
                 session,
@@ -26,6 +29,7 @@ class Preempt(Action):
                 in_scope=functools.partial(_same_queue, job),
                 allowed=session.preemptable,
                 reason=functools.partial(_reason, job),
+                whole_gangs=args.evict_whole_gangs,
             )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.actions.eviction import Unit, evict_for, starving_gangs
+from scheduler.actions.eviction import EvictionArguments, Unit, evict_for, starving_gangs
 from scheduler.api.job import JobInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
@@ -19,11 +19,15 @@ class Reclaim(Action):
 
     No ping-pong: a victim queue gives only what keeps it at its deserved share
     (the plugins' reclaim_allowed), and the reclaimer takes only what stays within its
-    own (allocatable), so after a reclaim neither side may take back from the other."""
+    own (allocatable, and the plugins' preemptive for each task that needs room
+    released), so after a reclaim neither side may take back from the other."""
 
     name = "reclaim"
+    arguments_model = EvictionArguments
 
     def execute(self, session: Session) -> None:
+        args = self.arguments
+        assert isinstance(args, EvictionArguments)
         for job in reclaimers(session):
             queue = session.queues[job.queue]
             if session.overused(queue):
@@ -35,6 +39,8 @@ class Reclaim(Action):
                 allowed=session.reclaimable,
                 reason=functools.partial(_reason, job),
                 unit_allowed=functools.partial(_queue_can_give, session),
+                may_evict_for=functools.partial(_may_reclaim_for, session, queue),
+                whole_gangs=args.evict_whole_gangs,
             )
 
 
@@ -55,13 +61,22 @@ def _reclaimable_from(session: Session, reclaimer: QueueInfo, victim: JobInfo) -
     return queue is not None and queue.name != reclaimer.name and queue.reclaimable
 
 
-def _queue_can_give(session: Session, unit: Unit, chosen: list[Unit]) -> bool:
+def _queue_can_give(session: Session, task: TaskInfo, unit: Unit, chosen: list[Unit]) -> bool:
     taken = Resource()
     for other in chosen:
-        if other.job.queue == unit.job.queue and other.job.key != unit.job.key:
-            taken.add(other.request)
-    taken.add(unit.request)
-    return session.reclaim_allowed(session.queues[unit.job.queue], taken)
+        if other.job.queue != unit.job.queue:
+            continue
+        # A whole gang replaces the single pods of it chosen before (see _cover).
+        if unit.whole and other.job.key == unit.job.key:
+            continue
+        taken.add(other.request)
+    return session.reclaim_allowed(task, session.queues[unit.job.queue], taken, unit.request)
+
+
+def _may_reclaim_for(session: Session, queue: QueueInfo, task: TaskInfo) -> bool:
+    # Volcano asks the queue plugins per task (PreemptiveFn): capacity lets a queue
+    # reclaim only while the task keeps it within its deserved share in some dimension.
+    return session.preemptive(queue, [task])
 
 
 def _reason(job: JobInfo, task: TaskInfo) -> str:

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.names import DEFAULT_QUEUE
-from scheduler.api.resources import Resource
+from scheduler.api.resources import Resource, shortfall
 from scheduler.api.task import ALLOCATED_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.timestamps import parse_rfc3339
 
 
 class PodGroupPhase(enum.Enum):
@@ -20,6 +21,19 @@ class PodGroupPhase(enum.Enum):
     RUNNING = "Running"
     UNKNOWN = "Unknown"
     COMPLETED = "Completed"
+
+
+# muster's PodGroup condition that records admission: True since the PodGroup was admitted
+# (Inqueue), False with reason InqueueTimeout since it was sent back for not starting.
+ADMITTED = "Admitted"
+INQUEUE_TIMEOUT_REASON = "InqueueTimeout"
+# Fields of a PodGroup spec muster accepts but does not honour yet, and what it does instead.
+NOT_HONOURED: dict[str, str] = {
+    "spec.networkTopology": "the gang's pods go on any nodes that fit, whatever their "
+    "network topology (hypernodes are not read)",
+    "spec.subGroupPolicy": "the whole PodGroup is one gang (minMember and minTaskMember); "
+    "sub-groups are not gang-scheduled on their own",
+}
 
 
 def _phase(value: str) -> PodGroupPhase:
@@ -34,6 +48,7 @@ class JobInfo:
     """A gang: its PodGroup's spec and status, and its tasks indexed by status."""
 
     __slots__ = (
+        "admitted_since",
         "allocated",
         "conditions",
         "creation_timestamp",
@@ -58,7 +73,9 @@ class JobInfo:
         "succeeded",
         "tasks",
         "tasks_by_status",
+        "timed_out_since",
         "uid",
+        "unhonoured",
         "wait_message",
         "wait_reason",
     )
@@ -114,6 +131,12 @@ class JobInfo:
         self.wait_message = ""
         # Set when the PodGroup cannot be used as written; the job is never scheduled.
         self.invalid: InvalidObject | None = None
+        # From the Admitted condition (epoch seconds): when the PodGroup was admitted, or
+        # sent back for not starting in time. Survives a restart of the scheduler.
+        self.admitted_since: float | None = None
+        self.timed_out_since: float | None = None
+        # Spec fields present on the PodGroup that muster does not honour (NOT_HONOURED).
+        self.unhonoured: tuple[str, ...] = ()
 
     @classmethod
     def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:
@@ -151,9 +174,25 @@ class JobInfo:
             conditions=tuple(group.status.conditions),
             creation_timestamp=meta.creation_timestamp or "",
         )
+        job.unhonoured = tuple(
+            field
+            for field, present in (
+                ("spec.networkTopology", spec.network_topology is not None),
+                ("spec.subGroupPolicy", spec.sub_group_policy is not None),
+            )
+            if present
+        )
         job.running = group.status.running
         job.succeeded = group.status.succeeded
         job.failed = group.status.failed
+        for condition in group.status.conditions:
+            if condition.type != ADMITTED:
+                continue
+            since = parse_rfc3339(condition.last_transition_time)
+            if condition.status == "True":
+                job.admitted_since = since
+            elif condition.reason == INQUEUE_TIMEOUT_REASON:
+                job.timed_out_since = since
         return job
 
     def add_task(self, task: TaskInfo) -> None:
@@ -223,6 +262,21 @@ class JobInfo:
             if task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
                 total.add(task.request)
         return total
+
+    def reservation(self) -> Resource | None:
+        """What enqueue keeps reserved for the job: minResources less what it already holds,
+        while it is Inqueue, and while it is Running with at least minMember pods placed
+        (Volcano's rule: a RayJob's submitter or Spark's executors keep the room their
+        PodGroup reserved; a finished driver with a Running PodGroup does not reserve again).
+        None when nothing is reserved."""
+        if self.min_resources is None:
+            return None
+        if self.phase is PodGroupPhase.INQUEUE or (
+            self.phase is PodGroupPhase.RUNNING
+            and self.count(*ALLOCATED_STATUSES) >= self.min_member
+        ):
+            return shortfall(self.min_resources, self.allocated)
+        return None
 
     def clone_shell(self) -> JobInfo:
         """A copy of the job with no tasks; the snapshot adds cloned tasks to it."""

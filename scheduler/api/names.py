@@ -1,4 +1,4 @@
-"""Names other programs rely on: annotations, API group, defaults (see DESIGN.md, Contracts)."""
+"""Names other programs rely on: annotations, API group, defaults (docs/design.md, Contracts)."""
 
 from __future__ import annotations
 

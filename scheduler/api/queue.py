@@ -8,6 +8,21 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.resources import Resource, limit_from_list
 
+# Volcano's dequeue strategy muster always follows: a PodGroup that cannot be admitted
+# does not hold back the ones behind it.
+TRAVERSE = "traverse"
+# Queue spec fields muster accepts but does not honour, and what it does instead.
+QUEUE_NOT_HONOURED: dict[str, str] = {
+    "spec.dequeueStrategy": "muster always dequeues as 'traverse': when a PodGroup of the "
+    "queue cannot be admitted, the ones behind it are still tried ('fifo' is not honoured)",
+    "spec.affinity": "the queue's pods are not steered to node groups "
+    "(volcano.sh/nodegroup-name); they go on any node that fits; use node affinity on "
+    "the pods instead",
+    "spec.extendClusters": "muster schedules in this cluster only; the queue's jobs are "
+    "not dispatched to other clusters",
+    "spec.type": "muster schedules every queue the same way, whatever its type",
+}
+
 
 class QueueState(enum.Enum):
     """Queue status.state; a queue with none counts as Open."""
@@ -32,6 +47,7 @@ class QueueInfo:
         "reclaimable",
         "state",
         "uid",
+        "unhonoured",
         "weight",
     )
 
@@ -62,6 +78,8 @@ class QueueInfo:
         # The resource names status.allocated holds on the server: the status writer
         # clears the ones that are no longer allocated (a merge patch only adds keys).
         self.observed_allocated: frozenset[str] = frozenset()
+        # Spec fields the Queue sets that muster does not honour (QUEUE_NOT_HONOURED).
+        self.unhonoured: tuple[str, ...] = ()
 
     @classmethod
     def from_queue(cls, queue: wire.Queue) -> QueueInfo:
@@ -109,6 +127,16 @@ class QueueInfo:
             state=state,
         )
         info.observed_allocated = frozenset(queue.status.allocated)
+        info.unhonoured = tuple(
+            field
+            for field, present in (
+                ("spec.dequeueStrategy", spec.dequeue_strategy not in ("", TRAVERSE)),
+                ("spec.affinity", bool(spec.affinity)),
+                ("spec.extendClusters", bool(spec.extend_clusters)),
+                ("spec.type", bool(spec.queue_type)),
+            )
+            if present
+        )
         return info
 
     @property

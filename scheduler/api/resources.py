@@ -184,6 +184,20 @@ class Resource:
             {key: min(self.scalars.get(key, 0), other.scalars.get(key, 0)) for key in keys},
         )
 
+    def capped(self, limit: Resource | None) -> Resource:
+        """A new vector with each dimension at most the limit's, where a dimension the
+        limit does not name is unlimited (Volcano's rule for capability and deserved).
+
+        `limit_from_list` already makes unnamed cpu and memory UNLIMITED; an extended
+        resource the limit does not list keeps this vector's value."""
+        if limit is None:
+            return self.clone()
+        scalars = {
+            key: min(value, limit.scalars[key]) if key in limit.scalars else value
+            for key, value in self.scalars.items()
+        }
+        return Resource(min(self.cpu, limit.cpu), min(self.memory, limit.memory), scalars)
+
     def maximum(self, other: Resource) -> Resource:
         """A new vector with the larger value of each dimension (missing is zero)."""
         keys = set(self.scalars) | set(other.scalars)
@@ -243,6 +257,16 @@ def limit_from_list(
     if MEMORY not in values:
         limit.memory = UNLIMITED
     return limit
+
+
+def shortfall(need: Resource, held: Resource) -> Resource:
+    """What of `need` is not yet covered by `held`, per dimension, never below zero."""
+    keys = set(need.scalars)
+    return Resource(
+        max(need.cpu - held.cpu, 0),
+        max(need.memory - held.memory, 0),
+        {key: max(need.scalars[key] - held.scalars.get(key, 0), 0) for key in keys},
+    )
 
 
 def share_of(allocated: Resource, deserved: Resource) -> float:

@@ -209,6 +209,10 @@ class PodGroupSpec(_Wire):
     queue: str = ""
     priority_class_name: str = ""
     min_resources: ResourceList | None = None
+    # Decoded only to say they are not honoured yet (KubeRay writes networkTopology from
+    # its volcano.sh/network-topology-* labels); their contents are not read.
+    network_topology: dict[str, Any] | None = None
+    sub_group_policy: list[Any] | None = None
 
 
 class PodGroupStatus(_Wire):
@@ -245,6 +249,12 @@ class QueueSpec(_Wire):
     deserved: ResourceList = msgspec.field(default_factory=dict)
     parent: str = ""
     priority: int = 0
+    # Decoded only to say they are not honoured (see queue.QUEUE_NOT_HONOURED): the
+    # strategy's value, the others' presence; their contents are not read.
+    dequeue_strategy: str = ""
+    queue_type: str = msgspec.field(default="", name="type")
+    affinity: dict[str, Any] | None = None
+    extend_clusters: list[Any] | None = None
 
 
 class QueueStatus(_Wire):

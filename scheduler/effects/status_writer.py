@@ -21,7 +21,12 @@ from scheduler.framework.decisions import (
     PodUnschedulable,
     QueueStatusUpdate,
 )
-from scheduler.framework.job_status import SCHEDULED, UNSCHEDULABLE
+from scheduler.framework.job_status import (
+    NOT_HONOURED_REASON,
+    NOT_HONOURED_TYPE,
+    SCHEDULED,
+    UNSCHEDULABLE,
+)
 from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from scheduler.kube.clock import now_rfc3339
 from scheduler.kube.errors import NotFound, StatusError, TransportError
@@ -29,6 +34,8 @@ from scheduler.kube.errors import NotFound, StatusError, TransportError
 log = logging.getLogger(__name__)
 
 _API_VERSION = f"{GROUP}/{VERSION}"
+# The reason of events on objects muster cannot use at all.
+INVALID_OBJECT = "InvalidObject"
 
 
 class StatusWriter:
@@ -42,6 +49,8 @@ class StatusWriter:
         self._pods: dict[str, str] = {}
         self._queues: dict[str, dict[str, Any]] = {}
         self._pending: set[asyncio.Task[None]] = set()
+        # Not-honoured warnings already recorded: each goes out once per process.
+        self._warned: set[tuple[str, str, str, str]] = set()
 
     async def drain(self) -> None:
         """Wait for the writes in flight."""
@@ -99,14 +108,20 @@ class StatusWriter:
             self._spawn(self._patch(paths.queue(update.name) + "/status", {"status": status}))
 
     def invalid(self, reports: list[InvalidObjectReport]) -> None:
-        """An event on each object muster cannot use (deduplicated by the recorder)."""
+        """A Warning event on each object muster cannot use (deduplicated by the recorder),
+        or uses without honouring a field (once per process: the field stays as written)."""
         for report in reports:
+            if report.reason != INVALID_OBJECT:
+                key = (report.kind, report.name, report.reason, report.message)
+                if key in self._warned:
+                    continue
+                self._warned.add(key)
             namespace, _, name = report.name.rpartition("/")
             api_version = _API_VERSION if report.kind in ("PodGroup", "Queue") else "v1"
             self.recorder.record(
                 ObjectRef(report.kind, api_version, namespace, name),
                 "Warning",
-                "InvalidObject",
+                report.reason,
                 report.message,
             )
 
@@ -133,7 +148,7 @@ class StatusWriter:
                     "status": c.status,
                     "reason": c.reason,
                     "message": c.message,
-                    "lastTransitionTime": stamp,
+                    "lastTransitionTime": c.last_transition_time or stamp,
                 }
                 for c in update.conditions
             ],
@@ -177,7 +192,7 @@ class StatusWriter:
     def _podgroup_event(
         self, update: PodGroupStatusUpdate, previous: PodGroupStatusUpdate | None
     ) -> None:
-        ref = ObjectRef("PodGroup", _API_VERSION, update.namespace, update.name)
+        ref = ObjectRef("PodGroup", _API_VERSION, update.namespace, update.name, update.uid)
         for condition in update.conditions:
             if condition.status != "True":
                 continue
@@ -192,3 +207,6 @@ class StatusWriter:
                 self.recorder.record(ref, "Warning", "Unschedulable", condition.message)
             elif condition.type == SCHEDULED:
                 self.recorder.record(ref, "Normal", "Scheduled", condition.message)
+            elif condition.type == NOT_HONOURED_TYPE:
+                # Never silence: the event says which field is ignored and what muster does.
+                self.recorder.record(ref, "Warning", NOT_HONOURED_REASON, condition.message)

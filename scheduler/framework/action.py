@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from scheduler.framework.arguments import Arguments, NoArguments, parse_arguments
 from scheduler.framework.session import Session
 
 
@@ -12,9 +13,15 @@ class Action:
     """Base of every action; `execute` changes the session through Statements."""
 
     name: ClassVar[str] = ""
+    # The action's arguments model (parsed once, when the config loads).
+    arguments_model: ClassVar[type[Arguments]] = NoArguments
 
-    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
-        self.arguments: Mapping[str, Any] = arguments or {}
+    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
+        # The engine passes the parsed model; a mapping (tests, tools) is parsed here.
+        if isinstance(arguments, Arguments):
+            self.arguments: Arguments = arguments
+        else:
+            self.arguments = parse_arguments("action", self.name, self.arguments_model, arguments)
 
     def execute(self, session: Session) -> None:
         """Run the action over the session."""

@@ -13,13 +13,39 @@ configurations:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from scheduler.api.errors import ConfigError
+from scheduler.framework.arguments import Arguments, NoArguments, parse_arguments
+
+# Volcano plugins muster does not have, and what to use instead. A config naming one is
+# refused by name: loading it and ignoring the plugin would silently change the policy.
+VOLCANO_ONLY_PLUGINS: dict[str, str] = {
+    "sla": "remove it; the enqueue action's inqueue-timeout bounds how long an admitted "
+    "gang may wait to start",
+    "tdm": "remove it; muster has no time-division multiplexing of nodes",
+    "numaaware": "remove it; muster does not place pods by NUMA topology",
+    "deviceshare": "remove it; muster schedules whole devices (extended resources) only",
+    "task-topology": "remove it; use required node affinity on the pods instead",
+    "network-topology-aware": "remove it; muster does not place by network topology yet",
+    "nodegroup": "remove it; use the queue's pods' node affinity instead",
+    "usage": "remove it; muster scores nodes by requests (nodeorder, binpack), not usage",
+    "rescheduling": "remove it; muster does not move running pods",
+    "resourcequota": "remove it; the API server enforces ResourceQuota when pods are created",
+    "pdb": "remove it; muster evicts through the Eviction API, which honours PodDisruptionBudgets",
+    "extender": "remove it; muster calls no scheduler extenders",
+    "cdp": "remove it; muster has no cooldown protection for preemptible pods",
+    "reservation": "remove it; muster keeps a Running gang's minResources reserved itself",
+    "resource-strategy-fit": "use binpack (fill nodes) or nodeorder (spread) instead",
+}
+VOLCANO_ONLY_ACTIONS: dict[str, str] = {
+    "reserve": "remove it; muster keeps a Running gang's minResources reserved itself",
+    "shuffle": "remove it; muster does not move running pods",
+}
 
 DEFAULT_CONFIG_YAML = """\
 actions: "enqueue, allocate, backfill"
@@ -54,7 +80,7 @@ class PluginOption(BaseModel):
     enable_reclaimable: bool | None = Field(None, alias="enableReclaimable")
     enable_preemptive: bool | None = Field(None, alias="enablePreemptive")
     enable_queue_order: bool | None = Field(None, alias="enableQueueOrder")
-    enable_cluster_order: bool | None = Field(None, alias="enableClusterOrder")
+    enable_cluster_order: bool | None = Field(None, alias="enabledClusterOrder")
     enable_predicate: bool | None = Field(None, alias="enablePredicate")
     enable_best_node: bool | None = Field(None, alias="enableBestNode")
     enable_node_order: bool | None = Field(None, alias="enableNodeOrder")
@@ -64,7 +90,20 @@ class PluginOption(BaseModel):
     enable_job_starving: bool | None = Field(None, alias="enableJobStarving")
     enabled_overused: bool | None = Field(None, alias="enabledOverused")
     enabled_allocatable: bool | None = Field(None, alias="enabledAllocatable")
+    enable_reserved_nodes: bool | None = Field(None, alias="enableReservedNodes")
+    enabled_hyper_node_order: bool | None = Field(None, alias="enabledHyperNodeOrder")
+    enabled_sub_job_ready: bool | None = Field(None, alias="enabledSubJobReady")
+    enabled_sub_job_pipelined: bool | None = Field(None, alias="enabledSubJobPipelined")
+    enabled_sub_job_order: bool | None = Field(None, alias="enabledSubJobOrder")
+    enabled_hyper_node_gradient: bool | None = Field(None, alias="enabledHyperNodeGradient")
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # The arguments as the plugin's typed model, set by parse_config (never from YAML).
+    _parsed: Arguments | None = PrivateAttr(default=None)
+
+    @property
+    def parsed_arguments(self) -> Arguments | None:
+        """The arguments parsed into the plugin's model when the config was loaded."""
+        return self._parsed
 
     def enabled(self, flag: str) -> bool:
         """Whether the extension point behind a Volcano flag is on (unset means on)."""
@@ -102,6 +141,8 @@ class SchedulerConfig(BaseModel):
     actions: list[str]
     tiers: list[Tier]
     configurations: list[ActionConfiguration] = Field(default_factory=list)
+    # Per action, its arguments parsed into the action's model by parse_config.
+    _action_settings: dict[str, Arguments] = PrivateAttr(default_factory=dict)
 
     @field_validator("actions", mode="before")
     @classmethod
@@ -118,11 +159,22 @@ class SchedulerConfig(BaseModel):
                 return configuration.arguments
         return {}
 
+    def action_settings(self, action: str) -> Arguments | None:
+        """The action's arguments as parsed when the config was loaded (None if not parsed)."""
+        return self._action_settings.get(action)
+
 
 def parse_config(
-    text: str, *, known_actions: Collection[str], known_plugins: Collection[str]
+    text: str,
+    *,
+    known_actions: Collection[str],
+    known_plugins: Collection[str],
 ) -> SchedulerConfig:
-    """A validated config from YAML; raises ConfigError naming what is wrong."""
+    """A validated config from YAML; raises ConfigError naming what is wrong.
+
+    `known_actions` and `known_plugins` are the names muster has; when they map each name
+    to its class (with an `arguments_model`), every argument is parsed here, once, so a
+    config that loads cannot fail a session."""
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -140,25 +192,67 @@ def parse_config(
     if not config.actions:
         raise ConfigError('scheduler config names no actions; e.g. actions: "enqueue, allocate"')
     for action in config.actions:
-        if action not in known_actions:
-            raise ConfigError(
-                f"scheduler config: unknown action {action!r}; "
-                f"known: {', '.join(sorted(known_actions))}"
-            )
+        _check_known("action", action, known_actions, VOLCANO_ONLY_ACTIONS, "")
     for configuration in config.configurations:
-        if configuration.name not in known_actions:
-            raise ConfigError(
-                f"scheduler config: configurations names unknown action {configuration.name!r}"
-            )
+        _check_known(
+            "action", configuration.name, known_actions, VOLCANO_ONLY_ACTIONS, "configurations "
+        )
     seen: set[str] = set()
     for index, tier in enumerate(config.tiers):
         for plugin in tier.plugins:
-            if plugin.name not in known_plugins:
-                raise ConfigError(
-                    f"scheduler config: tiers[{index}] names unknown plugin {plugin.name!r}; "
-                    f"known: {', '.join(sorted(known_plugins))}"
-                )
+            _check_known(
+                "plugin", plugin.name, known_plugins, VOLCANO_ONLY_PLUGINS, f"tiers[{index}] "
+            )
             if plugin.name in seen:
                 raise ConfigError(f"scheduler config: plugin {plugin.name!r} is listed twice")
             seen.add(plugin.name)
+            plugin._parsed = parse_arguments(
+                "plugin", plugin.name, _model_of(known_plugins, plugin.name), plugin.arguments
+            )
+    _check_queue_policies(seen)
+    for action in {*config.actions, *(c.name for c in config.configurations)}:
+        config._action_settings[action] = parse_arguments(
+            "action", action, _model_of(known_actions, action), config.action_arguments(action)
+        )
     return config
+
+
+# Plugins that each divide the cluster between queues: one config may enable only one.
+QUEUE_POLICIES = ("proportion", "capacity")
+
+
+def _check_queue_policies(plugins: Collection[str]) -> None:
+    """Refuse proportion and capacity together, as Volcano's capacity guide says they
+    conflict: two answers to what a queue deserves would contradict each other."""
+    enabled = [name for name in QUEUE_POLICIES if name in plugins]
+    if len(enabled) > 1:
+        raise ConfigError(
+            "scheduler config: plugins 'proportion' and 'capacity' cannot be used together: "
+            "both decide what each queue deserves (proportion by spec.weight, capacity by "
+            "spec.deserved); remove 'proportion' to honour spec.deserved, or 'capacity' to "
+            "share the cluster by weight"
+        )
+
+
+def _model_of(known: Collection[str], name: str) -> type[Arguments]:
+    """The arguments model of a known plugin or action class (none: no arguments)."""
+    kind = known.get(name) if isinstance(known, Mapping) else None
+    model = getattr(kind, "arguments_model", None)
+    if isinstance(model, type) and issubclass(model, Arguments):
+        return model
+    return NoArguments
+
+
+def _check_known(
+    kind: str, name: str, known: Collection[str], volcano_only: dict[str, str], where: str
+) -> None:
+    if name in known:
+        return
+    if name in volcano_only:
+        raise ConfigError(
+            f"scheduler config: {where}names Volcano's {kind} {name!r}, which muster does not "
+            f"have: {volcano_only[name]}"
+        )
+    raise ConfigError(
+        f"scheduler config: {where}names unknown {kind} {name!r}; known: {', '.join(sorted(known))}"
+    )

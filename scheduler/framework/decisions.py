@@ -33,12 +33,15 @@ class Evict:
 
 @dataclass(frozen=True, slots=True)
 class GroupCondition:
-    """A PodGroup condition as the session wants it (lastTransitionTime is the writer's)."""
+    """A PodGroup condition as the session wants it."""
 
     type: str
     status: str
     reason: str
     message: str
+    # RFC 3339; kept while the status stays the same, the session's time when it changes
+    # ("" lets the writer stamp it). The admission time is read back from it after a restart.
+    last_transition_time: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,8 @@ class PodGroupStatusUpdate:
     running: int
     succeeded: int
     failed: int
+    # events name the PodGroup by uid too: `kubectl describe podgroup` selects events by it
+    uid: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +89,13 @@ class QueueStatusUpdate:
 
 @dataclass(frozen=True, slots=True)
 class InvalidObjectReport:
-    """An object muster cannot use: the writer puts the message on a condition or an event."""
+    """An object muster cannot use, or uses without honouring all of it: the writer puts
+    the message on a Warning event with `reason`."""
 
     kind: str
     name: str
     message: str
+    reason: str = "InvalidObject"
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
+from scheduler.framework.arguments import Arguments, NoArguments, parse_arguments
 from scheduler.framework.status import OK, Status
 
 if TYPE_CHECKING:
@@ -44,9 +45,15 @@ class Plugin:
     """Base of every plugin; override the extension points the policy needs."""
 
     name: ClassVar[str] = ""
+    # The plugin's arguments model (parsed once, when the config loads).
+    arguments_model: ClassVar[type[Arguments]] = NoArguments
 
-    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
-        self.arguments: Mapping[str, Any] = arguments or {}
+    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
+        # The session passes the parsed model; a mapping (tests, tools) is parsed here.
+        if isinstance(arguments, Arguments):
+            self.arguments: Arguments = arguments
+        else:
+            self.arguments = parse_arguments("plugin", self.name, self.arguments_model, arguments)
 
     # Lifecycle
     def on_session_open(self, session: Session) -> None:
@@ -112,8 +119,16 @@ class Plugin:
         """Whether the queue already holds more than it deserves."""
         return False
 
-    def reclaim_allowed(self, queue: QueueInfo, amount: Resource) -> bool:
-        """Whether `amount` may be taken back from the queue (it keeps its deserved share)."""
+    def reclaim_allowed(
+        self, reclaimer: TaskInfo, queue: QueueInfo, taken: Resource, unit: Resource
+    ) -> bool:
+        """Whether `unit` may be taken back from the queue for the reclaimer's task, on top
+        of `taken`, what this eviction already takes from it (the queue keeps its
+        deserved share). Unlike `reclaimable`, every tier's answer counts."""
+        return True
+
+    def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        """Whether the queue may take room back from other queues to place `tasks`."""
         return True
 
     # Victims: None abstains; a list is the subset of candidates this plugin allows.
@@ -155,6 +170,7 @@ EXTENSION_POINTS: dict[str, str] = {
     "allocatable": "enabledAllocatable",
     "overused": "enabledOverused",
     "reclaim_allowed": "enableReclaimable",
+    "preemptive": "enablePreemptive",
     "preemptable": "enablePreemptable",
     "reclaimable": "enableReclaimable",
     "on_allocate": "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
@@ -14,9 +14,12 @@ from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus
 from scheduler.framework.config import SchedulerConfig
-from scheduler.framework.decisions import SessionResult
+from scheduler.framework.decisions import InvalidObjectReport, SessionResult
 from scheduler.framework.plugin import EXTENSION_POINTS, Plugin, Vote, Waiting, implements
 from scheduler.framework.status import OK, Status
+
+if TYPE_CHECKING:
+    from scheduler.framework.statement import Statement
 
 Tiered = list[list[Callable[..., Any]]]
 # The reason on a PodGroup whose spec cannot be used (see job_status.py).
@@ -52,12 +55,17 @@ class Session:
         # Seconds spent per plugin opening and closing the session (for metrics).
         self.plugin_seconds: dict[str, float] = {}
         self.plugins: list[Plugin] = []
+        # Statements of gangs kept for pipelining (see keep_pipelined).
+        self._kept: list[Statement] = []
         self._points: dict[str, Tiered] = {point: [] for point in EXTENSION_POINTS}
         for tier in config.tiers:
             for point in EXTENSION_POINTS:
                 self._points[point].append([])
             for option in tier.plugins:
-                plugin = plugin_types[option.name](option.arguments)
+                parsed = option.parsed_arguments
+                plugin = plugin_types[option.name](
+                    parsed if parsed is not None else option.arguments
+                )
                 self.plugins.append(plugin)
                 for point, flag in EXTENSION_POINTS.items():
                     if implements(plugin, point) and option.enabled(flag):
@@ -74,8 +82,16 @@ class Session:
             plugin.on_session_open(self)
             self.plugin_seconds[plugin.name] = time.perf_counter() - start
 
+    def keep_pipelined(self, statement: Statement) -> None:
+        """Keep a gang's uncommitted placements to the end of the session, when its
+        allocations become pipelined (it binds nothing until all of it can)."""
+        self._kept.append(statement)
+
     def close(self) -> SessionResult:
         """Let plugins release their state; the caller reads `result` and job statuses."""
+        for statement in self._kept:
+            statement.keep_pipelined()
+        self._kept.clear()
         for plugin in self.plugins:
             start = time.perf_counter()
             plugin.on_session_close(self)
@@ -194,9 +210,19 @@ class Session:
         """Whether any plugin finds the queue over its share."""
         return any(fn(queue) for tier in self._points["overused"] for fn in tier)
 
-    def reclaim_allowed(self, queue: QueueInfo, amount: Resource) -> bool:
-        """Whether `amount` may be reclaimed from the queue."""
-        return self._all_agree("reclaim_allowed", queue, amount)
+    def reclaim_allowed(
+        self, reclaimer: TaskInfo, queue: QueueInfo, taken: Resource, unit: Resource
+    ) -> bool:
+        """Whether `unit` may be reclaimed from the queue for `reclaimer`, on top of `taken`."""
+        return self._all_agree("reclaim_allowed", reclaimer, queue, taken, unit)
+
+    def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        """Whether the queue may reclaim room from other queues to place `tasks`."""
+        return self._all_agree("preemptive", queue, tasks)
+
+    def warn(self, kind: str, name: str, reason: str, message: str) -> None:
+        """A Warning event on an object the session uses but cannot fully honour."""
+        self.result.invalid.append(InvalidObjectReport(kind, name, message, reason))
 
     def job_starving(self, job: JobInfo) -> bool:
         """Whether any plugin finds the job short of what it needs."""

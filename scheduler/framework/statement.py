@@ -53,6 +53,17 @@ class Statement:
         previous = self.session.mark_releasing(task)
         self.operations.append(_Operation(_Kind.EVICT, task, task.node_name, reason, previous))
 
+    def keep_pipelined(self) -> None:
+        """Turn this statement's allocations into pipelined placements: the gang keeps
+        its room but binds nothing until all of it can, so no member counts as placed."""
+        for operation in self.operations:
+            if operation.kind is _Kind.ALLOCATE:
+                self.session.unplace(operation.task)
+                self.session.place(
+                    operation.task, self.session.nodes[operation.node], TaskStatus.PIPELINED
+                )
+                operation.kind = _Kind.PIPELINE
+
     def discard(self) -> None:
         """Undo every operation, newest first."""
         for operation in reversed(self.operations):

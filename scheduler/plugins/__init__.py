@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.binpack import BinpackPlugin
+from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
+from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
@@ -21,8 +23,10 @@ PLUGINS: dict[str, type[Plugin]] = {
         DrfPlugin,
         PredicatesPlugin,
         ProportionPlugin,
+        CapacityPlugin,
         NodeOrderPlugin,
         BinpackPlugin,
+        OvercommitPlugin,
     )
 }
 

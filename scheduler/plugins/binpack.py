@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import Field, model_validator
+
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.plugin import Plugin
-from scheduler.plugins.arguments import list_argument, weight_argument
+from scheduler.plugins.arguments import Arguments, Names, Weight
 
 MAX_NODE_SCORE = 100.0
 
@@ -31,21 +33,56 @@ BINPACK_MEMORY = "binpack.memory"
 BINPACK_RESOURCES = "binpack.resources"
 
 
+class BinpackArguments(Arguments):
+    """binpack's arguments, in Volcano's spelling; `binpack.resources.NAME: W` weighs a
+    resource listed in binpack.resources (1 when not given)."""
+
+    weight: Weight = Field(1.0, alias="binpack.weight")
+    cpu: Weight = Field(1.0, alias="binpack.cpu")
+    memory: Weight = Field(1.0, alias="binpack.memory")
+    resources: Names = Field(default_factory=list, alias="binpack.resources")
+    resource_weights: dict[str, Weight] = Field(default_factory=dict, alias="binpack.resources.*")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_resource_weights(cls, values: Any) -> Any:
+        # Volcano names per-resource weights by key suffix; gather them into one field.
+        if not isinstance(values, dict):
+            return values
+        prefix = f"{BINPACK_RESOURCES}."
+        weights = {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)}
+        rest = {k: v for k, v in values.items() if not k.startswith(prefix)}
+        if weights:
+            rest["binpack.resources.*"] = weights
+        return rest
+
+    @model_validator(mode="after")
+    def _weights_name_listed_resources(self) -> BinpackArguments:
+        unlisted = sorted(set(self.resource_weights) - set(self.resources))
+        if unlisted:
+            raise ValueError(
+                f"weights {', '.join(f'{BINPACK_RESOURCES}.{n}' for n in unlisted)} name "
+                f"resources not in {BINPACK_RESOURCES}; add them there"
+            )
+        return self
+
+
 class BinpackPlugin(Plugin):
     """Prefers the nodes a pod fills most, weighting each resource as configured."""
 
     name = "binpack"
+    arguments_model = BinpackArguments
 
-    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
         args = self.arguments
-        self.weight = weight_argument(self.name, args, BINPACK_WEIGHT, 1)
-        self.cpu_weight = weight_argument(self.name, args, BINPACK_CPU, 1)
-        self.memory_weight = weight_argument(self.name, args, BINPACK_MEMORY, 1)
-        self.scalar_weights: dict[str, float] = {}
-        for resource in list_argument(self.name, args, BINPACK_RESOURCES):
-            key = f"{BINPACK_RESOURCES}.{resource}"
-            self.scalar_weights[resource] = weight_argument(self.name, args, key, 1)
+        assert isinstance(args, BinpackArguments)
+        self.weight = args.weight
+        self.cpu_weight = args.cpu
+        self.memory_weight = args.memory
+        self.scalar_weights: dict[str, float] = {
+            resource: args.resource_weights.get(resource, 1.0) for resource in args.resources
+        }
         # As in Volcano, binpack.cpu and binpack.memory win over a listed cpu or memory.
         self.scalar_weights.pop("cpu", None)
         self.scalar_weights.pop("memory", None)

@@ -28,6 +28,18 @@ def ready_by_role(job: JobInfo) -> dict[str, int]:
     )
 
 
+def placed_by_role(job: JobInfo) -> dict[str, int]:
+    """Per role, the members placed now or promised room being released."""
+    return job.role_counts(
+        TaskStatus.ALLOCATED,
+        TaskStatus.BINDING,
+        TaskStatus.BOUND,
+        TaskStatus.RUNNING,
+        TaskStatus.SUCCEEDED,
+        TaskStatus.PIPELINED,
+    )
+
+
 def roles_satisfied(job: JobInfo, counts: dict[str, int]) -> bool:
     """Whether every role has its minTaskMember."""
     return all(counts.get(role, 0) >= need for role, need in job.min_task_member.items())
@@ -71,7 +83,13 @@ class GangPlugin(Plugin):
 
     def job_pipelined(self, job: JobInfo) -> Vote:
         placed = job.ready_count() + job.pipelined_count()
-        return Vote.PERMIT if placed >= job.min_member else Vote.REJECT
+        if placed < job.min_member:
+            return Vote.REJECT
+        # Every role needs its minTaskMember placed or promised too (Volcano's
+        # CheckTaskPipelined); else the gang's placements would be kept for nothing.
+        if job.min_task_member and not roles_satisfied(job, placed_by_role(job)):
+            return Vote.REJECT
+        return Vote.PERMIT
 
     def job_starving(self, job: JobInfo) -> bool:
         return job.ready_count() + job.pipelined_count() < job.min_member

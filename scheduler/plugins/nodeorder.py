@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import Field
+
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.plugin import Plugin
-from scheduler.plugins.arguments import weight_argument
+from scheduler.plugins.arguments import Arguments, Weight
 from scheduler.plugins.matching import term_matches
 
 # kube-scheduler's DefaultMilliCPURequest and DefaultMemoryRequest.
@@ -39,18 +41,29 @@ BALANCED_RESOURCE_WEIGHT = "balancedresource.weight"
 NODE_AFFINITY_WEIGHT = "nodeaffinity.weight"
 
 
+class NodeOrderArguments(Arguments):
+    """nodeorder's arguments, in Volcano's spelling."""
+
+    least_requested_weight: Weight = Field(1.0, alias="leastrequested.weight")
+    most_requested_weight: Weight = Field(0.0, alias="mostrequested.weight")
+    balanced_resource_weight: Weight = Field(1.0, alias="balancedresource.weight")
+    node_affinity_weight: Weight = Field(1.0, alias="nodeaffinity.weight")
+
+
 class NodeOrderPlugin(Plugin):
     """Scores nodes by free room, packing, cpu/memory balance and preferred node affinity."""
 
     name = "nodeorder"
+    arguments_model = NodeOrderArguments
 
-    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
         args = self.arguments
-        self.least_requested_weight = weight_argument(self.name, args, LEAST_REQUESTED_WEIGHT, 1)
-        self.most_requested_weight = weight_argument(self.name, args, MOST_REQUESTED_WEIGHT, 0)
-        self.balanced_weight = weight_argument(self.name, args, BALANCED_RESOURCE_WEIGHT, 1)
-        self.node_affinity_weight = weight_argument(self.name, args, NODE_AFFINITY_WEIGHT, 1)
+        assert isinstance(args, NodeOrderArguments)
+        self.least_requested_weight = args.least_requested_weight
+        self.most_requested_weight = args.most_requested_weight
+        self.balanced_weight = args.balanced_resource_weight
+        self.node_affinity_weight = args.node_affinity_weight
 
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
         """The weighted sum of the enabled scorers for this task on this node."""

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.plugin import Plugin
 
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
+
 
 class PriorityPlugin(Plugin):
-    """Orders by PodGroup priority (its PriorityClass) and pod priority (spec.priority)."""
+    """Orders by PodGroup priority (its PriorityClass) and pod priority (spec.priority).
+
+    A victim of another job must belong to a job of lower priority than the preemptor's
+    job (the PodGroup's priorityClassName, as in Volcano); inside one job, pod priorities
+    decide."""
 
     name = "priority"
+
+    def on_session_open(self, session: Session) -> None:
+        self.jobs = session.jobs
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         return b.priority - a.priority
@@ -19,4 +31,14 @@ class PriorityPlugin(Plugin):
         return b.priority - a.priority
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return [task for task in candidates if task.priority < preemptor.priority]
+        jobs = getattr(self, "jobs", {})
+        mine = jobs.get(preemptor.job)
+        allowed = []
+        for task in candidates:
+            theirs = jobs.get(task.job)
+            if mine is None or theirs is None or theirs is mine:
+                if task.priority < preemptor.priority:
+                    allowed.append(task)
+            elif theirs.priority < mine.priority:
+                allowed.append(task)
+        return allowed

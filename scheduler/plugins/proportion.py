@@ -22,6 +22,7 @@ from scheduler.api.names import ROOT_QUEUE
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import UNLIMITED, Resource, share_of
 from scheduler.api.task import TaskInfo
+from scheduler.framework.job_status import NOT_HONOURED_REASON
 from scheduler.framework.plugin import Plugin, Vote, Waiting
 
 if TYPE_CHECKING:
@@ -31,6 +32,14 @@ QUEUE_NOT_FOUND = "QueueNotFound"
 QUEUE_NOT_OPEN = "QueueNotOpen"
 QUEUE_FULL = "QueueCapacityExceeded"
 QUEUE_NOT_LEAF = "QueueNotLeaf"
+# What a Queue that sets spec.deserved is told: proportion computes deserved itself.
+DESERVED_NOT_HONOURED = (
+    "spec.deserved is honoured only with the capacity plugin; proportion gives the queue "
+    "a share of the cluster by spec.weight instead (within spec.capability, at least "
+    "spec.guarantee); enable capacity in place of proportion to honour spec.deserved"
+)
+# Phases of a gang that has started: a queue that is closing lets these go on.
+STARTED_PHASES = frozenset({PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN})
 
 
 class QueueShare:
@@ -125,11 +134,7 @@ class ProportionPlugin(Plugin):
             pending = Resource()
             for task in job.pending_tasks():
                 pending.add(task.request)
-            reserved = (
-                job.min_resources
-                if job.phase is PodGroupPhase.INQUEUE and job.min_resources is not None
-                else None
-            )
+            reserved = job.reservation()
             for level in (attr, *attr.ancestors()):
                 level.allocated.add(job.allocated)
                 level.request.add(job.allocated).add(pending)
@@ -138,14 +143,15 @@ class ProportionPlugin(Plugin):
         amount = self.total.clone()
         root = self.shares.get(ROOT_QUEUE)
         if root is not None:
-            if root.capability is not None:
-                amount = amount.minimum(root.capability)
+            amount = amount.capped(root.capability)
             root.deserved = amount.clone()
         self._fill_deserved(self._top, amount)
         for name, attr in self.shares.items():
             attr.update_share()
             session.queue_deserved[name] = attr.deserved
             session.queue_request[name] = attr.request
+            if attr.queue.deserved is not None:
+                session.warn("Queue", name, NOT_HONOURED_REASON, DESERVED_NOT_HONOURED)
 
     def _link_tree(self) -> None:
         """Children under their parents; a missing parent or a cycle hangs from root."""
@@ -176,10 +182,9 @@ class ProportionPlugin(Plugin):
 
     @staticmethod
     def _real_capability(attr: QueueShare, amount: Resource, guarantees: Resource) -> Resource:
-        real = amount.clone().sub(guarantees).add(attr.guarantee)
-        if attr.capability is not None:
-            real = real.minimum(attr.capability)
-        return real
+        # A dimension the capability does not name is unlimited (a queue capped in cpu
+        # and memory still runs GPU jobs), as in Volcano.
+        return amount.clone().sub(guarantees).add(attr.guarantee).capped(attr.capability)
 
     def _fill_deserved(self, siblings: list[QueueShare], amount: Resource) -> None:
         """Water-fill `amount` into the siblings by weight, then recurse into each."""
@@ -211,7 +216,8 @@ class ProportionPlugin(Plugin):
                 self._fill_deserved(attr.children, attr.deserved)
 
     # Extension points ------------------------------------------------------
-    def job_valid(self, job: JobInfo) -> Waiting | None:
+    def _queue_problem(self, job: JobInfo) -> Waiting | None:
+        """Why the job's queue cannot hold it at all: missing, or not a leaf."""
         attr = self.shares.get(job.queue)
         if attr is None:
             return Waiting(
@@ -228,7 +234,25 @@ class ProportionPlugin(Plugin):
             )
         return None
 
+    def job_valid(self, job: JobInfo) -> Waiting | None:
+        problem = self._queue_problem(job)
+        if problem is not None:
+            return problem
+        attr = self.shares[job.queue]
+        if not attr.queue.is_open and job.phase not in STARTED_PHASES:
+            # A closing queue lets its running gangs finish (and replace their pods) but
+            # starts none that was only admitted.
+            return Waiting(
+                QUEUE_NOT_OPEN,
+                f"queue {job.queue!r} is {attr.queue.state.value}: it starts no new gang; "
+                "move the PodGroup to an Open queue (spec.queue) or reopen the queue",
+            )
+        return None
+
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        # spec.priority first (higher is served first), then the smaller share, as in Volcano.
+        if a.priority != b.priority:
+            return b.priority - a.priority
         share_a = self.shares[a.name].share if a.name in self.shares else 0.0
         share_b = self.shares[b.name].share if b.name in self.shares else 0.0
         if share_a == share_b:
@@ -251,22 +275,27 @@ class ProportionPlugin(Plugin):
             if level.capability is not None
         )
 
-    def reclaim_allowed(self, queue: QueueInfo, amount: Resource) -> bool:
+    def reclaim_allowed(
+        self, reclaimer: TaskInfo, queue: QueueInfo, taken: Resource, unit: Resource
+    ) -> bool:
         # The victim queue must keep at least its deserved share in its dominant
         # dimension: then it is not below its share and cannot reclaim back.
         attr = self.shares.get(queue.name)
         if attr is None:
             return False
-        return share_of(attr.allocated - amount, attr.deserved) >= 1.0
+        return share_of(attr.allocated - taken - unit, attr.deserved) >= 1.0
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
-        attr = self.shares.get(job.queue)
-        if attr is None:
+        problem = self._queue_problem(job)
+        if problem is not None:
+            job.wait(problem.reason, problem.message)
             return Vote.REJECT
+        attr = self.shares[job.queue]
         if not attr.queue.is_open:
             job.wait(
                 QUEUE_NOT_OPEN,
-                f"queue {job.queue!r} is {attr.queue.state.value} and admits no new PodGroups",
+                f"queue {job.queue!r} is {attr.queue.state.value} and admits no new PodGroups; "
+                "move the PodGroup to an Open queue (spec.queue) or reopen the queue",
             )
             return Vote.REJECT
         if job.min_resources is None:
@@ -291,7 +320,7 @@ class ProportionPlugin(Plugin):
         """What the queue may hold at most: what its parent may hold (the cluster at the
         top) less its siblings' guarantees, within its own capability."""
         if attr.queue.name == ROOT_QUEUE:
-            return self.total if attr.capability is None else self.total.minimum(attr.capability)
+            return self.total.capped(attr.capability)
         parent = attr.parent
         amount = self.total if parent is None else self._admission_capability(parent)
         guarantees = Resource()

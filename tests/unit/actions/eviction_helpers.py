@@ -11,8 +11,19 @@ from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
 TIERS = DEFAULT_CONFIG_YAML[DEFAULT_CONFIG_YAML.index("tiers:") :]
 
 
-def config(actions: str = "enqueue, allocate, preempt, reclaim, backfill") -> SchedulerConfig:
-    return load_config(f'actions: "{actions}"\n{TIERS}')
+def config(
+    actions: str = "enqueue, allocate, preempt, reclaim, backfill", *, whole_gangs: bool = False
+) -> SchedulerConfig:
+    """The default tiers with these actions; `whole_gangs` turns on evictWholeGangs for
+    preempt and reclaim (off by default, as in Volcano)."""
+    text = f'actions: "{actions}"\n{TIERS}'
+    if whole_gangs:
+        text += (
+            "configurations:\n"
+            "- name: preempt\n  arguments: {evictWholeGangs: true}\n"
+            "- name: reclaim\n  arguments: {evictWholeGangs: true}\n"
+        )
+    return load_config(text)
 
 
 def running(job: JobInfo, *nodes: str) -> JobInfo:

@@ -6,7 +6,7 @@ from scheduler.api.job import PodGroupPhase
 from scheduler.api.task import TaskStatus
 from scheduler.engine import load_config, schedule
 from scheduler.framework.job_status import SCHEDULED, UNSCHEDULABLE
-from tests.unit.builders import gang, node, queue, snapshot, task
+from tests.unit.builders import gang, node, queue, resources, snapshot, task
 
 
 def bound_jobs(result: object) -> dict[str, int]:
@@ -173,3 +173,56 @@ def test_every_queue_is_served() -> None:
     jobs = [gang("a", 1, queue="qa"), gang("b", 1, queue="qb")]
     result = schedule(snapshot([node("n1", cpu=2)], jobs, [queue("qa"), queue("qb")]))
     assert set(bound_jobs(result)) == {"default/a", "default/b"}
+
+
+def test_gang_kept_for_pipelining_is_not_reported_running_while_nothing_is_bound() -> None:
+    # minMember 2 of workers fits now, but the one ps (minTaskMember) waits for released room
+    leaving = task("old", cpu=1, status=TaskStatus.RELEASING, node_name="n1")
+    holder = gang("holder", 1, phase=PodGroupPhase.RUNNING)
+    holder.add_task(leaving)
+    leaving.job = holder.key
+    job = gang(
+        "tf",
+        3,
+        min_member=2,
+        roles={"worker": 2, "ps": 1},
+        min_task_member={"ps": 1},
+        created="2026-01-01T00:00:00Z",
+    )
+    # a younger job that would fit on the idle room the workers hold for this session
+    later = gang("later", 1, cpu=2, created="2026-01-01T00:00:09Z")
+    snap = snapshot([node("n0", cpu=2), node("n1", cpu=1)], [job, later])
+    snap.nodes["n1"].add_task(leaving)
+    result = schedule(snap)
+    assert result.binds == []
+    assert result.nominated == [job.key]
+    assert all(u.phase is not PodGroupPhase.RUNNING for u in result.podgroups if u.name == "tf")
+
+
+def test_without_the_enqueue_action_pending_podgroups_are_scheduled() -> None:
+    config = load_config(
+        'actions: "allocate, backfill"\ntiers:\n- plugins: [{name: gang}, {name: proportion}]\n'
+    )
+    job = gang("direct", 2, phase=PodGroupPhase.PENDING)
+    result = schedule(snapshot([node("n1", cpu=4)], [job]), config)
+    assert len(result.binds) == 2
+
+
+def test_with_the_enqueue_action_a_podgroup_it_did_not_admit_is_not_placed() -> None:
+    # minResources larger than the cluster: enqueue keeps it Pending, so nothing binds
+    # even though its pods alone would fit
+    job = gang("ask-big", 1, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=64))
+    result = schedule(snapshot([node("n1", cpu=4)], [job]))
+    assert result.binds == []
+
+
+def test_jobs_that_cannot_be_scheduled_do_not_stop_the_jobs_after_them() -> None:
+    done = gang("done", 1)
+    for member in done.tasks.values():
+        member.node_name = "n1"
+    done.set_task_status(next(iter(done.tasks.values())), TaskStatus.SUCCEEDED)
+    lost = gang("lost", 1, queue="nope")
+    short = gang("short", 1, min_member=3)
+    ok = gang("ok", 1)
+    snap = snapshot([node("n1", cpu=4)], [done, lost, short, ok])
+    assert [b.job for b in schedule(snap).binds] == ["default/ok"]

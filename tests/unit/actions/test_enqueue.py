@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from scheduler.api.errors import InvalidObject
 from scheduler.api.job import PodGroupPhase
+from scheduler.api.queue import QueueState
+from scheduler.api.task import TaskStatus
 from scheduler.engine import load_config, schedule
-from tests.unit.builders import gang, node, resources, snapshot
+from tests.unit.builders import gang, node, queue, resources, snapshot
 
 ENQUEUE_ONLY = load_config(
     """
@@ -13,6 +16,18 @@ tiers:
 - plugins:
   - name: gang
   - name: proportion
+"""
+)
+ENQUEUE_ONLY_NO_OVERCOMMIT = load_config(
+    """
+actions: "enqueue"
+tiers:
+- plugins:
+  - name: gang
+  - name: proportion
+configurations:
+- name: enqueue
+  arguments: {overcommit-factor: 1.0}
 """
 )
 
@@ -52,3 +67,88 @@ def test_gang_without_min_resources_is_admitted() -> None:
         snapshot([node("n1", cpu=1)], [gang("a", 8, phase=PodGroupPhase.PENDING)]), ENQUEUE_ONLY
     )
     assert result.podgroups[0].phase is PodGroupPhase.INQUEUE
+
+
+def test_podgroup_with_no_pods_yet_is_admitted_on_min_resources_alone() -> None:
+    # Kubeflow's Training Operator creates the pods only once the PodGroup left Pending.
+    job = gang("tfjob", 0, min_member=4, phase=PodGroupPhase.PENDING, min_resources=resources(4))
+    result = schedule(snapshot([node("n1", cpu=8)], [job]), ENQUEUE_ONLY)
+    (update,) = result.podgroups
+    assert update.phase is PodGroupPhase.INQUEUE
+    assert result.admitted == ["default/tfjob"]
+
+
+def test_podgroup_with_no_pods_and_too_large_min_resources_stays_pending() -> None:
+    job = gang("tfjob", 0, min_member=4, phase=PodGroupPhase.PENDING, min_resources=resources(16))
+    result = schedule(snapshot([node("n1", cpu=8)], [job]), ENQUEUE_ONLY)
+    (update,) = result.podgroups
+    assert update.phase is PodGroupPhase.PENDING
+    assert update.conditions[0].reason == "ClusterCapacityExceeded"
+
+
+def test_podgroup_naming_a_missing_queue_is_not_admitted_and_says_so() -> None:
+    job = gang("lost", 0, min_member=2, queue="nowhere", phase=PodGroupPhase.PENDING)
+    result = schedule(snapshot([node("n1", cpu=8)], [job]), ENQUEUE_ONLY)
+    (update,) = result.podgroups
+    assert update.phase is PodGroupPhase.PENDING
+    assert update.conditions[0].reason == "QueueNotFound"
+
+
+def test_running_gang_keeps_the_rest_of_its_min_resources_reserved() -> None:
+    # A RayJob: the cluster (2 cpu) runs, the submitter (1 cpu) comes later; minResources 3.
+    ray = gang("ray", 2, min_member=2, phase=PodGroupPhase.RUNNING, min_resources=resources(3))
+    for member in list(ray.tasks.values()):
+        ray.set_task_status(member, TaskStatus.RUNNING)
+        member.node_name = "n1"
+    later = gang("later", 1, phase=PodGroupPhase.PENDING, min_resources=resources(2))
+    result = schedule(snapshot([node("n1", cpu=4)], [ray, later]), ENQUEUE_ONLY_NO_OVERCOMMIT)
+    phases = {u.name: u.phase for u in result.podgroups}
+    # 4 cpu: 2 used by ray, 1 still reserved for its submitter: 1 left, later needs 2.
+    assert phases["later"] is PodGroupPhase.PENDING
+
+
+def test_running_gang_below_min_member_reserves_nothing_more() -> None:
+    # A Spark driver finished while the PodGroup stays Running: its room is not reserved again.
+    spark = gang("spark", 2, min_member=2, phase=PodGroupPhase.RUNNING, min_resources=resources(3))
+    first, second = spark.tasks.values()
+    spark.set_task_status(first, TaskStatus.RUNNING)
+    first.node_name = "n1"
+    spark.set_task_status(second, TaskStatus.SUCCEEDED)
+    later = gang("later", 1, phase=PodGroupPhase.PENDING, min_resources=resources(3))
+    result = schedule(snapshot([node("n1", cpu=4)], [spark, later]), ENQUEUE_ONLY_NO_OVERCOMMIT)
+    phases = {u.name: u.phase for u in result.podgroups}
+    assert phases["later"] is PodGroupPhase.INQUEUE
+
+
+def test_admitted_gang_in_a_queue_that_closed_releases_its_reservation_at_once() -> None:
+    shut = queue("shut", state=QueueState.CLOSING)
+    stuck = gang("stuck", 4, min_resources=resources(cpu=4), queue="shut")
+    waiting = gang("waiting", 4, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=4))
+    # the Pending one first: looking past it, enqueue still finds the stuck one
+    result = schedule(snapshot([node("n1", cpu=4)], [waiting, stuck], [shut]), ENQUEUE_ONLY)
+    assert result.admitted == [waiting.key]
+    update = next(u for u in result.podgroups if u.name == "stuck")
+    assert update.phase is PodGroupPhase.PENDING
+    reasons = {c.reason: c.message for c in update.conditions}
+    assert "released its reservation" in reasons["QueueNotOpen"]
+
+
+def test_reservation_of_an_admitted_gang_that_has_not_started_counts_against_the_cluster() -> None:
+    admitted = gang("admitted", 4, min_resources=resources(cpu=4))
+    waiting = gang("waiting", 1, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=1))
+    result = schedule(
+        snapshot([node("n1", cpu=4)], [admitted, waiting]), ENQUEUE_ONLY_NO_OVERCOMMIT
+    )
+    assert result.admitted == []
+    assert "ClusterCapacityExceeded" in {c.reason for u in result.podgroups for c in u.conditions}
+
+
+def test_unusable_podgroups_do_not_stop_the_ones_after_them_being_admitted() -> None:
+    broken = gang("broken", 1, phase=PodGroupPhase.PENDING)
+    broken.invalid = InvalidObject("PodGroup", broken.key, "spec.minMember", -1, "must be 0+")
+    lost = gang("lost", 1, phase=PodGroupPhase.PENDING, queue="nope")
+    fine = gang("fine", 1, phase=PodGroupPhase.PENDING)
+    result = schedule(snapshot([node("n1", cpu=4)], [broken, lost, fine]), ENQUEUE_ONLY)
+    assert result.admitted == [fine.key]
+    reasons = {u.name: u.conditions[0].reason for u in result.podgroups if u.conditions}
+    assert reasons["broken"] == "InvalidPodGroup" and reasons["lost"] == "QueueNotFound"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from scheduler.api.errors import InvalidObject
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.snapshot import PriorityClassInfo
 from scheduler.api.task import TaskStatus
 from scheduler.engine import schedule
 from scheduler.framework.job_status import phase_after
 from tests.unit.actions.eviction_helpers import config, evicted_by_job, running
-from tests.unit.builders import gang, node, queue, snapshot, task
+from tests.unit.builders import gang, node, queue, resources, snapshot, task
 
 
 def test_high_priority_gang_evicts_exactly_enough_spare_pods_and_pipelines_onto_them() -> None:
@@ -44,12 +45,21 @@ def test_running_gang_is_never_cut_below_min_member_its_spare_pod_goes_instead()
     assert evicted_by_job(result) == {"default/g": 1}
 
 
+def test_victim_gang_with_no_spare_is_not_evicted_by_default() -> None:
+    # As in Volcano: a running gang is never cut below minMember, nor evicted whole.
+    victim = running(gang("victim", 4, priority=1), "n0", "n1")
+    high = gang("high", 1, cpu=2, priority=100)
+    snap = snapshot([node("n0", cpu=2), node("n1", cpu=2)], [victim, high])
+    result = schedule(snap, config())
+    assert result.evictions == []
+
+
 def test_victim_gang_with_no_spare_is_evicted_whole_and_returns_to_pending() -> None:
     # one 4-pod gang (minMember 4) spread over two nodes; a 2-cpu preemptor needs 2 cpu on one
     victim = running(gang("victim", 4, priority=1), "n0", "n1")
     high = gang("high", 1, cpu=2, priority=100)
     snap = snapshot([node("n0", cpu=2), node("n1", cpu=2)], [victim, high])
-    result = schedule(snap, config())
+    result = schedule(snap, config(whole_gangs=True))
     assert evicted_by_job(result) == {"default/victim": 4}
     update = next(u for u in result.podgroups if u.name == "victim")
     assert update.phase is PodGroupPhase.PENDING
@@ -155,4 +165,29 @@ def test_pending_single_pod_of_lower_priority_is_not_a_victim() -> None:
     assert waiting.status is TaskStatus.PENDING
     high = gang("high", 5, priority=100)
     result = schedule(snapshot([node("n0", cpu=4)], [low, high]), config())
+    assert result.evictions == []
+
+
+def test_preemption_on_a_node_at_its_pod_limit_evicts_one_pod_per_pod_it_places() -> None:
+    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(2)]
+    high = gang("high", 1, priority=100)
+    result = schedule(snapshot([node("n0", cpu=8, max_pods=2)], [*low, high]), config())
+    assert len(result.evictions) == 1
+
+
+def test_podgroup_enqueue_has_not_admitted_preempts_nothing() -> None:
+    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(4)]
+    # minResources beyond the cluster: enqueue keeps it Pending
+    high = gang(
+        "high", 1, priority=100, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=64)
+    )
+    result = schedule(snapshot([node("n0", cpu=4)], [*low, high]), config())
+    assert result.evictions == []
+
+
+def test_unusable_podgroup_preempts_nothing() -> None:
+    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(4)]
+    high = gang("high", 1, priority=100)
+    high.invalid = InvalidObject("PodGroup", high.key, "spec.minMember", -1, "must be 0+")
+    result = schedule(snapshot([node("n0", cpu=4)], [*low, high]), config())
     assert result.evictions == []

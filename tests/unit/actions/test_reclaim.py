@@ -69,7 +69,7 @@ def test_reclaim_takes_a_whole_small_gang_when_that_keeps_the_victim_queue_at_it
     snap = snapshot(
         [node("n0", cpu=4), node("n1", cpu=4)], [*pairs, b_job], [queue("a"), queue("b")]
     )
-    counts = evicted_by_job(schedule(snap, config()))
+    counts = evicted_by_job(schedule(snap, config(whole_gangs=True)))
     assert sorted(counts.values()) == [2]
 
 

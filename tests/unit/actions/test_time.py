@@ -3,8 +3,12 @@ backs off and never blocks the gangs behind it."""
 
 from __future__ import annotations
 
+from scheduler.api import wire
 from scheduler.api.job import PodGroupPhase
-from scheduler.api.snapshot import PlacementFailures
+from scheduler.api.queue import QueueInfo
+from scheduler.api.snapshot import PlacementFailures, build_snapshot
+from scheduler.api.task import TaskStatus
+from scheduler.api.timestamps import format_rfc3339
 from scheduler.cache.world import World
 from scheduler.engine import load_config, schedule
 from scheduler.framework.decisions import SessionResult
@@ -37,9 +41,15 @@ def test_inqueue_gang_that_did_not_start_in_time_returns_to_pending_and_says_so(
     result = schedule(snap, timeout_config())  # type: ignore[arg-type]
     (update,) = result.podgroups
     assert update.phase is PodGroupPhase.PENDING
-    (condition,) = update.conditions
-    assert condition.reason == "InqueueTimeout"
-    assert "could not start within 60s" in condition.message
+    conditions = {c.type: c for c in update.conditions}
+    assert conditions["Unschedulable"].reason == "InqueueTimeout"
+    assert "could not start within 60s" in conditions["Unschedulable"].message
+    # Recorded on the object, so that a restarted scheduler keeps the backoff.
+    assert (conditions["Admitted"].status, conditions["Admitted"].reason) == (
+        "False",
+        "InqueueTimeout",
+    )
+    assert conditions["Admitted"].last_transition_time == format_rfc3339(NOW)
     assert result.dequeued == [stuck.key]
 
 
@@ -132,3 +142,108 @@ def test_cache_times_admissions_and_timeouts() -> None:
     world.record_session(SessionResult(dequeued=["ns/a"]), NOW + 9)
     snap = world.snapshot()
     assert snap.admitted_at == {} and snap.timed_out_at == {"ns/a": NOW + 9}
+
+
+def podgroup(phase: str, admitted: str, reason: str, seconds_ago: float) -> wire.PodGroup:
+    """A PodGroup as the API server holds it after a restart, with its Admitted condition."""
+    return wire.from_dict(
+        {
+            "metadata": {"name": "stuck", "namespace": "default", "uid": "pg-1"},
+            "spec": {"minMember": 8, "minResources": {"cpu": "2"}},
+            "status": {
+                "phase": phase,
+                "conditions": [
+                    {
+                        "type": "Admitted",
+                        "status": admitted,
+                        "reason": reason,
+                        "lastTransitionTime": format_rfc3339(NOW - seconds_ago),
+                    }
+                ],
+            },
+        },
+        wire.PodGroup,
+    )
+
+
+def after_restart(group: wire.PodGroup, now: float) -> SessionResult:
+    nodes = [
+        wire.from_dict(
+            {
+                "metadata": {"name": "n0"},
+                "status": {
+                    "allocatable": {"cpu": "4", "memory": "16Gi"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            },
+            wire.Node,
+        )
+    ]
+    snap = build_snapshot(podgroups=[group], nodes=nodes)
+    snap.queues.setdefault("default", QueueInfo("default"))
+    snap.now = now
+    return schedule(snap, timeout_config())  # type: ignore[arg-type]
+
+
+def test_admission_time_read_back_from_the_podgroup_times_out_at_the_right_moment() -> None:
+    # The process restarted: it knows nothing of the admission but what the object says.
+    assert after_restart(podgroup("Inqueue", "True", "Enqueued", 59), NOW).dequeued == []
+    assert after_restart(podgroup("Inqueue", "True", "Enqueued", 61), NOW).dequeued == [
+        "default/stuck"
+    ]
+
+
+def test_timed_out_podgroup_read_back_after_a_restart_waits_out_its_backoff() -> None:
+    late = podgroup("Pending", "False", "InqueueTimeout", 30)
+    assert after_restart(late, NOW).admitted == []
+    assert after_restart(late, NOW + 31).admitted == ["default/stuck"]
+
+
+def test_admitted_condition_keeps_its_time_while_the_gang_stays_admitted() -> None:
+    group = podgroup("Inqueue", "True", "Enqueued", 10)
+    result = after_restart(group, NOW)
+    for update in result.podgroups:
+        admitted = next(c for c in update.conditions if c.type == "Admitted")
+        assert admitted.last_transition_time == format_rfc3339(NOW - 10)
+
+
+def test_admission_records_the_session_time_on_the_podgroup() -> None:
+    job = gang("fresh", 2, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=2))
+    snap = snapshot([node("n0", cpu=4)], [job])
+    snap.now = NOW
+    (update,) = schedule(snap, timeout_config()).podgroups  # type: ignore[arg-type]
+    admitted = next(c for c in update.conditions if c.type == "Admitted")
+    assert (admitted.status, admitted.last_transition_time) == ("True", format_rfc3339(NOW))
+
+
+def test_inqueue_timeout_of_zero_never_sends_an_admitted_gang_back() -> None:
+    stuck = gang("stuck", 8, min_resources=resources(cpu=8))
+    snap = snapshot([node("n0", cpu=4)], [stuck])
+    snap.now = NOW
+    snap.admitted_at = {stuck.key: NOW - 100_000}
+    result = schedule(snap, timeout_config(seconds=0))  # type: ignore[arg-type]
+    assert result.dequeued == []
+
+
+def test_admission_expires_exactly_inqueue_timeout_seconds_after_it_and_a_started_gang_never() -> (
+    None
+):
+    started = gang("started", 1, min_resources=resources(cpu=1))
+    (member,) = started.tasks.values()
+    member.node_name = "n0"
+    started.set_task_status(member, TaskStatus.RUNNING)
+    stuck = gang("stuck", 8, min_resources=resources(cpu=8))
+    snap = snapshot([node("n0", cpu=4)], [started, stuck])
+    snap.now = NOW
+    snap.admitted_at = {started.key: NOW - 600, stuck.key: NOW - 60}
+    result = schedule(snap, timeout_config(seconds=60))  # type: ignore[arg-type]
+    assert result.dequeued == [stuck.key]
+
+
+def test_gang_sent_back_is_admitted_again_exactly_inqueue_timeout_seconds_later() -> None:
+    late = gang("late", 2, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=2))
+    snap = snapshot([node("n0", cpu=4)], [late])
+    snap.now = NOW
+    snap.timed_out_at = {late.key: NOW - 60}
+    result = schedule(snap, timeout_config(seconds=60))  # type: ignore[arg-type]
+    assert result.admitted == [late.key]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.api.job import JobInfo
+from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.engine import default_config, schedule
 from scheduler.framework.session import Session
 from scheduler.plugins import PLUGINS
@@ -101,3 +101,17 @@ def test_root_queue_capability_caps_the_whole_tree() -> None:
         schedule(snapshot([node(f"n{i}", cpu=4) for i in range(10)], jobs, queues)), owner
     )
     assert sum(counts.values()) == 6
+
+
+def test_queues_naming_each_other_as_parent_hang_from_root_and_still_schedule() -> None:
+    queues = [queue("a", parent="b"), queue("b", parent="a")]
+    jobs, owner = saturating(["a", "b"], per_leaf=2)
+    counts = placed(schedule(snapshot([node("n0", cpu=4)], jobs, queues)), owner)
+    assert counts == {"a": 2, "b": 2}
+
+
+def test_root_queue_capability_bounds_what_a_top_level_queue_may_admit() -> None:
+    queues = [queue("root", capability=resources(cpu=2)), queue("a")]
+    job = gang("big", 3, queue="a", phase=PodGroupPhase.PENDING, min_resources=resources(cpu=3))
+    result = schedule(snapshot([node("n0", cpu=8)], [job], queues))
+    assert result.admitted == []

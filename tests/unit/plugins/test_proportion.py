@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.queue import QueueState
 from scheduler.engine import schedule
+from tests.unit.actions.eviction_helpers import config, running
 from tests.unit.builders import gang, node, queue, resources, snapshot
 
 
@@ -102,3 +103,47 @@ def test_jobs_held_back_by_a_queue_at_its_share_say_so() -> None:
     held = next(u for u in result.podgroups if u.name in waiting)
     assert held.conditions[0].reason == "QueueShareExceeded"
     assert "deserved share" in held.conditions[0].message
+
+
+def test_memory_capability_caps_a_queue_asking_for_memory() -> None:
+    jobs = [gang(f"m{i}", 1, 0, "1Gi", queue="mem") for i in range(8)]
+    capped = queue("mem", capability=resources(memory="4Gi"))
+    result = schedule(snapshot([node("n0", cpu=8, memory="64Gi")], jobs, [capped]))
+    assert len(result.binds) == 4
+
+
+def test_two_gangs_admitted_in_one_session_add_up_against_the_queue_capability() -> None:
+    capped = queue("small", capability=resources(cpu=4))
+    first, second = (
+        gang(name, 3, queue="small", phase=PodGroupPhase.PENDING, min_resources=resources(cpu=3))
+        for name in ("first", "second")
+    )
+    result = schedule(snapshot([node("n1", cpu=16)], [first, second], [capped]))
+    assert result.admitted == [first.key]
+
+
+def test_gang_admitted_earlier_and_not_started_still_holds_the_queue_capability() -> None:
+    capped = queue("small", capability=resources(cpu=4))
+    held = gang("held", 3, queue="small", min_resources=resources(cpu=3))
+    held.tasks.clear()  # its pods are not created yet (an operator waits for Inqueue)
+    new = gang("new", 3, queue="small", phase=PodGroupPhase.PENDING, min_resources=resources(cpu=3))
+    result = schedule(snapshot([node("n1", cpu=16)], [held, new], [capped]))
+    assert result.admitted == []
+    assert "QueueCapacityExceeded" in {c.reason for u in result.podgroups for c in u.conditions}
+
+
+def test_queue_is_not_reclaimed_below_its_deserved_by_a_pod_bigger_than_its_surplus() -> None:
+    # a deserves 4 of 8 and holds 5: its youngest pod (2 cpu) would be the first victim,
+    # but taking it would leave a at 3, below its deserved; a 1-cpu pod goes instead
+    a_jobs = [
+        running(gang(f"a{i}", 1, queue="a", created=f"2026-01-01T00:00:0{i}Z"), "n0")
+        for i in range(3)
+    ]
+    a_jobs.append(running(gang("a-big", 1, 2, queue="a", created="2026-01-01T00:00:09Z"), "n0"))
+    b_jobs = [running(gang(f"b{i}", 1, queue="b"), "n1") for i in range(3)]
+    wants = gang("b-more", 1, queue="b")
+    snap = snapshot(
+        [node("n0", cpu=5), node("n1", cpu=3)], [*a_jobs, *b_jobs, wants], [queue("a"), queue("b")]
+    )
+    result = schedule(snap, config())
+    assert [e.job for e in result.evictions] == ["default/a2"]

@@ -1,0 +1,107 @@
+"""Typed arguments of plugins and actions: pydantic models parsed once, when the config loads.
+
+Each plugin and action class names its model in `Arguments` (like kube-scheduler's typed
+plugin args). `parse_arguments` turns the YAML mapping into that model or raises a
+ConfigError naming the plugin (or action), the argument, the value and the fix; a
+session only ever sees parsed values, so no argument can fail a scheduling cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from scheduler.api.errors import ConfigError
+
+
+class Arguments(BaseModel):
+    """Base of every argument model: unknown keys are refused, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class NoArguments(Arguments):
+    """For plugins and actions that take no arguments."""
+
+
+def _number(value: Any) -> Any:
+    # YAML gives numbers as numbers or strings ("2"); a bool is a mistake, not 1 or 0.
+    if isinstance(value, bool):
+        raise ValueError("is a boolean, not a number")
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            raise ValueError("is not a number") from None
+    if isinstance(value, int | float):
+        if not math.isfinite(float(value)):
+            raise ValueError("is not a finite number")
+        return value
+    raise ValueError("is not a number")
+
+
+def _integer(value: Any) -> Any:
+    number = _number(value)
+    if float(number) != int(number):
+        raise ValueError("is not a whole number")
+    return int(number)
+
+
+def _names(value: Any) -> Any:
+    # Volcano writes lists of resources as one comma-separated string.
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [item.strip() for item in value if item.strip()]
+    raise ValueError('is not a list of names; use e.g. "nvidia.com/gpu, example.com/foo"')
+
+
+# A weight: a finite number of 0 or more (as a number or a numeric string).
+Weight = Annotated[float, BeforeValidator(_number), Field(ge=0, allow_inf_nan=False)]
+# A factor of 1 or more (Volcano's overcommit-factor).
+Factor = Annotated[float, BeforeValidator(_number), Field(ge=1.0, allow_inf_nan=False)]
+# Seconds: a finite number of 0 or more.
+Seconds = Annotated[float, BeforeValidator(_number), Field(ge=0, allow_inf_nan=False)]
+# A whole number (as a number or a numeric string).
+Count = Annotated[int, BeforeValidator(_integer)]
+# Names (resource names) as a comma-separated string or a list of strings.
+Names = Annotated[list[str], BeforeValidator(_names)]
+
+A = TypeVar("A", bound=Arguments)
+
+
+def parse_arguments(kind: str, name: str, model: type[A], raw: Mapping[str, Any] | None) -> A:
+    """The model from a YAML mapping; ConfigError naming kind, name, argument and value."""
+    values = dict(raw or {})
+    try:
+        return model.model_validate(values)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            # A field that gathers keys by prefix ("binpack.resources.*") reports the key.
+            key = ".".join(str(part) for part in item["loc"]).replace(".*.", ".") or "arguments"
+            if item["type"] == "extra_forbidden":
+                known = ", ".join(_known_keys(model)) or "none"
+                problems.append(
+                    f"argument {key}={item['input']!r} is not an argument of {kind} {name}; "
+                    f"known arguments: {known}"
+                )
+                continue
+            value = values.get(key, item.get("input"))
+            problems.append(f"argument {key}={value!r} {_describe(item['msg'])}")
+        raise ConfigError(f"scheduler config: {kind} {name}: {'; '.join(problems)}") from None
+
+
+def _known_keys(model: type[Arguments]) -> list[str]:
+    return sorted(info.alias or field for field, info in model.model_fields.items())
+
+
+def _describe(message: str) -> str:
+    # pydantic says "Value error, is not a number"; users read "is not a number".
+    message = message.removeprefix("Value error, ")
+    if message.startswith("is "):
+        return message
+    return ": " + message[:1].lower() + message[1:]
