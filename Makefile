@@ -63,3 +63,19 @@ manifests: $(MANIFEST_STAMP) $(CHECKOV_VENV)/.installed
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The container image (Dockerfile). `make image` builds it as $(IMAGE): `docker build` where a
+# Docker engine answers, else buildah on a local stand-in for the base image (tests/image/build.sh
+# and base.sh say how, and how the stand-in differs). `make image-test` builds it and runs
+# tests/image: its config against deploy/ and pyproject.toml, `--version` and the demo on a
+# read-only root as UID 65532, and the scheduler and controller as their pods run them, against
+# a strict `muster sim` with deploy/'s RBAC. It fails, rather than skips, without an engine.
+IMAGE ?= muster:dev
+
+.PHONY: image image-test
+
+image:
+	tests/image/build.sh $(IMAGE)
+
+image-test: venv image
+	MUSTER_IMAGE=$(IMAGE) $(BIN)/pytest tests/image
