@@ -259,6 +259,16 @@ def limit_from_list(
     return limit
 
 
+def describe(resource: Resource) -> str:
+    """A resource vector in a message's words: "cpu 4, memory 8Gi", "cpu unlimited"."""
+    listed = resource.to_list()
+    parts = [
+        f"{key} unlimited" if resource.get(key) >= UNLIMITED else f"{key} {value}"
+        for key, value in listed.items()
+    ]
+    return ", ".join(parts) if parts else "nothing"
+
+
 def shortfall(need: Resource, held: Resource) -> Resource:
     """What of `need` is not yet covered by `held`, per dimension, never below zero."""
     keys = set(need.scalars)

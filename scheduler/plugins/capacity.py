@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 from scheduler.api.job import JobInfo
 from scheduler.api.names import ROOT_QUEUE
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import CPU, MEMORY, UNLIMITED, Resource
+from scheduler.api.resources import CPU, MEMORY, UNLIMITED, Resource, describe
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.arguments import Arguments, Count
 from scheduler.framework.config import SchedulerConfig
@@ -253,7 +253,7 @@ class CapacityPlugin(Plugin):
                 attr.name,
                 DESERVED_EXCEEDS_PARENT,
                 f"the spec.deserved of queue {attr.name!r}'s child queues adds up to "
-                f"{_describe(deserved)}, more than its own {_describe(attr.deserved)}: "
+                f"{describe(deserved)}, more than its own {describe(attr.deserved)}: "
                 "not every child can get its deserved at once; lower the children's or "
                 "raise the parent's spec.deserved",
             )
@@ -340,10 +340,10 @@ class CapacityPlugin(Plugin):
                 if job is not None:
                     job.wait(
                         QUEUE_FULL,
-                        f"{_where(attr, level)} cannot take {task.key} ({_describe(task.request)}):"
+                        f"{_where(attr, level)} cannot take {task.key} ({describe(task.request)}):"
                         f" {', '.join(over)} would exceed what it may hold, "
-                        f"{_describe(level.real_capability)}, with "
-                        f"{_describe(level.allocated)} allocated",
+                        f"{describe(level.real_capability)}, with "
+                        f"{describe(level.allocated)} allocated",
                     )
                 return False
         return True
@@ -363,9 +363,9 @@ class CapacityPlugin(Plugin):
             if over:
                 job.wait(
                     QUEUE_FULL,
-                    f"{_where(attr, level)} cannot hold minResources {_describe(need)}: "
-                    f"insufficient {', '.join(over)} ({_describe(held)} already allocated or "
-                    f"reserved of {_describe(level.real_capability)})",
+                    f"{_where(attr, level)} cannot hold minResources {describe(need)}: "
+                    f"insufficient {', '.join(over)} ({describe(held)} already allocated or "
+                    f"reserved of {describe(level.real_capability)})",
                 )
                 return Vote.REJECT
         return Vote.PERMIT
@@ -600,12 +600,3 @@ def _leaves(attr: QueueCapacity) -> list[str]:
     if not attr.children:
         return [attr.name]
     return [name for child in attr.children for name in _leaves(child)]
-
-
-def _describe(resource: Resource) -> str:
-    listed = resource.to_list()
-    parts = [
-        f"{key} unlimited" if resource.get(key) >= UNLIMITED else f"{key} {value}"
-        for key, value in listed.items()
-    ]
-    return ", ".join(parts) if parts else "nothing"

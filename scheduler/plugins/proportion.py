@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import ROOT_QUEUE
 from scheduler.api.queue import QueueInfo
-from scheduler.api.resources import UNLIMITED, Resource, share_of
+from scheduler.api.resources import UNLIMITED, Resource, describe, share_of
 from scheduler.api.task import TaskInfo
 from scheduler.framework.job_status import NOT_HONOURED_REASON
 from scheduler.framework.plugin import Plugin, Vote, Waiting
@@ -310,8 +310,8 @@ class ProportionPlugin(Plugin):
                 where += f" (through its parent {level.queue.name!r})"
             job.wait(
                 QUEUE_FULL,
-                f"{where} cannot hold minResources {_describe(job.min_resources)}: "
-                f"{_describe(held)} already allocated or reserved of {_describe(capability)}",
+                f"{where} cannot hold minResources {describe(job.min_resources)}: "
+                f"{describe(held)} already allocated or reserved of {describe(capability)}",
             )
             return Vote.REJECT
         return Vote.PERMIT
@@ -369,12 +369,3 @@ def _leaves(attr: QueueShare) -> list[str]:
     if not attr.children:
         return [attr.queue.name]
     return [name for child in attr.children for name in _leaves(child)]
-
-
-def _describe(resource: Resource) -> str:
-    listed = resource.to_list()
-    parts = [
-        f"{key} unlimited" if resource.get(key) >= UNLIMITED else f"{key} {value}"
-        for key, value in listed.items()
-    ]
-    return ", ".join(parts) if parts else "nothing"

@@ -17,11 +17,10 @@ def gang_bound(cluster: Cluster, namespace: str, name: str, size: int) -> bool:
     return len(bound(cluster.placements(namespace), names)) == size
 
 
-@pytest.mark.timeout(90)
-@pytest.mark.nodes(2, "4")
-def test_only_the_leader_binds_and_the_standby_takes_over_within_the_lease(
-    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
-) -> None:
+def two_replicas(
+    cluster: Cluster, start_scheduler: StartScheduler
+) -> tuple[Scheduler, Scheduler, str]:
+    """Two replicas with leader election, once exactly one leads: leader, standby, holder."""
     replicas = [start_scheduler(leader_elect=True) for _ in range(2)]
 
     def the_leader() -> Scheduler | None:
@@ -31,6 +30,15 @@ def test_only_the_leader_binds_and_the_standby_takes_over_within_the_lease(
     leader = wait_for(the_leader, 20, message="exactly one replica leading")
     standby = next(r for r in replicas if r is not leader)
     holder = wait_for(lambda: cluster.lease_holder(LOCK_NAMESPACE), 5, message="a Lease holder")
+    return leader, standby, holder
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.nodes(2, "4")
+def test_only_the_leader_binds_and_the_standby_takes_over_within_the_lease(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    leader, standby, holder = two_replicas(cluster, start_scheduler)
 
     cluster.submit(namespace, *make_gang("first", 3, cpu="1"))
     wait_for(
@@ -64,15 +72,7 @@ def test_only_the_leader_binds_and_the_standby_takes_over_within_the_lease(
 def test_a_leader_stopped_with_sigterm_hands_over_within_3s(
     cluster: Cluster, namespace: str, start_scheduler: StartScheduler
 ) -> None:
-    replicas = [start_scheduler(leader_elect=True) for _ in range(2)]
-
-    def the_leader() -> Scheduler | None:
-        leading = [r for r in replicas if r.is_leader()]
-        return leading[0] if len(leading) == 1 else None
-
-    leader = wait_for(the_leader, 20, message="exactly one replica leading")
-    standby = next(r for r in replicas if r is not leader)
-    holder = wait_for(lambda: cluster.lease_holder(LOCK_NAMESPACE), 5, message="a Lease holder")
+    leader, standby, holder = two_replicas(cluster, start_scheduler)
 
     # the leader releases its lease on SIGTERM, and no renewal in flight takes it back
     assert leader.process.stop() == 0
