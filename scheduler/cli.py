@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from scheduler import __version__
 
@@ -18,12 +19,19 @@ _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("sim", "scheduler.sim.cli"),
     ("controller", "scheduler.controller.cli"),
     ("queue", "scheduler.controller.queue_command"),
+    ("status", "scheduler.inspect.status"),
+    ("explain", "scheduler.inspect.explain"),
+    ("whatif", "scheduler.inspect.whatif"),
 )
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+# Installed as `kubectl-muster` too, kubectl runs it as the plugin `kubectl muster`.
+KUBECTL_PLUGIN = "kubectl-muster"
+
+
+def build_parser(only: str | None = None, prog: str = "muster") -> argparse.ArgumentParser:
     """The argument parser for every subcommand, or for the one named `only`."""
-    parser = argparse.ArgumentParser(prog="muster", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("--version", action="version", version=f"muster {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name, module_name in _SUBCOMMANDS:
@@ -38,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the subcommand named on the command line; return its exit code."""
     words = list(sys.argv[1:] if argv is None else argv)
     named = words[0] if words and words[0] in dict(_SUBCOMMANDS) else None
-    args = build_parser(named).parse_args(words)
+    invoked = Path(sys.argv[0]).name if sys.argv else ""
+    prog = "kubectl muster" if invoked == KUBECTL_PLUGIN else "muster"
+    args = build_parser(named, prog).parse_args(words)
     func: Callable[[argparse.Namespace], int] = args.func
     return func(args)
 

@@ -274,7 +274,10 @@ class GangEvictor:
             members = list(owner.tasks_in(*VICTIM_STATUSES))
             if len(self.allowed(task, members)) == len(members):
                 units.append(Unit(owner, members, whole=True))
-        # Fewest pods first, then the lowest priority, then the youngest.
+        # Fewest pods first, then the lowest priority, then the youngest, then by name:
+        # the last key makes the choice independent of the order the cache saw its pods
+        # in, so `muster whatif` on a fresh read names the victims the scheduler takes.
+        units.sort(key=lambda u: u.tasks[0].key)
         units.sort(key=lambda u: u.newest, reverse=True)
         units.sort(key=lambda u: (len(u.tasks), u.priority))
         return units

@@ -1,0 +1,358 @@
+"""`muster whatif -f gang.yaml`: would this PodGroup and its pods run if submitted now?
+
+The file's objects are added to a read-only copy of the cluster and one session runs with
+the scheduler's config: admitted or not, placed or not and where, which pods preempt or
+reclaim would evict for it, and why not in the words of its conditions. Nothing is sent
+to the API server but GETs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from scheduler.api import wire
+from scheduler.api.errors import InvalidObject
+from scheduler.api.job import JobInfo
+from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, VERSION
+from scheduler.api.snapshot import PriorityClassInfo, shadow_key
+from scheduler.api.task import TaskInfo
+from scheduler.api.timestamps import format_rfc3339
+from scheduler.cache.world import World
+from scheduler.framework.decisions import Evict
+from scheduler.inspect.cluster import (
+    SETUP_ERRORS,
+    Options,
+    Session,
+    add_cluster_arguments,
+    build_world,
+    connection,
+    context_namespace,
+    read_cluster,
+    run_session,
+)
+from scheduler.inspect.views import GroupView, group_view, member_nodes, pod_messages, verdict
+from scheduler.kube.client import KubeClient
+from scheduler.kube.errors import NotFound, StatusError, TransportError
+from scheduler.sim.admission import admit_priority
+from scheduler.sim.errors import ApiError
+
+POD_API = "v1"
+PODGROUP_API = f"{GROUP}/{VERSION}"
+# The uids the file's objects get: no real object has one of this shape.
+UID_PREFIX = "whatif-"
+
+
+class ManifestError(ValueError):
+    """A document of the file that whatif cannot submit as written."""
+
+
+@dataclass
+class Submission:
+    """What the file added to the World: its PodGroups' keys and its pods (ns/name)."""
+
+    podgroups: list[str] = field(default_factory=list)
+    pods: list[str] = field(default_factory=list)
+    # The one-pod groups of its pods that name no PodGroup.
+    bare: list[str] = field(default_factory=list)
+
+
+def load_documents(text: str) -> list[dict[str, Any]]:
+    """The documents of a multi-document YAML file (empty ones dropped; a List's items)."""
+    docs: list[dict[str, Any]] = []
+    for index, doc in enumerate(yaml.safe_load_all(text)):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise ManifestError(f"document {index + 1} is not an object: {doc!r}")
+        if doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            docs.extend(item for item in doc["items"] if isinstance(item, dict))
+            continue
+        docs.append(doc)
+    return docs
+
+
+def _namespace_of(doc: dict[str, Any], label: str, namespace: str, explicit: bool) -> str:
+    given = (doc.get("metadata") or {}).get("namespace")
+    if given and explicit and given != namespace:
+        # kubectl refuses the same way: the object and the flag disagree.
+        raise ManifestError(
+            f"{label} has metadata.namespace {given!r} but -n says {namespace!r}; "
+            "remove one of them"
+        )
+    return str(given or namespace)
+
+
+def add_manifests(
+    world: World,
+    docs: Iterable[dict[str, Any]],
+    namespace: str,
+    now: float,
+    *,
+    explicit_namespace: bool = False,
+) -> Submission:
+    """Add the file's PodGroups and pods to the World as the API server would create them
+    (a fresh uid, creationTimestamp now, no status); raises ManifestError on a document
+    that could not be created or that the scheduler would not see."""
+    submission = Submission()
+    created = format_rfc3339(now)
+    existing_pods = {f"{t.namespace}/{t.name}" for t in world.tasks.values()}
+    groups: list[wire.PodGroup] = []
+    pods: list[wire.Pod] = []
+    for index, doc in enumerate(docs):
+        kind, api = doc.get("kind"), doc.get("apiVersion")
+        name = (doc.get("metadata") or {}).get("name")
+        label = f"document {index + 1} ({kind} {name or '<no name>'})"
+        if (kind, api) not in (("Pod", POD_API), ("PodGroup", PODGROUP_API)):
+            raise ManifestError(
+                f"{label}: apiVersion {api!r} kind {kind!r} is not one whatif submits; "
+                f"give {POD_API} Pod and {PODGROUP_API} PodGroup documents only"
+            )
+        if not name:
+            raise ManifestError(
+                f"{label}: metadata.name is required (metadata.generateName is not "
+                "supported: the answer must name the pods)"
+            )
+        ns = _namespace_of(doc, label, namespace, explicit_namespace)
+        body = {k: v for k, v in doc.items() if k != "status"}
+        body["metadata"] = {
+            **(doc.get("metadata") or {}),
+            "namespace": ns,
+            "uid": f"{UID_PREFIX}{str(kind).lower()}-{ns}-{name}",
+            "creationTimestamp": created,
+        }
+        try:
+            if kind == "PodGroup":
+                groups.append(msgspec.convert(body, wire.PodGroup))
+            else:
+                body["spec"] = dict(body.get("spec") or {})
+                _admit_priority(world, body)
+                pods.append(msgspec.convert(body, wire.Pod))
+        except msgspec.ValidationError as error:
+            raise ManifestError(f"{label}: {error}") from error
+    for group in groups:
+        key = f"{group.metadata.namespace}/{group.metadata.name}"
+        known = world.live.jobs.get(key)
+        if key in submission.podgroups or (known is not None and not known.shadow):
+            raise ManifestError(f"PodGroup {key} exists already; give the new one another name")
+        try:
+            JobInfo.from_podgroup(group)
+        except InvalidObject as error:
+            raise ManifestError(str(error)) from error
+        submission.podgroups.append(key)
+    for pod in pods:
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        if key in existing_pods or key in submission.pods:
+            raise ManifestError(f"Pod {key} exists already; give the new one another name")
+        if not world.keeps(pod):
+            names = ", ".join(sorted(world.scheduler_names))
+            raise ManifestError(
+                f"Pod {key}: spec.schedulerName {pod.spec.scheduler_name!r} is not one the "
+                f"scheduler serves ({names}); set spec.schedulerName or pass --scheduler-name"
+            )
+        try:
+            task = TaskInfo.from_pod(pod)
+        except InvalidObject as error:
+            raise ManifestError(str(error)) from error
+        submission.pods.append(key)
+        if not pod.metadata.annotations.get(GROUP_NAME_ANNOTATION):
+            submission.bare.append(shadow_key(task))
+    for group in groups:
+        world.upsert_podgroup(group)
+    for pod in pods:
+        world.upsert_pod(pod)
+    return submission
+
+
+def _admit_priority(world: World, pod: dict[str, Any]) -> None:
+    """Fill spec.priority as the API server's Priority admission does on create (the same
+    rule muster sim applies), from the PriorityClasses the cluster lists."""
+
+    def as_object(info: PriorityClassInfo) -> dict[str, Any]:
+        return {
+            "metadata": {"name": info.name},
+            "value": info.value,
+            "globalDefault": info.global_default,
+            "preemptionPolicy": info.preemption_policy,
+        }
+
+    classes = world.live.priority_classes
+    defaults = [as_object(pc) for pc in classes.values() if pc.global_default]
+    try:
+        admit_priority(
+            pod,
+            lambda name: as_object(classes[name]) if name in classes else None,
+            # with several defaults the real admission picks the lowest value
+            lambda: min(defaults, key=lambda pc: int(pc["value"])) if defaults else None,
+        )
+    except ApiError as error:
+        raise ManifestError(f"the API server would refuse it: {error.message}") from error
+
+
+@dataclass
+class Answer:
+    """What the session says of one submitted group."""
+
+    view: GroupView
+    verdict: str
+    placements: dict[str, tuple[str, str]]
+    pending: dict[str, str]
+    evictions: list[Evict]
+
+    def as_dict(self, now: float) -> dict[str, Any]:
+        """The answer as JSON."""
+        return {
+            "podgroup": self.view.key,
+            "verdict": self.verdict,
+            "admitted": self.view.phase != "Pending",
+            "phase": self.view.phase,
+            "placements": {
+                pod: {"node": n, "status": s} for pod, (n, s) in self.placements.items()
+            },
+            "pending": self.pending,
+            "evictions": [
+                {"namespace": e.namespace, "name": e.name, "node": e.node, "reason": e.reason}
+                for e in self.evictions
+            ],
+            "reason": self.view.waiting_reason,
+            "conditions": self.view.as_dict(now)["conditions"],
+        }
+
+
+def answers(
+    session: Session, baseline: Session, world: World, submission: Submission
+) -> list[Answer]:
+    """Per submitted group: the session's verdict, placements, pending messages, and the
+    evictions the submission causes (those the session without it would not make)."""
+    updates = {f"{u.namespace}/{u.name}": u for u in session.result.podgroups}
+    already = {e.uid for e in baseline.result.evictions}
+    caused = [e for e in session.result.evictions if e.uid not in already]
+    found = []
+    for key in [*submission.podgroups, *submission.bare]:
+        job = session.snapshot.jobs.get(key)
+        if job is None:
+            continue
+        view = group_view(job, updates.get(key), world.live.jobs.get(key))
+        found.append(
+            Answer(
+                view=view,
+                verdict=verdict(view, session.result),
+                placements=member_nodes(session, key),
+                pending=pod_messages(session.result, key),
+                evictions=caused,
+            )
+        )
+    return found
+
+
+async def missing_namespaces(options: Options, submission: Submission) -> list[str]:
+    """The submission's namespaces that do not exist (a user who may not read namespaces
+    is not refused: the API server is the judge of that)."""
+    wanted = sorted({key.partition("/")[0] for key in [*submission.pods, *submission.podgroups]})
+    missing = []
+    async with KubeClient(connection(options)) as client:
+        for namespace in wanted:
+            try:
+                await client.request("GET", f"/api/v1/namespaces/{namespace}", retry=False)
+            except NotFound:
+                missing.append(namespace)
+            except StatusError:
+                continue
+    return missing
+
+
+def answer_text(answer: Answer) -> str:
+    """One group's answer in words."""
+    view = answer.view
+    lines = [f"PodGroup {view.key}: {answer.verdict}"]
+    admitted = "yes" if view.phase != "Pending" else "no"
+    lines.append(f"  admitted: {admitted} (phase {view.phase})")
+    if answer.placements:
+        lines.append("  placed:")
+        lines += [
+            f"    {pod} -> {node} ({status})" for pod, (node, status) in answer.placements.items()
+        ]
+    else:
+        lines.append("  placed: no")
+    if answer.evictions:
+        lines.append(f"  evicts {len(answer.evictions)} pods:")
+        lines += [f"    {e.namespace}/{e.name} on {e.node}: {e.reason}" for e in answer.evictions]
+    if answer.verdict == "waits":
+        lines.append("  why not:")
+        for condition in view.conditions:
+            lines.append(
+                f"    {condition.type}={condition.status} ({condition.reason}): {condition.message}"
+            )
+        for pod, message in sorted(answer.pending.items()):
+            lines.append(f"    pod {pod}: {message}")
+    return "\n".join(lines)
+
+
+def add_parser(subparsers: Any) -> None:
+    """The `muster whatif` subcommand."""
+    parser = subparsers.add_parser(
+        "whatif", help="would this PodGroup run if submitted now (nothing is created)"
+    )
+    parser.add_argument(
+        "-f", "--filename", required=True, type=Path, help="YAML of a PodGroup and its pods"
+    )
+    parser.add_argument("-n", "--namespace", help="namespace of documents that name none")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_cluster_arguments(parser)
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of `muster whatif`: 0 when everything submitted would run, 1 when not,
+    2 when the question cannot be answered."""
+    options = Options.from_args(args)
+    try:
+        docs = load_documents(args.filename.read_text())
+        config = options.config()
+        objects = asyncio.run(read_cluster(options))
+    except SETUP_ERRORS as error:
+        print(f"muster whatif: {error}", file=sys.stderr)
+        return 2
+    except (ManifestError, yaml.YAMLError) as error:
+        print(f"muster whatif: {args.filename}: {error}", file=sys.stderr)
+        return 2
+    except (StatusError, TransportError) as error:
+        print(f"muster whatif: reading the cluster failed: {error}", file=sys.stderr)
+        return 2
+    world = build_world(objects, options.scheduler_names, options.default_queue)
+    baseline = run_session(world, config)
+    namespace = args.namespace or context_namespace(options)
+    try:
+        submission = add_manifests(
+            world, docs, namespace, baseline.now, explicit_namespace=args.namespace is not None
+        )
+    except ManifestError as error:
+        print(f"muster whatif: {args.filename}: {error}", file=sys.stderr)
+        return 2
+    if not submission.pods and not submission.podgroups:
+        print(f"muster whatif: {args.filename} holds no PodGroup or Pod", file=sys.stderr)
+        return 2
+    missing = asyncio.run(missing_namespaces(options, submission))
+    if missing:
+        print(
+            f"muster whatif: namespace {', '.join(missing)} does not exist: the API server "
+            "would refuse these objects; create it or pass another -n",
+            file=sys.stderr,
+        )
+        return 2
+    session = run_session(world, config, baseline.now)
+    found = answers(session, baseline, world, submission)
+    if args.output == "json":
+        print(json.dumps([a.as_dict(session.now) for a in found], indent=2))
+    else:
+        print("\n\n".join(answer_text(a) for a in found))
+    return 0 if found and all(a.verdict != "waits" for a in found) else 1
