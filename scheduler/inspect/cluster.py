@@ -7,7 +7,9 @@ Only GETs are sent: nothing here writes to the API server.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from scheduler.engine import default_config, load_config, schedule
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import SessionResult
 from scheduler.kube.client import KubeClient
+from scheduler.kube.errors import StatusError, TransportError
 
 T = TypeVar("T")
 
@@ -204,6 +207,21 @@ def build_world(
     for pod in objects.pods:
         world.upsert_pod(pod)
     return world
+
+
+def observe(options: Options, command: str) -> tuple[World, SchedulerConfig] | None:
+    """The scheduler's config and the World read from the cluster, or None when either
+    cannot be had (the reason is said on stderr, in the command's name)."""
+    try:
+        config = options.config()
+        objects = asyncio.run(read_cluster(options))
+    except SETUP_ERRORS as error:
+        print(f"muster {command}: {error}", file=sys.stderr)
+        return None
+    except (StatusError, TransportError) as error:
+        print(f"muster {command}: reading the cluster failed: {error}", file=sys.stderr)
+        return None
+    return build_world(objects, options.scheduler_names, options.default_queue), config
 
 
 def run_session(world: World, config: SchedulerConfig, now: float | None = None) -> Session:

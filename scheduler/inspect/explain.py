@@ -6,7 +6,6 @@ ahead of it in its queue, and where each member is. Read-only.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import sys
 from typing import Any
@@ -17,13 +16,11 @@ from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.session import Session as FrameworkSession
 from scheduler.inspect.cluster import (
-    SETUP_ERRORS,
     Options,
     Session,
     add_cluster_arguments,
-    build_world,
     context_namespace,
-    read_cluster,
+    observe,
     run_session,
 )
 from scheduler.inspect.views import (
@@ -36,7 +33,6 @@ from scheduler.inspect.views import (
     short,
     verdict,
 )
-from scheduler.kube.errors import StatusError, TransportError
 from scheduler.plugins import PLUGINS
 
 WAITING_PHASES = (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE)
@@ -176,16 +172,10 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     key = f"{namespace}/{name}"
-    try:
-        config = options.config()
-        objects = asyncio.run(read_cluster(options))
-    except SETUP_ERRORS as error:
-        print(f"muster explain: {error}", file=sys.stderr)
+    observed = observe(options, "explain")
+    if observed is None:
         return 2
-    except (StatusError, TransportError) as error:
-        print(f"muster explain: reading the cluster failed: {error}", file=sys.stderr)
-        return 2
-    world = build_world(objects, options.scheduler_names, options.default_queue)
+    world, config = observed
     session = run_session(world, config)
     views = {v.key: v for v in group_views(session, world)}
     view = views.get(key)

@@ -4,21 +4,17 @@ waiting PodGroup waits (its Unschedulable condition's message), like `kubectl ge
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import sys
 from typing import Any
 
 import yaml
 
 from scheduler.api.job import PodGroupPhase
 from scheduler.inspect.cluster import (
-    SETUP_ERRORS,
     Options,
     add_cluster_arguments,
-    build_world,
     context_namespace,
-    read_cluster,
+    observe,
     run_session,
 )
 from scheduler.inspect.views import (
@@ -30,7 +26,6 @@ from scheduler.inspect.views import (
     short,
     table,
 )
-from scheduler.kube.errors import StatusError, TransportError
 
 PHASES = [phase.value.lower() for phase in PodGroupPhase]
 
@@ -113,16 +108,10 @@ def add_parser(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     """Entry point of `muster status`."""
     options = Options.from_args(args)
-    try:
-        config = options.config()
-        objects = asyncio.run(read_cluster(options))
-    except SETUP_ERRORS as error:
-        print(f"muster status: {error}", file=sys.stderr)
+    observed = observe(options, "status")
+    if observed is None:
         return 2
-    except (StatusError, TransportError) as error:
-        print(f"muster status: reading the cluster failed: {error}", file=sys.stderr)
-        return 2
-    world = build_world(objects, options.scheduler_names, options.default_queue)
+    world, config = observed
     session = run_session(world, config)
     groups = group_views(session, world)
     namespace = ""

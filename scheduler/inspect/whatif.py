@@ -30,19 +30,17 @@ from scheduler.api.timestamps import format_rfc3339
 from scheduler.cache.world import World
 from scheduler.framework.decisions import Evict
 from scheduler.inspect.cluster import (
-    SETUP_ERRORS,
     Options,
     Session,
     add_cluster_arguments,
-    build_world,
     connection,
     context_namespace,
-    read_cluster,
+    observe,
     run_session,
 )
 from scheduler.inspect.views import GroupView, group_view, member_nodes, pod_messages, verdict
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import NotFound, StatusError, TransportError
+from scheduler.kube.errors import NotFound, StatusError
 from scheduler.sim.admission import admit_priority
 from scheduler.sim.errors import ApiError
 
@@ -317,18 +315,16 @@ def main(args: argparse.Namespace) -> int:
     options = Options.from_args(args)
     try:
         docs = load_documents(args.filename.read_text())
-        config = options.config()
-        objects = asyncio.run(read_cluster(options))
-    except SETUP_ERRORS as error:
+    except OSError as error:
         print(f"muster whatif: {error}", file=sys.stderr)
         return 2
     except (ManifestError, yaml.YAMLError) as error:
         print(f"muster whatif: {args.filename}: {error}", file=sys.stderr)
         return 2
-    except (StatusError, TransportError) as error:
-        print(f"muster whatif: reading the cluster failed: {error}", file=sys.stderr)
+    observed = observe(options, "whatif")
+    if observed is None:
         return 2
-    world = build_world(objects, options.scheduler_names, options.default_queue)
+    world, config = observed
     baseline = run_session(world, config)
     namespace = args.namespace or context_namespace(options)
     try:
