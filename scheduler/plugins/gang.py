@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from scheduler.api.job import JobInfo
-from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.api.task import READY_STATUSES, TaskInfo, TaskStatus
 from scheduler.framework.plugin import Plugin, Vote, Waiting
 
 if TYPE_CHECKING:
@@ -19,25 +19,12 @@ VICTIM_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BI
 
 def ready_by_role(job: JobInfo) -> dict[str, int]:
     """Per role, the members that count towards minTaskMember."""
-    return job.role_counts(
-        TaskStatus.ALLOCATED,
-        TaskStatus.BINDING,
-        TaskStatus.BOUND,
-        TaskStatus.RUNNING,
-        TaskStatus.SUCCEEDED,
-    )
+    return job.role_counts(*READY_STATUSES)
 
 
 def placed_by_role(job: JobInfo) -> dict[str, int]:
     """Per role, the members placed now or promised room being released."""
-    return job.role_counts(
-        TaskStatus.ALLOCATED,
-        TaskStatus.BINDING,
-        TaskStatus.BOUND,
-        TaskStatus.RUNNING,
-        TaskStatus.SUCCEEDED,
-        TaskStatus.PIPELINED,
-    )
+    return job.role_counts(*READY_STATUSES, TaskStatus.PIPELINED)
 
 
 def roles_satisfied(job: JobInfo, counts: dict[str, int]) -> bool:

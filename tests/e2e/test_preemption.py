@@ -83,6 +83,16 @@ def all_names(cluster: Cluster, namespace: str, prefix: str) -> set[str]:
     }
 
 
+def bound_victim_gang(cluster: Cluster, namespace: str, low: str) -> None:
+    """A low-priority gang of 4 (minMember 4, 1 cpu each), once all of it is bound."""
+    submit_gang(cluster, namespace, "victim", 4, "1", low)
+    wait_for(
+        lambda: len(running_names(cluster, namespace, "victim-")) == 4,
+        timeout=10,
+        message=lambda: f"victim gang bound\n{cluster.describe(namespace)}",
+    )
+
+
 def fill_with_low_pods(cluster: Cluster, namespace: str, count: int, low: str) -> None:
     for index in range(count):
         cluster.create_pod(namespace, with_class(make_pod(f"low-{index}"), low))
@@ -138,12 +148,7 @@ def test_victim_gang_is_evicted_whole_or_not_at_all(
     # when asked to
     whole = [{"name": "preempt", "arguments": {"evictWholeGangs": True}}]
     scheduler = start_scheduler(actions=ACTIONS, period=PERIOD, configurations=whole)
-    submit_gang(cluster, namespace, "victim", 4, "1", low)
-    wait_for(
-        lambda: len(running_names(cluster, namespace, "victim-")) == 4,
-        timeout=10,
-        message=lambda: f"victim gang bound\n{cluster.describe(namespace)}",
-    )
+    bound_victim_gang(cluster, namespace, low)
 
     # 5 cpu on a 4-cpu cluster: evicting everything would not do; nothing is evicted
     toobig = submit_gang(cluster, namespace, "toobig", 5, "1", high)
@@ -250,12 +255,7 @@ def test_a_running_gang_with_no_member_to_spare_is_not_evicted_by_default(
 ) -> None:
     low, high = priority_classes
     scheduler = start_scheduler(actions=ACTIONS, period=PERIOD)
-    submit_gang(cluster, namespace, "victim", 4, "1", low)
-    wait_for(
-        lambda: len(running_names(cluster, namespace, "victim-")) == 4,
-        timeout=10,
-        message=lambda: f"victim gang bound\n{cluster.describe(namespace)}",
-    )
+    bound_victim_gang(cluster, namespace, low)
     # one 2-cpu pod needs a whole node, which only evicting the whole gang would free
     submit_gang(cluster, namespace, "big", 1, "2", high)
     stays(scheduler, 10, lambda: len(all_names(cluster, namespace, "victim-")) == 4)
