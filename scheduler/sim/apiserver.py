@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from scheduler.sim import admission, webhooks
+from scheduler.sim import admission, storage_admission, webhooks
 from scheduler.sim.errors import (
     STALE,
     ApiError,
@@ -441,6 +441,10 @@ class ApiServer:
             webhooks.default_configuration(obj, mutating=kind.key == webhooks.MUTATING)
         elif kind.from_crd and kind.schema is not None:
             apply_schema_defaults(obj, kind.schema)
+        if kind.strategy is not None:
+            kind.strategy.prepare_for_create(obj)
+        if kind.key == storage_admission.PVCS:
+            storage_admission.default_storage_class(obj, self.store)
 
     def _validate_write(self, pending: _Pending) -> None:
         """Validation after mutation: the kind's own rules, then a CRD's schema."""
@@ -805,6 +809,8 @@ class ApiServer:
                     new.pop("status", None)
             if kind.key in (webhooks.MUTATING, webhooks.VALIDATING):
                 webhooks.default_configuration(new, mutating=kind.key == webhooks.MUTATING)
+        if kind.strategy is not None:
+            kind.strategy.prepare_for_update(current, new, subresource)
         if kind.from_crd and kind.schema is not None:
             apply_schema_defaults(new, kind.schema)
         return _Pending(

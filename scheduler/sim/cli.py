@@ -64,6 +64,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="longest wait before a gracefully deleted pod goes",
     )
     parser.add_argument(
+        "--no-provisioner",
+        dest="provisioner",
+        action="store_false",
+        help="run no PV controller nor volume provisioner: claims stay Pending unless a client "
+        "binds them (default: claims are bound and provisioned as StorageClasses say)",
+    )
+    parser.add_argument(
         "--history-size",
         type=int,
         default=50_000,
@@ -157,6 +164,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         watch_window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
         faults=faults,
+        provisioner=args.provisioner,
     )
 
 

@@ -1,4 +1,10 @@
-"""The simulated kubelet: runs, completes, restarts and finishes deleting pods bound to nodes."""
+"""The simulated kubelet: runs, completes, restarts and finishes deleting pods bound to nodes.
+
+Like a real kubelet it starts no container of a pod whose PersistentVolumeClaims are missing,
+unbound, or bound to a volume whose nodeAffinity excludes the node: the pod stays Pending with
+its containers waiting in ContainerCreating and a FailedMount event, until the claim is bound and
+reachable.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ from typing import Any
 
 from scheduler.sim.apiserver import NODES, PODS, ApiServer, DeleteOptions, now_rfc3339
 from scheduler.sim.errors import ApiError
+from scheduler.sim.recorder import record_event
+from scheduler.sim.selectors import node_selector_matches
 from scheduler.sim.store import Event
 
 Obj = dict[str, Any]
@@ -17,6 +25,8 @@ DURATION_ANNOTATION = "sim.muster.dev/duration"
 EXIT_CODE_ANNOTATION = "sim.muster.dev/exit-code"
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s|us|ns)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+PVCS = "persistentvolumeclaims"
+PVS = "persistentvolumes"
 
 
 def parse_duration(text: str) -> float | None:
@@ -45,12 +55,19 @@ class Kubelet:
         # pod uid -> timer; one pending action per pod
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._terminating: set[str] = set()
+        # pods waiting for their volumes: uid -> (namespace, name); and the last FailedMount
+        # message each was told, so an unchanged cause is not reported again
+        self._waiting: dict[str, tuple[str, str]] = {}
+        self._told: dict[str, str] = {}
         self._ips = 0
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start reacting to pod events on `loop` (the server's loop)."""
         self._loop = loop
         self.api.store.listen(PODS, self._on_pod)
+        # a claim or volume that changes may let a waiting pod start
+        self.api.store.listen(PVCS, self._on_volume_event)
+        self.api.store.listen(PVS, self._on_volume_event)
 
     def stop(self) -> None:
         """Cancel every pending timer."""
@@ -66,6 +83,8 @@ class Kubelet:
             if timer is not None:
                 timer.cancel()
             self._terminating.discard(uid)
+            self._waiting.pop(uid, None)
+            self._told.pop(uid, None)
             return
         node = (pod.get("spec") or {}).get("nodeName")
         if not node or self._loop is None or self.api.store.get(NODES, "", node) is None:
@@ -86,8 +105,15 @@ class Kubelet:
             )
             return
         phase = (pod.get("status") or {}).get("phase", "Pending")
-        if phase == "Pending" and uid not in self._timers:
+        if phase == "Pending" and uid not in self._timers and uid not in self._waiting:
             self._schedule(uid, self.start_delay, self._start, event.namespace, meta["name"], uid)
+
+    def _on_volume_event(self, event: Event) -> None:
+        if self._loop is None:
+            return
+        for uid, (namespace, name) in list(self._waiting.items()):
+            if uid not in self._timers:
+                self._schedule(uid, self.start_delay, self._start, namespace, name, uid)
 
     def _schedule(self, uid: str, delay: float, action: Any, *args: Any) -> None:
         assert self._loop is not None
@@ -112,8 +138,15 @@ class Kubelet:
         self._timers.pop(uid, None)
         pod = self._live(namespace, name, uid)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
+            self._waiting.pop(uid, None)
             return
         node = self.api.store.get(NODES, "", pod["spec"]["nodeName"])
+        problem = self._volume_problem(pod, node)
+        if problem is not None:
+            self._wait_for_volumes(pod, node, uid, problem)
+            return
+        self._waiting.pop(uid, None)
+        self._told.pop(uid, None)
         stamp = now_rfc3339()
         self._ips += 1
         ip = f"10.{(244 + (self._ips >> 16)) % 256}.{(self._ips >> 8) & 255}.{self._ips & 255}"
@@ -133,6 +166,108 @@ class Kubelet:
         )
         self._write_status(pod, status)
         self._schedule_completion(pod, uid)
+
+    def _volume_problem(self, pod: Obj, node: Obj | None) -> str | None:
+        """The FailedMount message for the first volume the pod cannot mount yet, or None."""
+        namespace = str(pod["metadata"].get("namespace", ""))
+        for volume in pod["spec"].get("volumes") or []:
+            source = volume.get("persistentVolumeClaim")
+            if isinstance(source, dict):
+                claim_name = str(source.get("claimName", ""))
+            elif isinstance(volume.get("ephemeral"), dict):
+                # a generic ephemeral volume is the claim <pod>-<volume>; sim runs no
+                # ephemeral-volume controller, so unless a client creates it the pod waits
+                claim_name = f"{pod['metadata']['name']}-{volume.get('name')}"
+            else:
+                continue
+            cause = self._claim_problem(namespace, claim_name, node)
+            if cause is None:
+                continue
+            if cause.startswith("MountVolume."):
+                return cause
+            # the kubelet names the volume it could not process and the populator's reason
+            return (
+                f"Unable to attach or mount volumes: unmounted volumes=[{volume.get('name')}], "
+                f"unattached volumes=[], failed to process volumes=[{volume.get('name')}]: "
+                f"error processing PVC {namespace}/{claim_name}: {cause}"
+            )
+        return None
+
+    def _claim_problem(self, namespace: str, claim_name: str, node: Obj | None) -> str | None:
+        claim = self.api.store.get(PVCS, namespace, claim_name)
+        if claim is None:
+            return (
+                "failed to fetch PVC from API server: persistentvolumeclaims "
+                f'"{claim_name}" not found'
+            )
+        if claim["metadata"].get("deletionTimestamp"):
+            return "PVC is being deleted"
+        if (claim.get("status") or {}).get("phase") != "Bound":
+            return "PVC is not bound"
+        volume_name = str((claim.get("spec") or {}).get("volumeName") or "")
+        if not volume_name:
+            return "PVC has empty pvc.Spec.VolumeName"
+        volume = self.api.store.get(PVS, "", volume_name)
+        if volume is None:
+            return (
+                f"failed to fetch PV {volume_name} from API server: persistentvolumes "
+                f'"{volume_name}" not found'
+            )
+        ref = (volume.get("spec") or {}).get("claimRef")
+        if ref is None:
+            return (
+                f"found PV object {volume_name} but it has a nil pv.Spec.ClaimRef indicating it "
+                "is not yet bound to the claim"
+            )
+        if ref.get("uid") != claim["metadata"].get("uid"):
+            return (
+                f"found PV object {volume_name} but its pv.Spec.ClaimRef.UID {ref.get('uid')} "
+                f"does not point to claim.UID {claim['metadata'].get('uid')}"
+            )
+        required = ((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required")
+        if required is not None and node is not None and not node_selector_matches(required, node):
+            return (
+                f'MountVolume.NodeAffinity check failed for volume "{volume_name}" : '
+                "no matching NodeSelectorTerms"
+            )
+        return None
+
+    def _wait_for_volumes(self, pod: Obj, node: Obj | None, uid: str, problem: str) -> None:
+        """Pending, containers ContainerCreating, and a FailedMount event when the cause is new."""
+        meta = pod["metadata"]
+        self._waiting[uid] = (str(meta.get("namespace", "")), str(meta["name"]))
+        stamp = now_rfc3339()
+        status = dict(pod.get("status") or {})
+        names = [str(c.get("name")) for c in pod["spec"].get("containers") or []]
+        waiting = {
+            "phase": "Pending",
+            "conditions": _conditions(
+                status,
+                ready=False,
+                stamp=stamp,
+                reason="ContainersNotReady",
+                message=f"containers with unready status: [{' '.join(names)}]",
+            ),
+            "hostIP": _internal_ip(node),
+            "startTime": status.get("startTime", stamp),
+            "containerStatuses": [_creating(c) for c in pod["spec"].get("containers") or []],
+        }
+        if any(status.get(k) != v for k, v in waiting.items() if k != "conditions") or not any(
+            c.get("type") == "ContainersReady" for c in status.get("conditions") or []
+        ):
+            status.update(waiting)
+            self._write_status(pod, status)
+        if self._told.get(uid) != problem:
+            self._told[uid] = problem
+            record_event(
+                self.api,
+                pod,
+                "Warning",
+                "FailedMount",
+                problem,
+                "kubelet",
+                host=str(pod["spec"].get("nodeName", "")),
+            )
 
     def _schedule_completion(self, pod: Obj, uid: str) -> None:
         annotations = pod["metadata"].get("annotations") or {}
@@ -192,7 +327,9 @@ def _internal_ip(node: Obj | None) -> str:
     return "10.0.0.1"
 
 
-def _conditions(status: Obj, ready: bool, stamp: str, reason: str | None = None) -> list[Obj]:
+def _conditions(
+    status: Obj, ready: bool, stamp: str, reason: str | None = None, message: str | None = None
+) -> list[Obj]:
     kept = [
         c
         for c in status.get("conditions") or []
@@ -216,8 +353,24 @@ def _conditions(status: Obj, ready: bool, stamp: str, reason: str | None = None)
         }
         if reason:
             condition["reason"] = reason
+        if message:
+            condition["message"] = message
         conditions.append(condition)
     return conditions + kept
+
+
+def _creating(container: Obj) -> Obj:
+    """A container the kubelet has not started: waiting in ContainerCreating."""
+    return {
+        "name": container.get("name"),
+        "state": {"waiting": {"reason": "ContainerCreating"}},
+        "lastState": {},
+        "ready": False,
+        "restartCount": 0,
+        "image": str(container.get("image", "")),
+        "imageID": "",
+        "started": False,
+    }
 
 
 def _running(container: Obj, stamp: str, restarts: int) -> Obj:

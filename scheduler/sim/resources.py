@@ -7,6 +7,14 @@ from typing import Any, Protocol
 
 from scheduler.sim.errors import qualified_resource
 from scheduler.sim.rbac_validation import RbacValidator
+from scheduler.sim.storage_validation import (
+    STORAGE_GROUP,
+    CSIDriverStrategy,
+    CSINodeStrategy,
+    PersistentVolumeClaimStrategy,
+    PersistentVolumeStrategy,
+    StorageClassStrategy,
+)
 
 Obj = dict[str, Any]
 
@@ -21,6 +29,16 @@ class ObjectValidator(Protocol):
 
     def validate_update(self, old: Obj, new: Obj) -> None:
         """Raise an ApiError (422) when `old` may not become `new`."""
+
+
+class ObjectStrategy(Protocol):
+    """A kind's registry strategy: the defaults and resets applied to a write before validation."""
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """Default `obj` and reset what a client may not set on create, in place."""
+
+    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
+        """Default `new` (replacing `old`) in place; `subresource` is "status" for status writes."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +58,7 @@ class Kind:
     schema: Obj | None = field(default=None, compare=False, hash=False)
     from_crd: bool = False
     validator: ObjectValidator | None = field(default=None, compare=False, hash=False)
+    strategy: ObjectStrategy | None = field(default=None, compare=False, hash=False)
 
     @property
     def key(self) -> str:
@@ -68,6 +87,30 @@ def _core(
     return Kind("", "v1", plural, kind.lower(), kind, namespaced, short, sub, ("all",))
 
 
+def _validated(
+    group: str,
+    plural: str,
+    kind: str,
+    namespaced: bool,
+    strategy: Any,
+    short: tuple[str, ...] = (),
+    sub: tuple[str, ...] = (),
+) -> Kind:
+    """A kind whose strategy object both defaults and validates it."""
+    return Kind(
+        group,
+        "v1",
+        plural,
+        kind.lower(),
+        kind,
+        namespaced,
+        short,
+        sub,
+        validator=strategy,
+        strategy=strategy,
+    )
+
+
 BUILTIN_KINDS: tuple[Kind, ...] = (
     _core("pods", "Pod", True, ("po",), ("status", "binding", "eviction")),
     _core("nodes", "Node", False, ("no",), ("status",)),
@@ -77,6 +120,29 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     _core("secrets", "Secret", True),
     _core("services", "Service", True, ("svc",), ("status",)),
     _core("serviceaccounts", "ServiceAccount", True, ("sa",), ("token",)),
+    _validated(
+        "",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        True,
+        PersistentVolumeClaimStrategy(),
+        ("pvc",),
+        ("status",),
+    ),
+    _validated(
+        "",
+        "persistentvolumes",
+        "PersistentVolume",
+        False,
+        PersistentVolumeStrategy(),
+        ("pv",),
+        ("status",),
+    ),
+    _validated(
+        STORAGE_GROUP, "storageclasses", "StorageClass", False, StorageClassStrategy(), ("sc",)
+    ),
+    _validated(STORAGE_GROUP, "csinodes", "CSINode", False, CSINodeStrategy()),
+    _validated(STORAGE_GROUP, "csidrivers", "CSIDriver", False, CSIDriverStrategy()),
     Kind("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     Kind("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",)),
     Kind(

@@ -190,3 +190,45 @@ def label_selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool
         if op == "DoesNotExist" and key in labels:
             return False
     return True
+
+
+def node_selector_requirement_matches(requirement: Obj, labels: dict[str, str]) -> bool:
+    """One NodeSelectorRequirement (In, NotIn, Exists, DoesNotExist, Gt, Lt) against labels."""
+    key = str(requirement.get("key", ""))
+    operator = requirement.get("operator", "")
+    values = [str(v) for v in requirement.get("values") or []]
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return labels.get(key) not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    if operator in ("Gt", "Lt") and len(values) == 1 and key in labels:
+        try:
+            have, bound = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
+
+
+def node_selector_matches(selector: Obj | None, node: Obj) -> bool:
+    """A NodeSelector (terms ORed, requirements ANDed; matchFields on metadata.name) against
+    a Node, as the scheduler and the kubelet's volume node-affinity check evaluate it."""
+    if selector is None:
+        return True
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    name = str((node.get("metadata") or {}).get("name", ""))
+    for term in selector.get("nodeSelectorTerms") or []:
+        expressions = (term or {}).get("matchExpressions") or []
+        fields = (term or {}).get("matchFields") or []
+        if not expressions and not fields:
+            # an empty term matches no node
+            continue
+        if all(node_selector_requirement_matches(r, labels) for r in expressions) and all(
+            node_selector_requirement_matches(r, {"metadata.name": name}) for r in fields
+        ):
+            return True
+    return False

@@ -25,6 +25,7 @@ from scheduler.sim.http import HttpApi
 from scheduler.sim.kubeconfig import write_kubeconfig
 from scheduler.sim.kubelet import Kubelet
 from scheduler.sim.nodes import NodePool, node_objects
+from scheduler.sim.provisioner import Provisioner
 from scheduler.sim.rbac import RbacAuthorizer, bootstrap_policy
 from scheduler.sim.resources import Registry
 from scheduler.sim.store import Store, WatchWindow
@@ -63,6 +64,9 @@ class SimConfig:
     bookmark_interval: float = 1.0
     faults: FaultConfig = field(default_factory=FaultConfig)
     work_dir: Path | None = None
+    # the PV controller and an external provisioner for every StorageClass (--no-provisioner:
+    # claims stay Pending unless a client binds them, as on a cluster without provisioners)
+    provisioner: bool = True
 
     def pools(self) -> list[NodePool]:
         """The configured pools, with `--nodes` as a pool named `sim-node` in front."""
@@ -84,6 +88,7 @@ class SimServer:
         self.api: ApiServer | None = None
         self.faults = FaultInjector(self.config.faults)
         self.kubelet: Kubelet | None = None
+        self.provisioner: Provisioner | None = None
         self.port = 0
         self.url = ""
         self.kubeconfig_path: Path | None = None
@@ -106,6 +111,9 @@ class SimServer:
         api = self.api = ApiServer(self.store, self.registry)
         self.kubelet = Kubelet(api, config.pod_start_delay, config.terminate_delay)
         self.kubelet.attach(self._loop)
+        if config.provisioner:
+            self.provisioner = Provisioner(api)
+            self.provisioner.attach(self._loop)
         self._create_nodes(api)
         if config.crds_dir is not None:
             self._load_crds(api, config.crds_dir)
@@ -231,6 +239,8 @@ class SimServer:
         self.store.close_watchers()
         if self.kubelet is not None:
             self.kubelet.stop()
+        if self.provisioner is not None:
+            self.provisioner.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
