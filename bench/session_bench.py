@@ -3,7 +3,7 @@
     python bench/session_bench.py [--pods 10000] [--nodes 1000] [--gang 8] [--repeat 3]
 
 Prints the session time (snapshot clone + every action + status computation)
-at the given size, at 2x pods and at 2x nodes. Target (DESIGN.md): 10,000
+at the given size, at 2x pods and at 2x nodes. Target (docs/design.md): 10,000
 pending pods in gangs of 8 on 1,000 nodes in at most 200 ms.
 """
 

@@ -1,7 +1,10 @@
 """The scheduling engine: one session over a snapshot, from actions and plugins to decisions.
 
-Pure: no I/O. The scheduler process calls `schedule` every period with a
-snapshot from its cache and hands the result to the effects layer.
+No I/O, and no wall clock: time reaches the core only as the snapshot's `now`. The
+monotonic `time.perf_counter` is read here and in the session only to time actions and
+plugins for metrics (`SessionResult.timings`); no decision depends on it. The scheduler
+process calls `schedule` every period with a snapshot from its cache and hands the
+result to the effects layer.
 """
 
 from __future__ import annotations
@@ -42,9 +45,7 @@ def schedule(
             session
         )
         timings[name] = time.perf_counter() - start
-    session.close()
-    session.result.nominated = [key for key, job in world.jobs.items() if job.pipelined]
-    result = close_result(world, session.result, session.queue_deserved, session.queue_request)
+    result = close_result(world, session.close(), session.queue_figures)
     timings.update({f"plugin:{name}": s for name, s in session.plugin_seconds.items()})
     result.timings = timings
     return result

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.runners import RunResult
 
-# DESIGN.md's targets, and its figures for a real kube-apiserver on a 2-core machine.
+# docs/design.md's targets, and its figures for a real kube-apiserver on a 2-core machine.
 TARGET_CEILING_FRACTION = 0.85
 TARGET_CPU_MS_PER_POD = 0.5
 TARGET_SESSION_MS = 200.0
@@ -25,7 +25,7 @@ KUBE_SCHEDULER_CPU_MS_PER_POD = 5.0
 
 SHARED_MACHINE_NOTE = (
     "sim, the bench and the scheduler share this machine's cores (and other jobs ran on it), so "
-    "the ceiling is sim's binding rate, far above the ~1,050 binds/s DESIGN.md measured for a "
+    "the ceiling is sim's binding rate, far above the ~1,050 binds/s docs/design.md measured for a "
     "real kube-apiserver with etcd on 2 cores; compare ratios, not absolute numbers."
 )
 
@@ -118,7 +118,7 @@ def table(results: list[RunResult], summary: dict[str, Any]) -> str:
 
 
 def targets(summary: dict[str, Any]) -> list[str]:
-    """Lines comparing muster with DESIGN.md's targets and kube-scheduler's figures."""
+    """Lines comparing muster with docs/design.md's targets and kube-scheduler's figures."""
     lines: list[str] = []
     medians = summary["medians"]
     memory = summary["memory"]

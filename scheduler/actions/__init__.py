@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler.actions.allocate import Allocate
 from scheduler.actions.backfill import Backfill
 from scheduler.actions.enqueue import Enqueue
@@ -9,7 +11,7 @@ from scheduler.actions.preempt import Preempt
 from scheduler.actions.reclaim import Reclaim
 from scheduler.framework.action import Action
 
-ACTIONS: dict[str, type[Action]] = {
+ACTIONS: dict[str, type[Action[Any]]] = {
     action.name: action for action in (Enqueue, Allocate, Preempt, Reclaim, Backfill)
 }
 

@@ -7,21 +7,21 @@ import functools
 from pydantic import Field
 
 from scheduler.actions.eviction import Backoff, retry_due
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.gang_state import may_place
+from scheduler.api.job import JobInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import (
+    NOT_ENOUGH_RESOURCES,
+    QUEUE_SHARE_EXCEEDED,
+    queue_share_held,
+    queue_share_would_exceed,
+)
 from scheduler.framework.action import Action
 from scheduler.framework.arguments import Count
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.ordering import OrderedHeap
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-
-NOT_ENOUGH_RESOURCES = "NotEnoughResources"
-QUEUE_SHARE = "QueueShareExceeded"
-# Phases whose jobs allocate considers once admitted (enqueue moves Pending to Inqueue).
-SCHEDULABLE_PHASES = frozenset(
-    {PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN}
-)
 
 
 class AllocateArguments(Backoff):
@@ -31,7 +31,7 @@ class AllocateArguments(Backoff):
     min_feasible_nodes_to_find: Count = Field(100, alias="minFeasibleNodesToFind", ge=1)
 
 
-class Allocate(Action):
+class Allocate(Action[AllocateArguments]):
     """For the queue with the smallest share, its first job: place its pending tasks on the
     best nodes; commit when the gang is ready, keep pipelined placements when the gang can
     start once releasing pods go, else discard everything of the job.
@@ -42,11 +42,9 @@ class Allocate(Action):
     never stops the jobs behind it, which are popped in turn."""
 
     name = "allocate"
-    arguments_model = AllocateArguments
 
     def execute(self, session: Session) -> None:
         args = self.arguments
-        assert isinstance(args, AllocateArguments)
         picker = NodePicker(
             session,
             percentage=args.percentage_of_nodes_to_score,
@@ -73,25 +71,18 @@ class Allocate(Action):
     def _hold_back(jobs: OrderedHeap[JobInfo], queue: QueueInfo) -> None:
         # The queue has its deserved share: say so on every job it leaves waiting.
         while jobs:
-            jobs.pop().wait(
-                QUEUE_SHARE,
-                f"queue {queue.name!r} holds its deserved share of the cluster; "
-                "the gang waits for the queue's running jobs to finish",
-            )
+            jobs.pop().wait(QUEUE_SHARE_EXCEEDED, queue_share_held(queue.name))
 
     @staticmethod
     def _jobs_by_queue(
         session: Session,
     ) -> tuple[dict[str, OrderedHeap[JobInfo]], list[JobInfo]]:
-        # Without the enqueue action every Pending job is treated as admitted.
-        admit_pending = "enqueue" not in session.config.actions
+        actions = session.config.actions
         by_queue: dict[str, OrderedHeap[JobInfo]] = {}
         nominated: list[JobInfo] = []
         has_failures = bool(session.snapshot.failures)
         for job in session.jobs.values():
-            if job.phase not in SCHEDULABLE_PHASES and not (
-                admit_pending and job.phase is PodGroupPhase.PENDING
-            ):
+            if not may_place(job, actions):
                 continue
             if not job.pending_tasks() or session.job_valid(job) is not None:
                 continue
@@ -119,11 +110,7 @@ class Allocate(Action):
             # not as the queue's share (which is capped by the cluster's size).
             if not session.allocatable(queue, task):
                 picker.reconsider(task, node)
-                job.wait(
-                    QUEUE_SHARE,
-                    f"queue {queue.name!r} would exceed its deserved share of the cluster; "
-                    "the gang waits for the queue's running jobs to finish",
-                )
+                job.wait(QUEUE_SHARE_EXCEEDED, queue_share_would_exceed(queue.name))
                 break
             if task.request.fits_in(node.idle):
                 statement.allocate(task, node)
@@ -131,7 +118,7 @@ class Allocate(Action):
                 statement.pipeline(task, node)
             picker.reconsider(task, node)
         if session.job_ready(job):
-            session.result.attempts[job.key] = bool(statement.operations)
+            session.record_attempt(job, placed=len(statement) > 0)
             statement.commit()
             return
         if session.job_pipelined(job):
@@ -139,9 +126,9 @@ class Allocate(Action):
             # members placed on idle room hold it for this session and are pipelined when
             # it closes, so that none counts as running.
             session.keep_pipelined(statement)
-            session.result.attempts[job.key] = True
+            session.record_attempt(job, placed=True)
             return
-        session.result.attempts[job.key] = False
+        session.record_attempt(job, placed=False)
         placed = picker.discard(statement)
         if not job.wait_reason:
             job.wait(

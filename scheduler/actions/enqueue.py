@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from scheduler.api.gang_state import has_started
 from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.reasons import CLUSTER_FULL, INQUEUE_TIMEOUT, QUEUE_NOT_OPEN
 from scheduler.api.resources import Resource
 from scheduler.framework.action import Action
 from scheduler.framework.arguments import Arguments, Factor, Seconds
-from scheduler.framework.job_status import INQUEUE_TIMEOUT
 from scheduler.framework.ordering import OrderedHeap
 from scheduler.framework.session import Session
 
-CLUSTER_FULL = "ClusterCapacityExceeded"
-# Why an admitted gang in a queue that closed went back to Pending (as proportion says).
-QUEUE_NOT_OPEN = "QueueNotOpen"
 # Seconds an admitted gang may wait to start before it gives its reservation back.
 DEFAULT_INQUEUE_TIMEOUT = 300.0
 # Volcano's overcommit plugin admits up to 1.2x the cluster's allocatable, so
@@ -36,7 +34,7 @@ class EnqueueArguments(Arguments):
     inqueue_timeout: Seconds = Field(DEFAULT_INQUEUE_TIMEOUT, alias="inqueue-timeout")
 
 
-class Enqueue(Action):
+class Enqueue(Action[EnqueueArguments]):
     """Moves Pending jobs to Inqueue in queue and job order while room remains.
 
     An Inqueue job that has not started `inqueue-timeout` seconds after its admission
@@ -44,11 +42,9 @@ class Enqueue(Action):
     admitted); it is not admitted again before as long again has passed."""
 
     name = "enqueue"
-    arguments_model = EnqueueArguments
 
     def execute(self, session: Session) -> None:
         args = self.arguments
-        assert isinstance(args, EnqueueArguments)
         factor = args.overcommit_factor or overcommit_of(session) or DEFAULT_OVERCOMMIT
         timeout = args.inqueue_timeout
         now = session.snapshot.now
@@ -61,9 +57,7 @@ class Enqueue(Action):
         for job in session.jobs.values():
             if job.phase is not PodGroupPhase.PENDING:
                 continue
-            if job.key in session.result.dequeued or (
-                timing and _backing_off(session, job, timeout)
-            ):
+            if session.timed_out(job) or (timing and _backing_off(session, job, timeout)):
                 continue
             if job.invalid is not None:
                 # A PodGroup that cannot be read is never admitted; the session says why.
@@ -84,7 +78,7 @@ class Enqueue(Action):
                 job.phase = PodGroupPhase.INQUEUE
                 session.enqueued(job)
                 if not job.shadow:
-                    session.result.admitted.append(job.key)
+                    session.record_admission(job)
             if jobs:
                 queues.push(queue)
 
@@ -92,7 +86,7 @@ class Enqueue(Action):
     def _expire_admissions(session: Session, timeout: float, now: float) -> None:
         snapshot = session.snapshot
         for job in session.jobs.values():
-            if job.phase is not PodGroupPhase.INQUEUE or job.ready_count():
+            if job.phase is not PodGroupPhase.INQUEUE or has_started(job):
                 continue
             # What this process saw, else what the PodGroup's Admitted condition says (after
             # a restart the reservation's age carries on, it does not start again).
@@ -101,7 +95,7 @@ class Enqueue(Action):
                 continue
             job.phase = PodGroupPhase.PENDING
             session.dequeued(job)
-            session.result.dequeued.append(job.key)
+            session.record_inqueue_timeout(job)
             job.wait(
                 INQUEUE_TIMEOUT,
                 f"the gang could not start within {timeout:g}s of being admitted; "
@@ -117,7 +111,7 @@ class Enqueue(Action):
             queue = session.queues.get(job.queue)
             if job.phase is not PodGroupPhase.INQUEUE or queue is None or queue.is_open:
                 continue
-            if job.ready_count():
+            if has_started(job):
                 continue
             job.phase = PodGroupPhase.PENDING
             session.dequeued(job)

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place
+from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.reasons import WAITING_FOR_EVICTIONS
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo, TaskStatus
@@ -28,26 +30,9 @@ from scheduler.framework.arguments import Arguments, Seconds
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
-# Pods that hold room and are already bound: the ones eviction can release.
-# (Allocated pods are this session's own placements, not yet bound.)
-VICTIM_STATUSES = (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING)
-# Statuses that count towards a gang being placed: ready, or promised released room.
-PLACED_STATUSES = (
-    TaskStatus.ALLOCATED,
-    TaskStatus.BINDING,
-    TaskStatus.BOUND,
-    TaskStatus.RUNNING,
-    TaskStatus.SUCCEEDED,
-    TaskStatus.PIPELINED,
-)
-SCHEDULABLE_PHASES = frozenset(
-    {PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN}
-)
 # Volcano's defaults for retrying a gang that failed to place.
 DEFAULT_BACKOFF_BASE = 1.0
 DEFAULT_BACKOFF_MAX = 10.0
-# The reason on a PodGroup whose gang waits for its victims to leave.
-WAITING_FOR_EVICTIONS = "WaitingForEvictions"
 
 
 class Backoff(Arguments):
@@ -121,29 +106,12 @@ def retry_due(session: Session, job: JobInfo) -> bool:
     return due
 
 
-def schedulable_phase(session: Session, job: JobInfo) -> bool:
-    """Admitted jobs; every Pending one too when the config has no enqueue action."""
-    if job.phase in SCHEDULABLE_PHASES:
-        return True
-    return job.phase is PodGroupPhase.PENDING and "enqueue" not in session.config.actions
-
-
 def may_preempt(snapshot: ClusterSnapshot, job: JobInfo) -> bool:
     """preemptionPolicy: Never on the PodGroup's PriorityClass or on a pending pod forbids it."""
     known = snapshot.priority_classes.get(job.priority_class_name)
     if known is not None and known.preemption_policy == "Never":
         return False
     return all(task.preemption_policy != "Never" for task in job.pending_tasks())
-
-
-def gang_placed(job: JobInfo) -> bool:
-    """Whether the job has minMember (and each role's minTaskMember) ready or pipelined."""
-    if job.ready_count() + job.pipelined_count() < job.min_member:
-        return False
-    if not job.min_task_member:
-        return True
-    counts = job.role_counts(*PLACED_STATUSES)
-    return all(counts.get(role, 0) >= need for role, need in job.min_task_member.items())
 
 
 class GangEvictor:
@@ -331,7 +299,7 @@ def starving_gangs(session: Session) -> list[JobInfo]:
         job
         for job in session.jobs.values()
         if job.queue in session.queues
-        and schedulable_phase(session, job)
+        and may_place(job, session.config.actions)
         and job.pending_tasks()
         and session.job_starving(job)
         and job.invalid is None
@@ -367,6 +335,6 @@ def evict_for(
     if evictor.place_gang(job) and evictor.evicted:
         statement.commit()
         mark_waiting(job, evictor.evicted)
-        session.result.attempts[job.key] = True
+        session.record_attempt(job, placed=True)
     else:
         statement.discard()

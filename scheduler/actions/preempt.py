@@ -11,17 +11,15 @@ from scheduler.framework.action import Action
 from scheduler.framework.session import Session
 
 
-class Preempt(Action):
+class Preempt(Action[EvictionArguments]):
     """For each starving gang, highest priority first: pipeline it onto room released by
     evicting lower-priority pods of its own queue (whole victim gangs or spare members),
     and commit the evictions only if the whole gang is then placed."""
 
     name = "preempt"
-    arguments_model = EvictionArguments
 
     def execute(self, session: Session) -> None:
         args = self.arguments
-        assert isinstance(args, EvictionArguments)
         for job in preemptors(session):
             evict_for(
                 session,

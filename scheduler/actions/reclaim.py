@@ -13,7 +13,7 @@ from scheduler.framework.action import Action
 from scheduler.framework.session import Session
 
 
-class Reclaim(Action):
+class Reclaim(Action[EvictionArguments]):
     """For each starving gang of a queue that is not overused, queues in share order:
     pipeline it onto room released by evicting units of other, reclaimable queues.
 
@@ -23,11 +23,9 @@ class Reclaim(Action):
     released), so after a reclaim neither side may take back from the other."""
 
     name = "reclaim"
-    arguments_model = EvictionArguments
 
     def execute(self, session: Session) -> None:
         args = self.arguments
-        assert isinstance(args, EvictionArguments)
         for job in reclaimers(session):
             queue = session.queues[job.queue]
             if session.overused(queue):

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.names import DEFAULT_QUEUE
+from scheduler.api.reasons import ADMITTED as ADMITTED  # re-exported: scheduler/inspect reads it
+from scheduler.api.reasons import INQUEUE_TIMEOUT
 from scheduler.api.resources import Resource, shortfall
 from scheduler.api.task import ALLOCATED_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
 from scheduler.api.timestamps import parse_rfc3339
@@ -23,10 +25,6 @@ class PodGroupPhase(enum.Enum):
     COMPLETED = "Completed"
 
 
-# muster's PodGroup condition that records admission: True since the PodGroup was admitted
-# (Inqueue), False with reason InqueueTimeout since it was sent back for not starting.
-ADMITTED = "Admitted"
-INQUEUE_TIMEOUT_REASON = "InqueueTimeout"
 # Fields of a PodGroup spec muster accepts but does not honour yet, and what it does instead.
 NOT_HONOURED: dict[str, str] = {
     "spec.networkTopology": "the gang's pods go on any nodes that fit, whatever their "
@@ -191,9 +189,25 @@ class JobInfo:
             since = parse_rfc3339(condition.last_transition_time)
             if condition.status == "True":
                 job.admitted_since = since
-            elif condition.reason == INQUEUE_TIMEOUT_REASON:
+            elif condition.reason == INQUEUE_TIMEOUT:
                 job.timed_out_since = since
         return job
+
+    @classmethod
+    def read(cls, group: wire.PodGroup, priority: int, default_queue: str) -> JobInfo:
+        """The record of a PodGroup, or, when its spec cannot be used, a record that keeps
+        its members together and says why (`invalid`): such a job is never scheduled."""
+        try:
+            return cls.from_podgroup(group, priority)
+        except InvalidObject as error:
+            job = cls(
+                namespace=group.metadata.namespace,
+                name=group.metadata.name,
+                uid=group.metadata.uid,
+                queue=group.spec.queue or default_queue,
+            )
+            job.invalid = error
+            return job
 
     def add_task(self, task: TaskInfo) -> None:
         """Add a member, indexed under its current status."""

@@ -44,7 +44,8 @@ class ClusterSnapshot:
     invalid: list[InvalidObject] = field(default_factory=list)
     # Our pods that name a PodGroup that does not exist (yet): they wait.
     orphans: dict[str, TaskInfo] = field(default_factory=dict)
-    # Wall-clock seconds (epoch) the session runs at: the core never reads the clock.
+    # Wall-clock seconds (epoch) the session runs at: the only time a decision depends on
+    # (the core reads no wall clock; it times its own steps for metrics only).
     now: float = 0.0
     # Jobs that ended the previous session holding pipelined room (made for them by
     # preempt or reclaim): allocate serves them first so nobody else takes that room.
@@ -67,8 +68,11 @@ class ClusterSnapshot:
                 return info.value
         return 0
 
-    def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
-        """Change a task's status where it stays, keeping its job's and node's figures right."""
+    def set_task_status(
+        self, task: TaskInfo, status: TaskStatus, *, node_name: str | None = None
+    ) -> None:
+        """Change a task's status, and its node when `node_name` is given ("" for none),
+        keeping its job's and nodes' figures right: the one place a task's status moves."""
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
@@ -77,6 +81,9 @@ class ClusterSnapshot:
             job.set_task_status(task, status)
         else:
             task.status = status
+        if node_name is not None:
+            task.node_name = node_name
+            node = self.nodes.get(node_name)
         if node is not None:
             node.add_task(task)
 
@@ -167,17 +174,11 @@ def build_snapshot(
             continue
         snapshot.queues[queue_info.name] = queue_info
     for group in podgroups:
-        try:
-            job = JobInfo.from_podgroup(group, snapshot.priority_of(group.spec.priority_class_name))
-        except InvalidObject as error:
-            snapshot.invalid.append(error)
-            job = JobInfo(
-                namespace=group.metadata.namespace,
-                name=group.metadata.name,
-                uid=group.metadata.uid,
-                queue=group.spec.queue or default_queue,
-            )
-            job.invalid = error
+        job = JobInfo.read(
+            group, snapshot.priority_of(group.spec.priority_class_name), default_queue
+        )
+        if job.invalid is not None:
+            snapshot.invalid.append(job.invalid)
         snapshot.jobs[job.key] = job
     for pod in pods:
         try:

@@ -36,6 +36,9 @@ ALLOCATED_STATUSES = frozenset(
 # Statuses that count towards a gang's minMember.
 READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 TERMINAL_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+# Statuses of a pod that holds room on its node under a bind, sent or done. A tuple, for
+# its order: listing a gang's members by these gives the running ones first.
+BOUND_STATUSES = (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,12 @@
 """World: the cluster as the watches describe it, kept up to date event by event.
 
-Pure: events in, snapshots out. Each session gets `snapshot()`, a copy it may
-change freely; the world itself changes only through watch events and the
-binder's assumptions (a pod is counted on its node from the moment its bind
-is sent, as kube-scheduler assumes pods, so the next session cannot place it
-twice while the watch event is on its way).
+No I/O and no clock (the caller says when a session runs): events in, snapshots out.
+Each session gets `snapshot()`, a copy it may change freely; the world itself changes
+only through watch events and the binder's assumptions (a pod is counted on its node
+from the moment its bind is sent, as kube-scheduler assumes pods, so the next session
+cannot place it twice while the watch event is on its way). A cached task changes status
+(and node) only through `ClusterSnapshot.set_task_status`, which keeps its job's and
+nodes' figures right; a record from a new event gets its status before it is indexed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from scheduler.api.snapshot import (
     add_task,
     shadow_key,
 )
-from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.task import BOUND_STATUSES, TERMINAL_STATUSES, TaskInfo, TaskStatus
 from scheduler.framework.decisions import SessionResult
 
 log = logging.getLogger(__name__)
@@ -182,21 +184,10 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.node_name:
             return
-        node = self.live.nodes.get(node_name)
-        if node is None:
-            self._remove(uid)
-            task.node_name = node_name
-            task.status = TaskStatus.BINDING
-            self._add(task)
-            return
-        # A pending task is on no node: give it its node and status directly.
-        job = self.live.jobs.get(task.job)
-        if job is not None:
-            job.set_task_status(task, TaskStatus.BINDING)
-        else:
-            task.status = TaskStatus.BINDING
-        task.node_name = node_name
-        node.add_task(task)
+        self.live.set_task_status(task, TaskStatus.BINDING, node_name=node_name)
+        if node_name not in self.live.nodes:
+            # A node not seen yet: the pod is counted on it when it comes.
+            self._waiting_for_node.setdefault(node_name, {})[uid] = task
 
     def assume_releasing(self, uid: str) -> None:
         """An eviction was sent: the pod's room is going (status Releasing) from now on,
@@ -222,10 +213,8 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.status is not TaskStatus.BINDING:
             return
-        self._remove(uid)
-        task.node_name = ""
-        task.status = TaskStatus.PENDING
-        self._add(task)
+        self._waiting_for_node.get(task.node_name, {}).pop(uid, None)
+        self.live.set_task_status(task, TaskStatus.PENDING, node_name="")
 
     def confirm_bound(self, uid: str) -> None:
         """A bind succeeded: the pod stays on its node as Bound until the watch says more."""
@@ -274,18 +263,13 @@ class World:
             self.generation += 1
         self._podgroups[key] = group
         live = self.live
-        try:
-            job = JobInfo.from_podgroup(group, live.priority_of(group.spec.priority_class_name))
+        job = JobInfo.read(
+            group, live.priority_of(group.spec.priority_class_name), self.default_queue
+        )
+        if job.invalid is not None:
+            self._invalid[("PodGroup", key)] = job.invalid
+        else:
             self._invalid.pop(("PodGroup", key), None)
-        except InvalidObject as error:
-            self._invalid[("PodGroup", key)] = error
-            job = JobInfo(
-                namespace=group.metadata.namespace,
-                name=group.metadata.name,
-                uid=group.metadata.uid,
-                queue=group.spec.queue or self.default_queue,
-            )
-            job.invalid = error
         old = live.jobs.get(key)
         if previous is None or previous.spec != group.spec:
             live.failures.pop(key, None)
@@ -356,13 +340,12 @@ def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:
     )
 
 
-# Statuses between which a pod keeps its room on its node: a change among them
-# moves no accounting that a session reads except the status itself.
-_ON_NODE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
-
-
 def _same_placement(old: TaskInfo, new: TaskInfo) -> bool:
-    if old.status is not new.status and not (old.status in _ON_NODE and new.status in _ON_NODE):
+    # Between bound statuses a pod keeps its room on its node: a change among them moves
+    # no accounting that a session reads except the status itself.
+    if old.status is not new.status and not (
+        old.status in BOUND_STATUSES and new.status in BOUND_STATUSES
+    ):
         return False
     return (
         old.node_name == new.node_name

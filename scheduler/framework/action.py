@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from scheduler.framework.arguments import Arguments, NoArguments, parse_arguments
+from scheduler.framework.arguments import A, Configurable
 from scheduler.framework.session import Session
 
 
-class Action:
-    """Base of every action; `execute` changes the session through Statements."""
+class Action(Configurable[A]):
+    """Base of every action; `execute` changes the session through Statements.
 
-    name: ClassVar[str] = ""
-    # The action's arguments model (parsed once, when the config loads).
-    arguments_model: ClassVar[type[Arguments]] = NoArguments
+    An action declares its arguments model as the type parameter:
+    `class Allocate(Action[AllocateArguments])`."""
 
-    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
-        # The engine passes the parsed model; a mapping (tests, tools) is parsed here.
-        if isinstance(arguments, Arguments):
-            self.arguments: Arguments = arguments
-        else:
-            self.arguments = parse_arguments("action", self.name, self.arguments_model, arguments)
+    kind: ClassVar[str] = "action"
 
     def execute(self, session: Session) -> None:
         """Run the action over the session."""

@@ -1,16 +1,19 @@
 """Typed arguments of plugins and actions: pydantic models parsed once, when the config loads.
 
-Each plugin and action class names its model in `Arguments` (like kube-scheduler's typed
-plugin args). `parse_arguments` turns the YAML mapping into that model or raises a
-ConfigError naming the plugin (or action), the argument, the value and the fix; a
-session only ever sees parsed values, so no argument can fail a scheduling cycle.
+A plugin or action class declares its model as its type parameter, next to its name
+(`class BinpackPlugin(Plugin[BinpackArguments])`, like kube-scheduler's typed plugin
+args); `Configurable` reads it from there into `arguments_model`. `parse_arguments` turns
+the YAML mapping into that model or raises a ConfigError naming the plugin (or action),
+the argument, the value and the fix; a session only ever sees parsed values, so no
+argument can fail a scheduling cycle.
 """
 
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -33,7 +36,7 @@ def _number(value: Any) -> Any:
         raise ValueError("is a boolean, not a number")
     if isinstance(value, str):
         try:
-            return float(value.strip())
+            value = float(value.strip())
         except ValueError:
             raise ValueError("is not a number") from None
     if isinstance(value, int | float):
@@ -71,6 +74,49 @@ Count = Annotated[int, BeforeValidator(_integer)]
 Names = Annotated[list[str], BeforeValidator(_names)]
 
 A = TypeVar("A", bound=Arguments)
+
+
+class Configurable(Generic[A]):
+    """Base of plugins and actions: the class names its arguments model as its type
+    parameter, and each instance holds its arguments parsed into that model."""
+
+    # "plugin" or "action": how messages name the class's kind.
+    kind: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    # Read from the type parameter when the class is defined; the config parses into it.
+    arguments_model: ClassVar[type[Arguments]] = NoArguments
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        model = _declared_model(cls)
+        if model is not None:
+            cls.arguments_model = model
+
+    def __init__(self, arguments: A | Mapping[str, Any] | None = None) -> None:
+        # The session passes the model parsed when the config loaded; a mapping (tests,
+        # tools) is parsed here, with the same errors.
+        if isinstance(arguments, Arguments):
+            if not isinstance(arguments, self.arguments_model):
+                raise TypeError(
+                    f"{self.kind} {self.name} takes {self.arguments_model.__name__}, "
+                    f"not {type(arguments).__name__}; pass its own arguments model"
+                )
+            self.arguments: A = arguments
+        else:
+            parsed = parse_arguments(self.kind, self.name, self.arguments_model, arguments)
+            self.arguments = cast(A, parsed)
+
+
+def _declared_model(cls: type) -> type[Arguments] | None:
+    """The arguments model a class names as the type parameter of its base, if any."""
+    for base in cls.__dict__.get("__orig_bases__", ()):
+        origin = typing.get_origin(base)
+        if not (isinstance(origin, type) and issubclass(origin, Configurable)):
+            continue
+        for parameter in typing.get_args(base):
+            if isinstance(parameter, type) and issubclass(parameter, Arguments):
+                return parameter
+    return None
 
 
 def parse_arguments(kind: str, name: str, model: type[A], raw: Mapping[str, Any] | None) -> A:

@@ -72,6 +72,15 @@ class PodUnschedulable:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueFigures:
+    """What the session's queue policy (proportion or capacity) computed for one queue:
+    what it deserves and what its jobs request (the status writer and metrics read them)."""
+
+    deserved: Resource
+    request: Resource
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStatusUpdate:
     """A queue's status as this session computed it; the writer skips it if unchanged."""
 

@@ -3,15 +3,28 @@ queue figures. Pure functions of the session's jobs and queues."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from scheduler.api import wire
-from scheduler.api.job import (
-    ADMITTED,
-    INQUEUE_TIMEOUT_REASON,
-    NOT_HONOURED,
-    JobInfo,
-    PodGroupPhase,
-)
+from scheduler.api.gang_state import STARTED_PHASES, has_started, runs_as_gang
+from scheduler.api.job import NOT_HONOURED, JobInfo, PodGroupPhase
 from scheduler.api.queue import QUEUE_NOT_HONOURED
+from scheduler.api.reasons import (
+    ADMITTED,
+    ENQUEUED,
+    GANG_READY,
+    GATED_MESSAGE,
+    INQUEUE_TIMEOUT,
+    POD_GATED,
+    POD_UNSCHEDULABLE,
+    gang_unschedulable,
+)
+
+# Re-exported for the status writer and scheduler/inspect, which read them from here.
+from scheduler.api.reasons import NOT_HONOURED_REASON as NOT_HONOURED_REASON
+from scheduler.api.reasons import NOT_HONOURED_TYPE as NOT_HONOURED_TYPE
+from scheduler.api.reasons import SCHEDULED as SCHEDULED
+from scheduler.api.reasons import UNSCHEDULABLE as UNSCHEDULABLE
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskStatus
@@ -21,30 +34,10 @@ from scheduler.framework.decisions import (
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
+    QueueFigures,
     QueueStatusUpdate,
     SessionResult,
 )
-from scheduler.framework.session import INVALID_REASON
-
-# Condition types Volcano writes on PodGroups.
-UNSCHEDULABLE = "Unschedulable"
-SCHEDULED = "Scheduled"
-# Reasons (CamelCase, as Kubernetes conditions spell them).
-NOT_ENOUGH_RESOURCES = "NotEnoughResources"
-NOT_ENOUGH_TASKS = "NotEnoughTasks"
-INVALID = INVALID_REASON
-GANG_READY = "GangReady"
-# The Admitted condition (muster's): True while the PodGroup is admitted, since when;
-# False with InqueueTimeout when it was sent back for not starting in time.
-ENQUEUED = "Enqueued"
-# Says which spec fields are accepted but not honoured yet, and what muster does instead.
-NOT_HONOURED_TYPE = "FieldsNotHonoured"
-NOT_HONOURED_REASON = "NotHonouredYet"
-INQUEUE_TIMEOUT = INQUEUE_TIMEOUT_REASON
-# kube-scheduler's pod condition reasons and the gated message.
-POD_UNSCHEDULABLE = "Unschedulable"
-POD_GATED = "SchedulingGated"
-GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 
 def phase_after(job: JobInfo) -> PodGroupPhase:
@@ -56,10 +49,9 @@ def phase_after(job: JobInfo) -> PodGroupPhase:
     if not total and job.observed_phase is PodGroupPhase.COMPLETED:
         # A finished job whose pods were cleaned up stays finished.
         return PodGroupPhase.COMPLETED
-    ready = job.ready_count()
-    if ready and ready >= job.min_member:
+    if runs_as_gang(job):
         return PodGroupPhase.RUNNING
-    if ready and job.observed_phase in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN):
+    if has_started(job) and job.observed_phase in STARTED_PHASES:
         # Some members run but fewer than minMember: the gang is broken.
         return PodGroupPhase.UNKNOWN
     if job.phase in (PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN, PodGroupPhase.COMPLETED):
@@ -101,8 +93,7 @@ def _gang_conditions(
         )
         return [c for c in (scheduled, unschedulable) if c is not None]
     if job.wait_reason:
-        waiting = len(job.tasks) - ready
-        message = f"{waiting}/{len(job.tasks)} tasks in gang unschedulable: {job.wait_message}"
+        message = gang_unschedulable(len(job.tasks), ready, job.wait_message)
         return [GroupCondition(UNSCHEDULABLE, "True", job.wait_reason, message)]
     # Nothing new was learnt this session: keep what the object says.
     return [_kept(c) for c in job.conditions if c.type not in (ADMITTED, NOT_HONOURED_TYPE)]
@@ -193,8 +184,7 @@ def pod_messages(job: JobInfo) -> list[PodUnschedulable]:
     messages = []
     gang_message = ""
     if job.wait_reason:
-        waiting = len(job.tasks) - job.ready_count()
-        gang_message = f"{waiting}/{len(job.tasks)} tasks in gang unschedulable: {job.wait_message}"
+        gang_message = gang_unschedulable(len(job.tasks), job.ready_count(), job.wait_message)
     for task in pending:
         if task.gated:
             messages.append(
@@ -216,8 +206,7 @@ def pod_messages(job: JobInfo) -> list[PodUnschedulable]:
 def queue_updates(
     snapshot: ClusterSnapshot,
     phases: dict[str, PodGroupPhase],
-    deserved: dict[str, Resource],
-    request: dict[str, Resource],
+    figures: Mapping[str, QueueFigures],
 ) -> list[QueueStatusUpdate]:
     """Each queue's allocated resources and podgroup counts per phase after the session."""
     allocated: dict[str, Resource] = {name: Resource() for name in snapshot.queues}
@@ -230,26 +219,26 @@ def queue_updates(
         allocated[job.queue].add(job.allocated)
         phase = phases.get(job.key, job.phase)
         counts[job.queue][phase.value.lower()] += 1
-    return [
-        QueueStatusUpdate(
-            name,
-            queue.state.value,
-            allocated[name],
-            deserved.get(name),
-            counts[name],
-            request.get(name),
-            queue.capability,
-            queue.observed_allocated,
+    updates = []
+    for name, queue in snapshot.queues.items():
+        reported = figures.get(name)
+        updates.append(
+            QueueStatusUpdate(
+                name,
+                queue.state.value,
+                allocated[name],
+                reported.deserved if reported is not None else None,
+                counts[name],
+                reported.request if reported is not None else None,
+                queue.capability,
+                queue.observed_allocated,
+            )
         )
-        for name, queue in snapshot.queues.items()
-    ]
+    return updates
 
 
 def close_result(
-    snapshot: ClusterSnapshot,
-    result: SessionResult,
-    deserved: dict[str, Resource],
-    request: dict[str, Resource],
+    snapshot: ClusterSnapshot, result: SessionResult, figures: Mapping[str, QueueFigures]
 ) -> SessionResult:
     """Fill the status parts of a session's result from its final state."""
     phases: dict[str, PodGroupPhase] = {}
@@ -270,7 +259,7 @@ def close_result(
                 f"waiting for PodGroup {orphan.job}, which does not exist",
             )
         )
-    result.queues.extend(queue_updates(snapshot, phases, deserved, request))
+    result.queues.extend(queue_updates(snapshot, phases, figures))
     result.invalid.extend(
         InvalidObjectReport(error.kind, error.name, str(error)) for error in snapshot.invalid
     )

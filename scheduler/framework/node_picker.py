@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import PodPlacementSpec, TaskInfo
@@ -58,10 +59,21 @@ class _Admissible:
     refusals: list[Status]
 
 
+class _HeapEntry(NamedTuple):
+    """A node's score for a shape, as a min-heap orders it: best score first, then the
+    entry pushed first (so nodes themselves are never compared)."""
+
+    negated_score: float
+    sequence: int
+    # The node's version when scored; -1 for an entry to be scored when it reaches the top.
+    version: int
+    node: NodeInfo
+
+
 @dataclass(slots=True)
 class _ShapeHeap:
     admissible: _Admissible
-    heap: list[tuple[float, int, int, NodeInfo]] = field(default_factory=list)
+    heap: list[_HeapEntry] = field(default_factory=list)
     # Index into admissible.nodes of the next window to load.
     cursor: int = 0
     loaded: int = 0
@@ -90,16 +102,16 @@ class NodePicker:
         if shape.failure is not None:
             return None
         session = self.session
-        stash: list[tuple[float, int, int, NodeInfo]] = []
+        stash: list[_HeapEntry] = []
         chosen: NodeInfo | None = None
         while chosen is None:
             if not shape.heap and not self._load_window(task, shape):
                 break
             entry = heapq.heappop(shape.heap)
-            node = entry[3]
+            node = entry.node
             if node.name in shape.full:
                 continue
-            if entry[2] != node.version:
+            if entry.version != node.version:
                 if shape.newest.get(node.name) != node.version:
                     self._push(task, shape, node)
                 continue
@@ -112,7 +124,7 @@ class NodePicker:
                 # Fits only once releasing pods go: prefer any node with room now.
                 stash.append(entry)
         if chosen is None and stash:
-            chosen = stash.pop(0)[3]
+            chosen = stash.pop(0).node
         for entry in stash:
             heapq.heappush(shape.heap, entry)
         if chosen is None:
@@ -139,8 +151,8 @@ class NodePicker:
         """Discard a statement and offer the room it held back to every shape.
 
         Returns how many placements were undone."""
-        touched = {op.node for op in statement.operations}
-        undone = len(statement.operations)
+        touched = statement.touched_nodes()
+        undone = len(statement)
         statement.discard()
         for name in touched:
             self.freed(self.session.nodes[name])
@@ -195,12 +207,12 @@ class NodePicker:
     def _push(self, task: TaskInfo, shape: _ShapeHeap, node: NodeInfo) -> None:
         score = self.session.score(task, node)
         shape.newest[node.name] = node.version
-        heapq.heappush(shape.heap, (-score, next(self._sequence), node.version, node))
+        heapq.heappush(shape.heap, _HeapEntry(-score, next(self._sequence), node.version, node))
 
     def _push_any(self, shape: _ShapeHeap, node: NodeInfo) -> None:
         # Scored lazily: version -1 never matches, so the first pop rescores it.
         shape.newest.pop(node.name, None)
-        heapq.heappush(shape.heap, (float("-inf"), next(self._sequence), -1, node))
+        heapq.heappush(shape.heap, _HeapEntry(float("-inf"), next(self._sequence), -1, node))
 
     def _failure_message(self, task: TaskInfo, shape: _ShapeHeap) -> str:
         errors = FitErrors(len(self.session.node_list))

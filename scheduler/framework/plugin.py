@@ -1,15 +1,22 @@
 """The Plugin interface: one optional, typed method per extension point.
 
 A plugin implements only the points it cares about; the session asks which
-methods a plugin class overrides and combines them by tier (see tiers.py).
-A new plugin object is made for every session, so its fields are that
+methods a plugin class overrides and combines them by tier (Session, in
+framework/session.py, writes the tier rules once). A plugin class declares its
+arguments model as its type parameter (`Plugin[BinpackArguments]`), and is checked
+when it is defined, as kube-scheduler's `var _ FilterPlugin = &Fit{}` is at compile
+time: a public method that looks like an extension point but is none (a misspelling
+the session would never call), or an override with the wrong parameters, is a
+TypeError. A new plugin object is made for every session, so its fields are that
 session's state and nothing leaks from one cycle into the next.
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -18,7 +25,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
-from scheduler.framework.arguments import Arguments, NoArguments, parse_arguments
+from scheduler.framework.arguments import A, Configurable
 from scheduler.framework.status import OK, Status
 
 if TYPE_CHECKING:
@@ -41,19 +48,14 @@ class Waiting:
     message: str
 
 
-class Plugin:
+class Plugin(Configurable[A]):
     """Base of every plugin; override the extension points the policy needs."""
 
-    name: ClassVar[str] = ""
-    # The plugin's arguments model (parsed once, when the config loads).
-    arguments_model: ClassVar[type[Arguments]] = NoArguments
+    kind: ClassVar[str] = "plugin"
 
-    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
-        # The session passes the parsed model; a mapping (tests, tools) is parsed here.
-        if isinstance(arguments, Arguments):
-            self.arguments: Arguments = arguments
-        else:
-            self.arguments = parse_arguments("plugin", self.name, self.arguments_model, arguments)
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_extension_points(cls)
 
     # Lifecycle
     def on_session_open(self, session: Session) -> None:
@@ -102,8 +104,9 @@ class Plugin:
         """Whether the job may keep its pipelined placements."""
         return Vote.ABSTAIN
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
-        """Whether a Pending job may become Inqueue."""
+    def job_enqueueable(self, job: JobInfo) -> Vote | Waiting:
+        """Whether a Pending job may become Inqueue; a Waiting is a REJECT that says why
+        (the session records it on the job)."""
         return Vote.ABSTAIN
 
     def job_starving(self, job: JobInfo) -> bool:
@@ -111,8 +114,9 @@ class Plugin:
         return False
 
     # Queue questions
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """Whether the queue may take the task's request now."""
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool | Waiting:
+        """Whether the queue may take the task's request now; a Waiting refuses and says
+        why (the session records it on the task's job)."""
         return True
 
     def overused(self, queue: QueueInfo) -> bool:
@@ -180,6 +184,62 @@ EXTENSION_POINTS: dict[str, str] = {
 }
 
 
-def implements(plugin: Plugin, point: str) -> bool:
+# Methods the session calls on every plugin besides the extension points.
+LIFECYCLE = ("on_session_open", "on_session_close")
+# Public names that read as extension points: a plugin's helper must not start so.
+_POINT_PREFIXES = ("on_", "job_", "node_", "queue_", "task_")
+
+
+def implements(plugin: Plugin[Any], point: str) -> bool:
     """Whether the plugin's class overrides an extension point."""
     return getattr(type(plugin), point) is not getattr(Plugin, point)
+
+
+def check_extension_points(cls: type[Plugin[Any]]) -> None:
+    """Refuse a plugin class whose public method is not an extension point but reads like
+    one (a misspelling the session would never call), or that overrides an extension
+    point with other parameters than the point's."""
+    known = [*EXTENSION_POINTS, *LIFECYCLE]
+    for attribute, value in vars(cls).items():
+        function = _function_of(value)
+        if attribute.startswith("_") or function is None:
+            continue
+        if attribute in known:
+            _check_parameters(cls, attribute, function)
+            continue
+        close = difflib.get_close_matches(attribute, known, n=1, cutoff=0.8)
+        if close or attribute.startswith(_POINT_PREFIXES):
+            hint = f"did you mean {close[0]}()? " if close else ""
+            raise TypeError(
+                f"plugin class {cls.__qualname__} (plugin {cls.name!r}) defines {attribute}(), "
+                f"which is not an extension point, so no session would call it; {hint}"
+                f"rename it to the point it implements, or make a helper private "
+                f"(_{attribute}); the points are: {', '.join(known)}"
+            )
+
+
+def _function_of(value: object) -> Callable[..., Any] | None:
+    if isinstance(value, staticmethod | classmethod):
+        inner: Callable[..., Any] = value.__func__
+        return inner
+    if inspect.isfunction(value):
+        return value
+    return None
+
+
+def _check_parameters(cls: type[Plugin[Any]], point: str, function: Callable[..., Any]) -> None:
+    expected = inspect.signature(getattr(Plugin, point))
+    actual = inspect.signature(function)
+    kinds = [p.kind for p in actual.parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    wanted = len(expected.parameters)
+    given = [p for p in actual.parameters.values() if p.kind in positional]
+    required = [p for p in given if p.default is inspect.Parameter.empty]
+    if len(required) <= wanted <= len(given):
+        return
+    raise TypeError(
+        f"plugin class {cls.__qualname__} (plugin {cls.name!r}) defines {point}{actual}, "
+        f"but the extension point is {point}{expected}; take the point's parameters"
+    )

@@ -1,4 +1,9 @@
-"""Session: one scheduling cycle over a snapshot, with plugin answers combined by tier."""
+"""Session: one scheduling cycle over a snapshot, with plugin answers combined by tier.
+
+Plugins and actions talk to the rest of the cycle only through the session's declared
+channels: their answers at the extension points, `warn`, `report_queue_figures`, and
+the `record_*` methods that fill the SessionResult; nothing else writes the result
+while the session runs."""
 
 from __future__ import annotations
 
@@ -10,11 +15,18 @@ from typing import TYPE_CHECKING, Any
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import INVALID_PODGROUP
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus
 from scheduler.framework.config import SchedulerConfig
-from scheduler.framework.decisions import InvalidObjectReport, SessionResult
+from scheduler.framework.decisions import (
+    Bind,
+    Evict,
+    InvalidObjectReport,
+    QueueFigures,
+    SessionResult,
+)
 from scheduler.framework.plugin import EXTENSION_POINTS, Plugin, Vote, Waiting, implements
 from scheduler.framework.status import OK, Status
 
@@ -22,8 +34,6 @@ if TYPE_CHECKING:
     from scheduler.framework.statement import Statement
 
 Tiered = list[list[Callable[..., Any]]]
-# The reason on a PodGroup whose spec cannot be used (see job_status.py).
-INVALID_REASON = "InvalidPodGroup"
 
 
 class Session:
@@ -39,7 +49,7 @@ class Session:
         self,
         snapshot: ClusterSnapshot,
         config: SchedulerConfig,
-        plugin_types: Mapping[str, type[Plugin]],
+        plugin_types: Mapping[str, type[Plugin[Any]]],
     ) -> None:
         self.snapshot = snapshot
         self.config = config
@@ -48,13 +58,14 @@ class Session:
         self.queues = snapshot.queues
         # A stable node order, so that sampling and ties do not depend on dict history.
         self.node_list: list[NodeInfo] = sorted(self.nodes.values(), key=lambda n: n.name)
-        self.result = SessionResult()
-        # Filled by plugins that compute shares (proportion), read by the status writer.
-        self.queue_deserved: dict[str, Resource] = {}
-        self.queue_request: dict[str, Resource] = {}
+        self._result = SessionResult()
+        # Filled by the queue policy (report_queue_figures), read by the status writer.
+        self._queue_figures: dict[str, QueueFigures] = {}
+        # Jobs enqueue sent back to Pending this session, for its own later questions.
+        self._timed_out: set[str] = set()
         # Seconds spent per plugin opening and closing the session (for metrics).
         self.plugin_seconds: dict[str, float] = {}
-        self.plugins: list[Plugin] = []
+        self.plugins: list[Plugin[Any]] = []
         # Statements of gangs kept for pipelining (see keep_pipelined).
         self._kept: list[Statement] = []
         self._points: dict[str, Tiered] = {point: [] for point in EXTENSION_POINTS}
@@ -78,6 +89,7 @@ class Session:
         self._on_deallocate = [fn for tier in self._points["on_deallocate"] for fn in tier]
         self._admit_cache: dict[tuple[PodPlacementSpec, str], Status] = {}
         for plugin in self.plugins:
+            # A monotonic clock, for metrics only: no decision reads it.
             start = time.perf_counter()
             plugin.on_session_open(self)
             self.plugin_seconds[plugin.name] = time.perf_counter() - start
@@ -92,11 +104,51 @@ class Session:
         for statement in self._kept:
             statement.keep_pipelined()
         self._kept.clear()
+        # The cache keeps these nominated, so the next session serves them first.
+        self._result.nominated = [key for key, job in self.jobs.items() if job.pipelined]
         for plugin in self.plugins:
             start = time.perf_counter()
             plugin.on_session_close(self)
             self.plugin_seconds[plugin.name] += time.perf_counter() - start
-        return self.result
+        return self._result
+
+    # What the session decided and learnt ------------------------------------
+    @property
+    def result(self) -> SessionResult:
+        """What the session has decided so far (read it; write through the record_* methods)."""
+        return self._result
+
+    def record_decisions(self, binds: Iterable[Bind], evictions: Iterable[Evict]) -> None:
+        """A committed statement's binds and evictions (Statement.commit calls this)."""
+        self._result.binds.extend(binds)
+        self._result.evictions.extend(evictions)
+
+    def record_attempt(self, job: JobInfo, *, placed: bool) -> None:
+        """That the session tried to place the job, and whether anything of it was placed
+        (the cache backs off a job whose attempts place nothing)."""
+        self._result.attempts[job.key] = placed
+
+    def record_admission(self, job: JobInfo) -> None:
+        """That enqueue admitted the job (Pending -> Inqueue); the cache times it from now."""
+        self._result.admitted.append(job.key)
+
+    def record_inqueue_timeout(self, job: JobInfo) -> None:
+        """That enqueue sent the admitted job back to Pending for not starting in time."""
+        self._result.dequeued.append(job.key)
+        self._timed_out.add(job.key)
+
+    def timed_out(self, job: JobInfo) -> bool:
+        """Whether enqueue sent the job back to Pending this session (it is not readmitted)."""
+        return job.key in self._timed_out
+
+    def report_queue_figures(self, queue: str, figures: QueueFigures) -> None:
+        """What the queue policy computed for a queue (its deserved share and request)."""
+        self._queue_figures[queue] = figures
+
+    @property
+    def queue_figures(self) -> Mapping[str, QueueFigures]:
+        """Per queue, what the queue policy reported this session."""
+        return self._queue_figures
 
     # Orderings ------------------------------------------------------------
     def _first_nonzero(self, point: str, a: Any, b: Any) -> int:
@@ -168,7 +220,7 @@ class Session:
     def job_valid(self, job: JobInfo) -> Waiting | None:
         """Why the job cannot be scheduled this session, or None; recorded on the job."""
         if job.invalid is not None:
-            verdict: Waiting | None = Waiting(INVALID_REASON, str(job.invalid))
+            verdict: Waiting | None = Waiting(INVALID_PODGROUP, str(job.invalid))
         else:
             verdict = next(
                 (w for tier in self._points["job_valid"] for fn in tier if (w := fn(job))), None
@@ -203,8 +255,19 @@ class Session:
         return self._all_agree("job_ready", job)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """Whether the queue may take the task's request now."""
-        return self._all_agree("allocatable", queue, task)
+        """Whether the queue may take the task's request now; a plugin's reason for a
+        refusal is recorded on the task's job."""
+        for tier in self._points["allocatable"]:
+            for fn in tier:
+                answer: bool | Waiting = fn(queue, task)
+                if isinstance(answer, Waiting):
+                    job = self.jobs.get(task.job)
+                    if job is not None:
+                        job.wait(answer.reason, answer.message)
+                    return False
+                if not answer:
+                    return False
+        return True
 
     def overused(self, queue: QueueInfo) -> bool:
         """Whether any plugin finds the queue over its share."""
@@ -222,7 +285,7 @@ class Session:
 
     def warn(self, kind: str, name: str, reason: str, message: str) -> None:
         """A Warning event on an object the session uses but cannot fully honour."""
-        self.result.invalid.append(InvalidObjectReport(kind, name, message, reason))
+        self._result.invalid.append(InvalidObjectReport(kind, name, message, reason))
 
     def job_starving(self, job: JobInfo) -> bool:
         """Whether any plugin finds the job short of what it needs."""
@@ -232,7 +295,11 @@ class Session:
         for tier in self._points[point]:
             permitted = False
             for fn in tier:
-                vote: Vote = fn(job)
+                vote: Vote | Waiting = fn(job)
+                if isinstance(vote, Waiting):
+                    # A reject that says why: the job carries the reason.
+                    job.wait(vote.reason, vote.message)
+                    return False
                 if vote is Vote.REJECT:
                     return False
                 if vote is Vote.PERMIT:
@@ -242,7 +309,8 @@ class Session:
         return True
 
     def job_enqueueable(self, job: JobInfo) -> bool:
-        """Whether a Pending job may become Inqueue."""
+        """Whether a Pending job may become Inqueue; a rejecting plugin's reason is recorded
+        on the job."""
         return self._vote("job_enqueueable", job)
 
     def job_pipelined(self, job: JobInfo) -> bool:
@@ -273,19 +341,13 @@ class Session:
     # Moving tasks (called by Statement) ------------------------------------
     def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
         """Put a pending task on a node as Allocated or Pipelined."""
-        job = self.jobs[task.job]
-        job.set_task_status(task, status)
-        task.node_name = node.name
-        node.add_task(task)
+        self.snapshot.set_task_status(task, status, node_name=node.name)
         for fn in self._on_allocate:
             fn(task)
 
     def unplace(self, task: TaskInfo) -> None:
         """Undo place: the task is pending again and its node has the room back."""
-        node = self.nodes[task.node_name]
-        node.remove_task(task)
-        task.node_name = ""
-        self.jobs[task.job].set_task_status(task, TaskStatus.PENDING)
+        self.snapshot.set_task_status(task, TaskStatus.PENDING, node_name="")
         for fn in self._on_deallocate:
             fn(task)
 

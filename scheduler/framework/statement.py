@@ -36,27 +36,36 @@ class Statement:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.operations: list[_Operation] = []
+        self._operations: list[_Operation] = []
+
+    def __len__(self) -> int:
+        """How many operations wait for commit or discard."""
+        return len(self._operations)
+
+    def touched_nodes(self) -> list[str]:
+        """The nodes the operations put tasks on or take them off, in the order first
+        touched (discard gives their room back)."""
+        return list(dict.fromkeys(operation.node for operation in self._operations))
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """Give the task room on the node now."""
         self.session.place(task, node, TaskStatus.ALLOCATED)
-        self.operations.append(_Operation(_Kind.ALLOCATE, task, node.name))
+        self._operations.append(_Operation(_Kind.ALLOCATE, task, node.name))
 
     def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
         """Promise the task room on the node once releasing pods are gone."""
         self.session.place(task, node, TaskStatus.PIPELINED)
-        self.operations.append(_Operation(_Kind.PIPELINE, task, node.name))
+        self._operations.append(_Operation(_Kind.PIPELINE, task, node.name))
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Release a placed task's room (preemption, reclaim)."""
         previous = self.session.mark_releasing(task)
-        self.operations.append(_Operation(_Kind.EVICT, task, task.node_name, reason, previous))
+        self._operations.append(_Operation(_Kind.EVICT, task, task.node_name, reason, previous))
 
     def keep_pipelined(self) -> None:
         """Turn this statement's allocations into pipelined placements: the gang keeps
         its room but binds nothing until all of it can, so no member counts as placed."""
-        for operation in self.operations:
+        for operation in self._operations:
             if operation.kind is _Kind.ALLOCATE:
                 self.session.unplace(operation.task)
                 self.session.place(
@@ -66,31 +75,24 @@ class Statement:
 
     def discard(self) -> None:
         """Undo every operation, newest first."""
-        for operation in reversed(self.operations):
+        for operation in reversed(self._operations):
             if operation.kind is _Kind.EVICT:
                 self.session.unmark_releasing(operation.task, operation.previous)
             else:
                 self.session.unplace(operation.task)
-        self.operations.clear()
+        self._operations.clear()
 
     def commit(self) -> None:
         """Turn the operations into decisions; pipelined tasks stay promised, not bound."""
-        result = self.session.result
-        for operation in self.operations:
-            task = operation.task
-            if operation.kind is _Kind.ALLOCATE:
-                result.binds.append(
-                    Bind(task.namespace, task.name, task.uid, operation.node, task.job)
-                )
-            elif operation.kind is _Kind.EVICT:
-                result.evictions.append(
-                    Evict(
-                        task.namespace,
-                        task.name,
-                        task.uid,
-                        operation.node,
-                        task.job,
-                        operation.reason,
-                    )
-                )
-        self.operations.clear()
+        binds = [
+            Bind(op.task.namespace, op.task.name, op.task.uid, op.node, op.task.job)
+            for op in self._operations
+            if op.kind is _Kind.ALLOCATE
+        ]
+        evictions = [
+            Evict(op.task.namespace, op.task.name, op.task.uid, op.node, op.task.job, op.reason)
+            for op in self._operations
+            if op.kind is _Kind.EVICT
+        ]
+        self.session.record_decisions(binds, evictions)
+        self._operations.clear()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
@@ -14,7 +16,7 @@ from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
 
-PLUGINS: dict[str, type[Plugin]] = {
+PLUGINS: dict[str, type[Plugin[Any]]] = {
     plugin.name: plugin
     for plugin in (
         PriorityPlugin,

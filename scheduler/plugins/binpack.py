@@ -22,8 +22,8 @@ from pydantic import Field, model_validator
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
+from scheduler.framework.arguments import Arguments, Names, Weight
 from scheduler.framework.plugin import Plugin
-from scheduler.plugins.arguments import Arguments, Names, Weight
 
 MAX_NODE_SCORE = 100.0
 
@@ -67,16 +67,14 @@ class BinpackArguments(Arguments):
         return self
 
 
-class BinpackPlugin(Plugin):
+class BinpackPlugin(Plugin[BinpackArguments]):
     """Prefers the nodes a pod fills most, weighting each resource as configured."""
 
     name = "binpack"
-    arguments_model = BinpackArguments
 
-    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
+    def __init__(self, arguments: BinpackArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
         args = self.arguments
-        assert isinstance(args, BinpackArguments)
         self.weight = args.weight
         self.cpu_weight = args.cpu
         self.memory_weight = args.memory

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
+from scheduler.api import reasons
 from scheduler.api.job import JobInfo
 from scheduler.api.names import ROOT_QUEUE
 from scheduler.api.queue import QueueInfo
@@ -29,22 +30,13 @@ from scheduler.api.resources import CPU, MEMORY, UNLIMITED, Resource, describe
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.arguments import Arguments, Count
 from scheduler.framework.config import SchedulerConfig
-from scheduler.framework.job_status import NOT_HONOURED_REASON
+from scheduler.framework.decisions import QueueFigures
 from scheduler.framework.plugin import Plugin, Vote, Waiting
-from scheduler.plugins.proportion import (
-    QUEUE_FULL,
-    QUEUE_NOT_FOUND,
-    QUEUE_NOT_LEAF,
-    QUEUE_NOT_OPEN,
-)
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
 
 NAME = "capacity"
-QUEUE_PARENT_INVALID = "QueueParentInvalid"
-# A parent whose children deserve more than it does (Volcano only logs it).
-DESERVED_EXCEEDS_PARENT = "DeservedExceedsParent"
 
 
 class CapacityArguments(Arguments):
@@ -129,16 +121,14 @@ class QueueCapacity:
         return self.ancestors[len(self.ancestors) - depth]
 
 
-class CapacityPlugin(Plugin):
+class CapacityPlugin(Plugin[CapacityArguments]):
     """Queue deserved, guarantee and capability by resource: queue order, allocatable,
     enqueue, and the reclaim votes (preemptive, reclaim_allowed)."""
 
     name = NAME
-    arguments_model = CapacityArguments
 
-    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
+    def __init__(self, arguments: CapacityArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
-        assert isinstance(self.arguments, CapacityArguments)
         self.ancestor_reclaim_level = self.arguments.ancestor_reclaim_level
         self.hierarchy = False
         self.shares: dict[str, QueueCapacity] = {}
@@ -167,8 +157,7 @@ class CapacityPlugin(Plugin):
         for name, attr in self.shares.items():
             attr.update_share()
             if name in session.queues:
-                session.queue_deserved[name] = attr.deserved
-                session.queue_request[name] = attr.request
+                session.report_queue_figures(name, QueueFigures(attr.deserved, attr.request))
         self._warn_unused_fields(session)
 
     def _link_tree(self) -> None:
@@ -248,10 +237,11 @@ class CapacityPlugin(Plugin):
             attr.guarantee = guarantees
             attr.deserved = deserved
         elif attr.children and not deserved.less_equal(attr.deserved):
+            # Volcano only logs a parent whose children deserve more than it does.
             session.warn(
                 "Queue",
                 attr.name,
-                DESERVED_EXCEEDS_PARENT,
+                reasons.DESERVED_EXCEEDS_PARENT,
                 f"the spec.deserved of queue {attr.name!r}'s child queues adds up to "
                 f"{describe(deserved)}, more than its own {describe(attr.deserved)}: "
                 "not every child can get its deserved at once; lower the children's or "
@@ -268,7 +258,7 @@ class CapacityPlugin(Plugin):
                 session.warn(
                     "Queue",
                     name,
-                    NOT_HONOURED_REASON,
+                    reasons.NOT_HONOURED_REASON,
                     f"spec.weight={queue.weight} is not used by the capacity plugin, which "
                     "gives the queue what spec.deserved names instead; set spec.deserved",
                 )
@@ -276,39 +266,29 @@ class CapacityPlugin(Plugin):
                 session.warn(
                     "Queue",
                     name,
-                    NOT_HONOURED_REASON,
+                    reasons.NOT_HONOURED_REASON,
                     f"spec.parent={queue.parent!r} is honoured by the capacity plugin only "
                     "with enableHierarchy: true; the queue is scheduled as a top-level queue",
                 )
             if name in self.broken:
-                session.warn("Queue", name, QUEUE_PARENT_INVALID, self.broken[name])
+                session.warn("Queue", name, reasons.QUEUE_PARENT_INVALID, self.broken[name])
 
     # Queue and job questions ---------------------------------------------------
     def _queue_problem(self, job: JobInfo) -> Waiting | None:
         attr = self.shares.get(job.queue)
         if attr is None:
-            return Waiting(
-                QUEUE_NOT_FOUND,
-                f"queue {job.queue!r} does not exist; create it or set spec.queue "
-                "to an existing queue",
-            )
+            return Waiting(reasons.QUEUE_NOT_FOUND, reasons.queue_not_found(job.queue))
         if job.queue in self.broken:
-            return Waiting(QUEUE_PARENT_INVALID, self.broken[job.queue])
+            return Waiting(reasons.QUEUE_PARENT_INVALID, self.broken[job.queue])
         if self.hierarchy and (attr.children or job.queue == ROOT_QUEUE):
-            leaves = ", ".join(sorted(_leaves(attr))) or "none yet"
-            return Waiting(
-                QUEUE_NOT_LEAF,
-                f"queue {job.queue!r} has child queues and only leaf queues hold PodGroups; "
-                f"set spec.queue to one of its leaves ({leaves})",
-            )
+            return Waiting(reasons.QUEUE_NOT_LEAF, reasons.queue_not_leaf(job.queue, _leaves(attr)))
         if not attr.queue.is_open:
             # Volcano's capacity places nothing in a queue that is not Open, not even
             # replacement pods of a running gang.
             return Waiting(
-                QUEUE_NOT_OPEN,
+                reasons.QUEUE_NOT_OPEN,
                 f"queue {job.queue!r} is {attr.queue.state.value}: the capacity plugin "
-                "places no pod in it; move the PodGroup to an Open queue (spec.queue) "
-                "or reopen the queue",
+                f"places no pod in it; {reasons.MOVE_OR_REOPEN}",
             )
         return None
 
@@ -327,7 +307,7 @@ class CapacityPlugin(Plugin):
             left, right = _siblings_below_common_ancestor(left, right)
         return _compare_shares(left, right)
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool | Waiting:
         attr = self.shares.get(queue.name)
         if attr is None or not queue.is_open or queue.name in self.broken:
             return False
@@ -336,23 +316,19 @@ class CapacityPlugin(Plugin):
         for level in attr.levels():
             over = _exceeding(level.allocated + task.request, level.real_capability, task.request)
             if over:
-                job = self.jobs.get(task.job)
-                if job is not None:
-                    job.wait(
-                        QUEUE_FULL,
-                        f"{_where(attr, level)} cannot take {task.key} ({describe(task.request)}):"
-                        f" {', '.join(over)} would exceed what it may hold, "
-                        f"{describe(level.real_capability)}, with "
-                        f"{describe(level.allocated)} allocated",
-                    )
-                return False
+                return Waiting(
+                    reasons.QUEUE_FULL,
+                    f"{_where(attr, level)} cannot take {task.key} ({describe(task.request)}):"
+                    f" {', '.join(over)} would exceed what it may hold, "
+                    f"{describe(level.real_capability)}, with "
+                    f"{describe(level.allocated)} allocated",
+                )
         return True
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, job: JobInfo) -> Vote | Waiting:
         problem = self._queue_problem(job)
         if problem is not None:
-            job.wait(problem.reason, problem.message)
-            return Vote.REJECT
+            return problem
         need = job.min_resources
         if need is None:
             return Vote.PERMIT
@@ -361,13 +337,12 @@ class CapacityPlugin(Plugin):
             held = level.allocated + level.inqueue - level.elastic
             over = _exceeding(need + held, level.real_capability, need)
             if over:
-                job.wait(
-                    QUEUE_FULL,
+                return Waiting(
+                    reasons.QUEUE_FULL,
                     f"{_where(attr, level)} cannot hold minResources {describe(need)}: "
                     f"insufficient {', '.join(over)} ({describe(held)} already allocated or "
                     f"reserved of {describe(level.real_capability)})",
                 )
-                return Vote.REJECT
         return Vote.PERMIT
 
     def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:

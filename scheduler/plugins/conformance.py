@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduler.api.names import SYSTEM_NAMESPACE, SYSTEM_PRIORITY
 from scheduler.api.task import TaskInfo
+from scheduler.framework.arguments import NoArguments
 from scheduler.framework.plugin import Plugin
 
 
@@ -12,7 +13,7 @@ def is_critical(task: TaskInfo) -> bool:
     return task.namespace == SYSTEM_NAMESPACE or task.priority >= SYSTEM_PRIORITY
 
 
-class ConformancePlugin(Plugin):
+class ConformancePlugin(Plugin[NoArguments]):
     """Filters critical pods out of every victim list."""
 
     name = "conformance"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.api.job import JobInfo
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
+from scheduler.framework.arguments import NoArguments
 from scheduler.framework.plugin import Plugin
 
 if TYPE_CHECKING:
@@ -28,12 +29,12 @@ def dominant_share(allocated: Resource, total: Resource) -> float:
     return share
 
 
-class DrfPlugin(Plugin):
+class DrfPlugin(Plugin[NoArguments]):
     """Keeps each job's dominant share current as tasks are placed and released."""
 
     name = "drf"
 
-    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, arguments: NoArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
         self.total = Resource()
         self.allocated: dict[str, Resource] = {}

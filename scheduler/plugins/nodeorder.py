@@ -23,8 +23,8 @@ from pydantic import Field
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
+from scheduler.framework.arguments import Arguments, Weight
 from scheduler.framework.plugin import Plugin
-from scheduler.plugins.arguments import Arguments, Weight
 from scheduler.plugins.matching import term_matches
 
 # kube-scheduler's DefaultMilliCPURequest and DefaultMemoryRequest.
@@ -50,16 +50,14 @@ class NodeOrderArguments(Arguments):
     node_affinity_weight: Weight = Field(1.0, alias="nodeaffinity.weight")
 
 
-class NodeOrderPlugin(Plugin):
+class NodeOrderPlugin(Plugin[NodeOrderArguments]):
     """Scores nodes by free room, packing, cpu/memory balance and preferred node affinity."""
 
     name = "nodeorder"
-    arguments_model = NodeOrderArguments
 
-    def __init__(self, arguments: Arguments | Mapping[str, Any] | None = None) -> None:
+    def __init__(self, arguments: NodeOrderArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
         args = self.arguments
-        assert isinstance(args, NodeOrderArguments)
         self.least_requested_weight = args.least_requested_weight
         self.most_requested_weight = args.most_requested_weight
         self.balanced_weight = args.balanced_resource_weight

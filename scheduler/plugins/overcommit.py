@@ -23,8 +23,7 @@ class OvercommitArguments(Arguments):
     overcommit_factor: Factor = Field(DEFAULT_FACTOR, alias="overcommit-factor")
 
 
-class OvercommitPlugin(Plugin):
+class OvercommitPlugin(Plugin[OvercommitArguments]):
     """Carries the overcommit factor to the enqueue action."""
 
     name = "overcommit"
-    arguments_model = OvercommitArguments

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from scheduler.api.node import NodeInfo, Taint
 from scheduler.api.task import TaskInfo
+from scheduler.framework.arguments import NoArguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
 from scheduler.plugins.matching import first_untolerated, required_affinity_matches, tolerated
@@ -33,7 +34,7 @@ _AFFINITY_MISMATCH = unresolvable(REASON_AFFINITY)
 _PORTS_TAKEN = unschedulable(REASON_PORTS)
 
 
-class PredicatesPlugin(Plugin):
+class PredicatesPlugin(Plugin[NoArguments]):
     """Filters nodes by conditions, taints, node affinity, ports, pod count and resources."""
 
     name = "predicates"

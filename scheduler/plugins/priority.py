@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo
+from scheduler.framework.arguments import NoArguments
 from scheduler.framework.plugin import Plugin
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
 
 
-class PriorityPlugin(Plugin):
+class PriorityPlugin(Plugin[NoArguments]):
     """Orders by PodGroup priority (its PriorityClass) and pod priority (spec.priority).
 
     A victim of another job must belong to a job of lower priority than the preemptor's
@@ -20,6 +22,10 @@ class PriorityPlugin(Plugin):
     decide."""
 
     name = "priority"
+
+    def __init__(self, arguments: NoArguments | Mapping[str, Any] | None = None) -> None:
+        super().__init__(arguments)
+        self.jobs: dict[str, JobInfo] = {}
 
     def on_session_open(self, session: Session) -> None:
         self.jobs = session.jobs
@@ -31,7 +37,7 @@ class PriorityPlugin(Plugin):
         return b.priority - a.priority
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        jobs = getattr(self, "jobs", {})
+        jobs = self.jobs
         mine = jobs.get(preemptor.job)
         allowed = []
         for task in candidates:

@@ -17,29 +17,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.gang_state import STARTED_PHASES
+from scheduler.api.job import JobInfo
 from scheduler.api.names import ROOT_QUEUE
 from scheduler.api.queue import QueueInfo
+from scheduler.api.reasons import (
+    MOVE_OR_REOPEN,
+    NOT_HONOURED_REASON,
+    QUEUE_FULL,
+    QUEUE_NOT_FOUND,
+    QUEUE_NOT_LEAF,
+    QUEUE_NOT_OPEN,
+    queue_not_found,
+    queue_not_leaf,
+)
 from scheduler.api.resources import UNLIMITED, Resource, describe, share_of
 from scheduler.api.task import TaskInfo
-from scheduler.framework.job_status import NOT_HONOURED_REASON
+from scheduler.framework.arguments import NoArguments
+from scheduler.framework.decisions import QueueFigures
 from scheduler.framework.plugin import Plugin, Vote, Waiting
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
 
-QUEUE_NOT_FOUND = "QueueNotFound"
-QUEUE_NOT_OPEN = "QueueNotOpen"
-QUEUE_FULL = "QueueCapacityExceeded"
-QUEUE_NOT_LEAF = "QueueNotLeaf"
 # What a Queue that sets spec.deserved is told: proportion computes deserved itself.
 DESERVED_NOT_HONOURED = (
     "spec.deserved is honoured only with the capacity plugin; proportion gives the queue "
     "a share of the cluster by spec.weight instead (within spec.capability, at least "
     "spec.guarantee); enable capacity in place of proportion to honour spec.deserved"
 )
-# Phases of a gang that has started: a queue that is closing lets these go on.
-STARTED_PHASES = frozenset({PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN})
 
 
 class QueueShare:
@@ -107,12 +113,12 @@ def _clamp(value: Resource, ceiling: Resource) -> Resource:
     return value.minimum(ceiling)
 
 
-class ProportionPlugin(Plugin):
+class ProportionPlugin(Plugin[NoArguments]):
     """Queue shares by weight: queue order, overuse, allocatable and enqueue checks."""
 
     name = "proportion"
 
-    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, arguments: NoArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
         self.shares: dict[str, QueueShare] = {}
         self.total = Resource()
@@ -148,8 +154,7 @@ class ProportionPlugin(Plugin):
         self._fill_deserved(self._top, amount)
         for name, attr in self.shares.items():
             attr.update_share()
-            session.queue_deserved[name] = attr.deserved
-            session.queue_request[name] = attr.request
+            session.report_queue_figures(name, QueueFigures(attr.deserved, attr.request))
             if attr.queue.deserved is not None:
                 session.warn("Queue", name, NOT_HONOURED_REASON, DESERVED_NOT_HONOURED)
 
@@ -220,18 +225,9 @@ class ProportionPlugin(Plugin):
         """Why the job's queue cannot hold it at all: missing, or not a leaf."""
         attr = self.shares.get(job.queue)
         if attr is None:
-            return Waiting(
-                QUEUE_NOT_FOUND,
-                f"queue {job.queue!r} does not exist; create it or set spec.queue "
-                "to an existing queue",
-            )
+            return Waiting(QUEUE_NOT_FOUND, queue_not_found(job.queue))
         if attr.children or job.queue == ROOT_QUEUE:
-            leaves = ", ".join(sorted(_leaves(attr))) or "none yet"
-            return Waiting(
-                QUEUE_NOT_LEAF,
-                f"queue {job.queue!r} has child queues and only leaf queues hold PodGroups; "
-                f"set spec.queue to one of its leaves ({leaves})",
-            )
+            return Waiting(QUEUE_NOT_LEAF, queue_not_leaf(job.queue, _leaves(attr)))
         return None
 
     def job_valid(self, job: JobInfo) -> Waiting | None:
@@ -245,7 +241,7 @@ class ProportionPlugin(Plugin):
             return Waiting(
                 QUEUE_NOT_OPEN,
                 f"queue {job.queue!r} is {attr.queue.state.value}: it starts no new gang; "
-                "move the PodGroup to an Open queue (spec.queue) or reopen the queue",
+                f"{MOVE_OR_REOPEN}",
             )
         return None
 
@@ -285,19 +281,17 @@ class ProportionPlugin(Plugin):
             return False
         return share_of(attr.allocated - taken - unit, attr.deserved) >= 1.0
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, job: JobInfo) -> Vote | Waiting:
         problem = self._queue_problem(job)
         if problem is not None:
-            job.wait(problem.reason, problem.message)
-            return Vote.REJECT
+            return problem
         attr = self.shares[job.queue]
         if not attr.queue.is_open:
-            job.wait(
+            return Waiting(
                 QUEUE_NOT_OPEN,
                 f"queue {job.queue!r} is {attr.queue.state.value} and admits no new PodGroups; "
-                "move the PodGroup to an Open queue (spec.queue) or reopen the queue",
+                f"{MOVE_OR_REOPEN}",
             )
-            return Vote.REJECT
         if job.min_resources is None:
             return Vote.PERMIT
         for level in (attr, *attr.ancestors()):
@@ -308,12 +302,11 @@ class ProportionPlugin(Plugin):
             where = f"queue {job.queue!r}"
             if level is not attr:
                 where += f" (through its parent {level.queue.name!r})"
-            job.wait(
+            return Waiting(
                 QUEUE_FULL,
                 f"{where} cannot hold minResources {describe(job.min_resources)}: "
                 f"{describe(held)} already allocated or reserved of {describe(capability)}",
             )
-            return Vote.REJECT
         return Vote.PERMIT
 
     def _admission_capability(self, attr: QueueShare) -> Resource:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api import wire
@@ -12,7 +14,14 @@ from scheduler.api.node import NodeInfo, Taint
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus, placement_spec
+from scheduler.api.task import (
+    TERMINAL_STATUSES,
+    PodPlacementSpec,
+    TaskInfo,
+    TaskStatus,
+    placement_spec,
+)
+from scheduler.framework.decisions import SessionResult
 
 _uids = itertools.count(1)
 
@@ -107,8 +116,14 @@ def gang(
     created: str = "",
     spec: dict[str, Any] | None = None,
     gpu: int = 0,
+    status: TaskStatus | None = None,
+    statuses: Sequence[TaskStatus] = (),
+    on: Sequence[str] = (),
 ) -> JobInfo:
-    """A PodGroup with `size` pending pods (or the pods of `roles`, role -> count)."""
+    """A PodGroup with `size` pods (or the pods of `roles`, role -> count), Pending unless
+    `status` (every member) or `statuses` (the first members, in name order) says
+    otherwise; members that hold room (neither Pending nor finished) sit on the nodes
+    `on`, cycled in name order."""
     job = JobInfo(
         namespace=namespace,
         name=name,
@@ -140,7 +155,27 @@ def gang(
                 )
             )
             index += 1
+    ordered = sorted(job.tasks.values(), key=lambda t: t.name)
+    wanted = [status] * len(ordered) if status is not None else list(statuses)
+    if len(wanted) > len(ordered):
+        raise ValueError(f"gang {name}: {len(wanted)} statuses for {len(ordered)} members")
+    holding = 0
+    for member, member_status in zip(ordered, wanted, strict=False):
+        job.set_task_status(member, member_status)
+        if member_status is TaskStatus.PENDING or member_status in TERMINAL_STATUSES:
+            continue
+        if not on:
+            raise ValueError(f"gang {name}: members {member_status.value} need nodes (on=...)")
+        member.node_name = on[holding % len(on)]
+        holding += 1
     return job
+
+
+def running_gang(name: str, size: int, *args: Any, on: Sequence[str], **kwargs: Any) -> JobInfo:
+    """A Running PodGroup whose members all run, on the nodes `on` (cycled in name order)."""
+    return gang(
+        name, size, *args, phase=PodGroupPhase.RUNNING, status=TaskStatus.RUNNING, on=on, **kwargs
+    )
 
 
 def queue(name: str = DEFAULT_QUEUE, weight: int = 1, **kwargs: Any) -> QueueInfo:
@@ -160,6 +195,22 @@ def snapshot(
     snap.queues.setdefault(DEFAULT_QUEUE, queue(DEFAULT_QUEUE))
     for job in jobs:
         for member in job.tasks.values():
-            if member.node_name:
+            # As build_snapshot: a finished pod holds nothing on its node.
+            if member.node_name and member.status not in TERMINAL_STATUSES:
                 snap.nodes[member.node_name].add_task(member)
     return snap
+
+
+def binds_per_job(result: SessionResult) -> Counter[str]:
+    """How many pods of each job (namespace/name) the session binds."""
+    return Counter(bind.job for bind in result.binds)
+
+
+def binds_per_queue(result: SessionResult, queue_of: Mapping[str, str]) -> Counter[str]:
+    """How many pods the session binds per queue, given each job's queue by key."""
+    return Counter(queue_of[bind.job] for bind in result.binds)
+
+
+def evictions_per_job(result: SessionResult) -> Counter[str]:
+    """How many pods of each job (namespace/name) the session evicts."""
+    return Counter(evict.job for evict in result.evictions)

@@ -1,11 +1,13 @@
-"""Helpers for preempt and reclaim tests: running gangs and a config with both actions."""
+"""Helpers for preempt and reclaim tests: a config with both actions, evictions per job."""
 
 from __future__ import annotations
 
-from scheduler.api.job import JobInfo, PodGroupPhase
-from scheduler.api.task import TaskStatus
+from collections import Counter
+
 from scheduler.engine import load_config
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
+from scheduler.framework.decisions import SessionResult
+from tests.unit.builders import evictions_per_job
 
 # The default config's tiers, with the actions each test names.
 TIERS = DEFAULT_CONFIG_YAML[DEFAULT_CONFIG_YAML.index("tiers:") :]
@@ -26,17 +28,6 @@ def config(
     return load_config(text)
 
 
-def running(job: JobInfo, *nodes: str) -> JobInfo:
-    """Put the job's pods on the given nodes (cycled) as Running; the gang Running."""
-    for index, member in enumerate(sorted(job.tasks.values(), key=lambda t: t.name)):
-        job.set_task_status(member, TaskStatus.RUNNING)
-        member.node_name = nodes[index % len(nodes)]
-    job.phase = job.observed_phase = PodGroupPhase.RUNNING
-    return job
-
-
-def evicted_by_job(result: object) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for evict in result.evictions:  # type: ignore[attr-defined]
-        counts[evict.job] = counts.get(evict.job, 0) + 1
-    return counts
+def evicted_by_job(result: SessionResult) -> Counter[str]:
+    """How many pods of each job (namespace/name) the session evicts."""
+    return evictions_per_job(result)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scheduler.api.job import PodGroupPhase
-from scheduler.api.task import TaskStatus
+from scheduler.api.node import NodeInfo
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.engine import load_config, schedule
 from scheduler.framework.job_status import SCHEDULED, UNSCHEDULABLE
+from scheduler.plugins.nodeorder import NodeOrderPlugin
+from tests.unit.builders import binds_per_job as bound_jobs
 from tests.unit.builders import gang, node, queue, resources, snapshot, task
-
-
-def bound_jobs(result: object) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for bind in result.binds:  # type: ignore[attr-defined]
-        counts[bind.job] = counts.get(bind.job, 0) + 1
-    return counts
 
 
 def test_two_gangs_on_room_for_one_place_exactly_one() -> None:
@@ -54,13 +52,16 @@ def test_pending_podgroup_is_enqueued_then_placed_in_one_session() -> None:
 
 
 def test_members_beyond_min_member_of_running_gang_place_one_by_one() -> None:
-    job = gang("ray", 3, min_member=2, phase=PodGroupPhase.RUNNING)
-    members = list(job.tasks.values())
-    for member, name in zip(members[:2], ("n1", "n1"), strict=True):
-        job.set_task_status(member, TaskStatus.RUNNING)
-        member.node_name = name
+    job = gang(
+        "ray",
+        3,
+        min_member=2,
+        phase=PodGroupPhase.RUNNING,
+        statuses=[TaskStatus.RUNNING] * 2,
+        on=["n1"],
+    )
     result = schedule(snapshot([node("n1", cpu=3)], [job]))
-    assert [b.name for b in result.binds] == [members[2].name]
+    assert [b.name for b in result.binds] == ["ray-2"]
 
 
 def test_higher_priority_job_is_placed_first_when_room_for_one() -> None:
@@ -127,8 +128,8 @@ def test_gated_pod_is_not_placed_and_says_it_waits_for_gates() -> None:
     assert "scheduling gates" in message.message
 
 
-def test_large_cluster_scores_a_sample_not_every_node() -> None:
-    calls = []
+def test_large_cluster_scores_a_sample_not_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
     config = load_config(
         """
 actions: "allocate"
@@ -139,20 +140,15 @@ tiers:
   - name: nodeorder
 """
     )
-    from scheduler.plugins.nodeorder import NodeOrderPlugin
-
     original = NodeOrderPlugin.node_score
 
-    def counting(self: NodeOrderPlugin, task: object, node: object) -> float:
+    def counting(self: NodeOrderPlugin, task: TaskInfo, node: NodeInfo) -> float:
         calls.append(1)
-        return original(self, task, node)  # type: ignore[arg-type]
+        return original(self, task, node)
 
-    NodeOrderPlugin.node_score = counting  # type: ignore[method-assign]
-    try:
-        nodes = [node(f"n{i:04d}", cpu=8) for i in range(1000)]
-        result = schedule(snapshot(nodes, [gang("a", 4)]), config)
-    finally:
-        NodeOrderPlugin.node_score = original  # type: ignore[method-assign]
+    monkeypatch.setattr(NodeOrderPlugin, "node_score", counting)
+    nodes = [node(f"n{i:04d}", cpu=8) for i in range(1000)]
+    result = schedule(snapshot(nodes, [gang("a", 4)]), config)
     assert len(result.binds) == 4
     assert 0 < len(calls) < 500
 
@@ -217,10 +213,7 @@ def test_with_the_enqueue_action_a_podgroup_it_did_not_admit_is_not_placed() -> 
 
 
 def test_jobs_that_cannot_be_scheduled_do_not_stop_the_jobs_after_them() -> None:
-    done = gang("done", 1)
-    for member in done.tasks.values():
-        member.node_name = "n1"
-    done.set_task_status(next(iter(done.tasks.values())), TaskStatus.SUCCEEDED)
+    done = gang("done", 1, status=TaskStatus.SUCCEEDED)
     lost = gang("lost", 1, queue="nope")
     short = gang("short", 1, min_member=3)
     ok = gang("ok", 1)

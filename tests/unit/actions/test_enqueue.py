@@ -7,7 +7,7 @@ from scheduler.api.job import PodGroupPhase
 from scheduler.api.queue import QueueState
 from scheduler.api.task import TaskStatus
 from scheduler.engine import load_config, schedule
-from tests.unit.builders import gang, node, queue, resources, snapshot
+from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot
 
 ENQUEUE_ONLY = load_config(
     """
@@ -96,10 +96,7 @@ def test_podgroup_naming_a_missing_queue_is_not_admitted_and_says_so() -> None:
 
 def test_running_gang_keeps_the_rest_of_its_min_resources_reserved() -> None:
     # A RayJob: the cluster (2 cpu) runs, the submitter (1 cpu) comes later; minResources 3.
-    ray = gang("ray", 2, min_member=2, phase=PodGroupPhase.RUNNING, min_resources=resources(3))
-    for member in list(ray.tasks.values()):
-        ray.set_task_status(member, TaskStatus.RUNNING)
-        member.node_name = "n1"
+    ray = running_gang("ray", 2, min_member=2, min_resources=resources(3), on=["n1"])
     later = gang("later", 1, phase=PodGroupPhase.PENDING, min_resources=resources(2))
     result = schedule(snapshot([node("n1", cpu=4)], [ray, later]), ENQUEUE_ONLY_NO_OVERCOMMIT)
     phases = {u.name: u.phase for u in result.podgroups}
@@ -109,11 +106,15 @@ def test_running_gang_keeps_the_rest_of_its_min_resources_reserved() -> None:
 
 def test_running_gang_below_min_member_reserves_nothing_more() -> None:
     # A Spark driver finished while the PodGroup stays Running: its room is not reserved again.
-    spark = gang("spark", 2, min_member=2, phase=PodGroupPhase.RUNNING, min_resources=resources(3))
-    first, second = spark.tasks.values()
-    spark.set_task_status(first, TaskStatus.RUNNING)
-    first.node_name = "n1"
-    spark.set_task_status(second, TaskStatus.SUCCEEDED)
+    spark = gang(
+        "spark",
+        2,
+        min_member=2,
+        phase=PodGroupPhase.RUNNING,
+        min_resources=resources(3),
+        statuses=[TaskStatus.RUNNING, TaskStatus.SUCCEEDED],
+        on=["n1"],
+    )
     later = gang("later", 1, phase=PodGroupPhase.PENDING, min_resources=resources(3))
     result = schedule(snapshot([node("n1", cpu=4)], [spark, later]), ENQUEUE_ONLY_NO_OVERCOMMIT)
     phases = {u.name: u.phase for u in result.podgroups}

@@ -8,13 +8,13 @@ from scheduler.api.snapshot import PriorityClassInfo
 from scheduler.api.task import TaskStatus
 from scheduler.engine import schedule
 from scheduler.framework.job_status import phase_after
-from tests.unit.actions.eviction_helpers import config, evicted_by_job, running
-from tests.unit.builders import gang, node, queue, resources, snapshot, task
+from tests.unit.actions.eviction_helpers import config, evicted_by_job
+from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot, task
 
 
 def test_high_priority_gang_evicts_exactly_enough_spare_pods_and_pipelines_onto_them() -> None:
     # 2 nodes x 4 cpu full of 8 one-pod low-priority jobs; a gang of 2 x 1 cpu arrives.
-    low = [running(gang(f"low{i}", 1, priority=1), f"n{i % 2}") for i in range(8)]
+    low = [running_gang(f"low{i}", 1, priority=1, on=[f"n{i % 2}"]) for i in range(8)]
     high = gang("high", 2, priority=100)
     snap = snapshot([node("n0", cpu=4), node("n1", cpu=4)], [*low, high])
     result = schedule(snap, config())
@@ -26,10 +26,10 @@ def test_high_priority_gang_evicts_exactly_enough_spare_pods_and_pipelines_onto_
 
 def test_victims_are_the_lowest_priority_then_the_youngest() -> None:
     jobs = [
-        running(gang("old-low", 1, priority=1, created="2026-01-01T00:00:00Z"), "n0"),
-        running(gang("young-low", 1, priority=1, created="2026-01-01T00:00:09Z"), "n0"),
-        running(gang("mid", 1, priority=5, created="2026-01-01T00:00:10Z"), "n0"),
-        running(gang("mid2", 1, priority=5, created="2026-01-01T00:00:11Z"), "n0"),
+        running_gang("old-low", 1, priority=1, created="2026-01-01T00:00:00Z", on=["n0"]),
+        running_gang("young-low", 1, priority=1, created="2026-01-01T00:00:09Z", on=["n0"]),
+        running_gang("mid", 1, priority=5, created="2026-01-01T00:00:10Z", on=["n0"]),
+        running_gang("mid2", 1, priority=5, created="2026-01-01T00:00:11Z", on=["n0"]),
     ]
     high = gang("high", 1, priority=100)
     result = schedule(snapshot([node("n0", cpu=4)], [*jobs, high]), config())
@@ -38,8 +38,8 @@ def test_victims_are_the_lowest_priority_then_the_youngest() -> None:
 
 def test_running_gang_is_never_cut_below_min_member_its_spare_pod_goes_instead() -> None:
     # gang "g" runs 4 pods with minMember 3: one spare; "pair" runs 2 of minMember 2.
-    g = running(gang("g", 4, min_member=3, priority=1), "n0")
-    pair = running(gang("pair", 2, priority=1, cpu=2), "n1")
+    g = running_gang("g", 4, min_member=3, priority=1, on=["n0"])
+    pair = running_gang("pair", 2, priority=1, cpu=2, on=["n1"])
     high = gang("high", 1, priority=100)
     result = schedule(snapshot([node("n0", cpu=4), node("n1", cpu=4)], [g, pair, high]), config())
     assert evicted_by_job(result) == {"default/g": 1}
@@ -47,7 +47,7 @@ def test_running_gang_is_never_cut_below_min_member_its_spare_pod_goes_instead()
 
 def test_victim_gang_with_no_spare_is_not_evicted_by_default() -> None:
     # As in Volcano: a running gang is never cut below minMember, nor evicted whole.
-    victim = running(gang("victim", 4, priority=1), "n0", "n1")
+    victim = running_gang("victim", 4, priority=1, on=["n0", "n1"])
     high = gang("high", 1, cpu=2, priority=100)
     snap = snapshot([node("n0", cpu=2), node("n1", cpu=2)], [victim, high])
     result = schedule(snap, config())
@@ -56,7 +56,7 @@ def test_victim_gang_with_no_spare_is_not_evicted_by_default() -> None:
 
 def test_victim_gang_with_no_spare_is_evicted_whole_and_returns_to_pending() -> None:
     # one 4-pod gang (minMember 4) spread over two nodes; a 2-cpu preemptor needs 2 cpu on one
-    victim = running(gang("victim", 4, priority=1), "n0", "n1")
+    victim = running_gang("victim", 4, priority=1, on=["n0", "n1"])
     high = gang("high", 1, cpu=2, priority=100)
     snap = snapshot([node("n0", cpu=2), node("n1", cpu=2)], [victim, high])
     result = schedule(snap, config(whole_gangs=True))
@@ -66,14 +66,12 @@ def test_victim_gang_with_no_spare_is_evicted_whole_and_returns_to_pending() -> 
 
 
 def test_phase_after_a_whole_gang_eviction_is_pending_not_unknown() -> None:
-    victim = running(gang("victim", 2), "n0")
-    for member in list(victim.tasks.values()):
-        victim.set_task_status(member, TaskStatus.RELEASING)
+    victim = gang("victim", 2, phase=PodGroupPhase.RUNNING, status=TaskStatus.RELEASING, on=["n0"])
     assert phase_after(victim) is PodGroupPhase.PENDING
 
 
 def test_nothing_is_evicted_when_the_whole_preemptor_gang_cannot_be_placed() -> None:
-    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(4)]
+    low = [running_gang(f"low{i}", 1, priority=1, on=["n0"]) for i in range(4)]
     # 5 x 1 cpu on one 4-cpu node: even evicting everything leaves the gang short
     high = gang("high", 5, priority=100)
     result = schedule(snapshot([node("n0", cpu=4)], [*low, high]), config())
@@ -82,14 +80,14 @@ def test_nothing_is_evicted_when_the_whole_preemptor_gang_cannot_be_placed() -> 
 
 
 def test_equal_or_higher_priority_pods_are_never_victims() -> None:
-    same = [running(gang(f"same{i}", 1, priority=100), "n0") for i in range(4)]
+    same = [running_gang(f"same{i}", 1, priority=100, on=["n0"]) for i in range(4)]
     high = gang("high", 1, priority=100)
     result = schedule(snapshot([node("n0", cpu=4)], [*same, high]), config())
     assert result.evictions == []
 
 
 def test_preemption_policy_never_on_the_pod_or_its_priority_class_is_respected() -> None:
-    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(4)]
+    low = [running_gang(f"low{i}", 1, priority=1, on=["n0"]) for i in range(4)]
     polite = gang("polite", 1, priority=100)
     for member in polite.tasks.values():
         member.preemption_policy = "Never"
@@ -104,18 +102,18 @@ def test_preemption_policy_never_on_the_pod_or_its_priority_class_is_respected()
 
 
 def test_kube_system_and_system_critical_pods_are_never_victims() -> None:
-    system = running(gang("dns", 1, namespace="kube-system", priority=1), "n0")
-    critical = running(gang("crit", 1, priority=1), "n0")
+    system = running_gang("dns", 1, namespace="kube-system", priority=1, on=["n0"])
+    critical = running_gang("crit", 1, priority=1, on=["n0"])
     for member in critical.tasks.values():
         member.priority = 2_000_000_000
-    filler = [running(gang(f"f{i}", 1, priority=1000), "n0") for i in range(2)]
+    filler = [running_gang(f"f{i}", 1, priority=1000, on=["n0"]) for i in range(2)]
     high = gang("high", 1, priority=100)
     result = schedule(snapshot([node("n0", cpu=4)], [system, critical, *filler, high]), config())
     assert result.evictions == []
 
 
 def test_preempt_stays_inside_the_queue() -> None:
-    other = [running(gang(f"o{i}", 1, queue="b", priority=1), "n0") for i in range(4)]
+    other = [running_gang(f"o{i}", 1, queue="b", priority=1, on=["n0"]) for i in range(4)]
     high = gang("high", 1, queue="a", priority=100)
     snap = snapshot([node("n0", cpu=4)], [*other, high], [queue("a"), queue("b")])
     result = schedule(snap, config("enqueue, allocate, preempt, backfill"))
@@ -123,7 +121,7 @@ def test_preempt_stays_inside_the_queue() -> None:
 
 
 def test_pipelined_preemptor_is_bound_next_session_before_anyone_else_takes_the_room() -> None:
-    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(4)]
+    low = [running_gang(f"low{i}", 1, priority=1, on=["n0"]) for i in range(4)]
     high = gang("high", 2, priority=100, created="2026-01-01T00:00:09Z")
     first = schedule(snapshot([node("n0", cpu=4)], [*low, high]), config())
     gone = {e.uid for e in first.evictions}
@@ -147,10 +145,18 @@ def test_pipelined_preemptor_is_bound_next_session_before_anyone_else_takes_the_
 
 
 def test_preemptor_stays_pipelined_while_victims_are_still_releasing() -> None:
-    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(4)]
-    for job in low[:2]:
-        for member in list(job.tasks.values()):
-            job.set_task_status(member, TaskStatus.RELEASING)
+    low = [
+        gang(
+            f"low{i}",
+            1,
+            priority=1,
+            phase=PodGroupPhase.RUNNING,
+            # the first two are being evicted already
+            status=TaskStatus.RELEASING if i < 2 else TaskStatus.RUNNING,
+            on=["n0"],
+        )
+        for i in range(4)
+    ]
     high = gang("high", 2, priority=100)
     snap = snapshot([node("n0", cpu=4)], [*low, high])
     snap.nominated = frozenset({"default/high"})
@@ -169,14 +175,14 @@ def test_pending_single_pod_of_lower_priority_is_not_a_victim() -> None:
 
 
 def test_preemption_on_a_node_at_its_pod_limit_evicts_one_pod_per_pod_it_places() -> None:
-    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(2)]
+    low = [running_gang(f"low{i}", 1, priority=1, on=["n0"]) for i in range(2)]
     high = gang("high", 1, priority=100)
     result = schedule(snapshot([node("n0", cpu=8, max_pods=2)], [*low, high]), config())
     assert len(result.evictions) == 1
 
 
 def test_podgroup_enqueue_has_not_admitted_preempts_nothing() -> None:
-    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(4)]
+    low = [running_gang(f"low{i}", 1, priority=1, on=["n0"]) for i in range(4)]
     # minResources beyond the cluster: enqueue keeps it Pending
     high = gang(
         "high", 1, priority=100, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=64)
@@ -186,7 +192,7 @@ def test_podgroup_enqueue_has_not_admitted_preempts_nothing() -> None:
 
 
 def test_unusable_podgroup_preempts_nothing() -> None:
-    low = [running(gang(f"low{i}", 1, priority=1), "n0") for i in range(4)]
+    low = [running_gang(f"low{i}", 1, priority=1, on=["n0"]) for i in range(4)]
     high = gang("high", 1, priority=100)
     high.invalid = InvalidObject("PodGroup", high.key, "spec.minMember", -1, "must be 0+")
     result = schedule(snapshot([node("n0", cpu=4)], [*low, high]), config())

@@ -5,13 +5,13 @@ from __future__ import annotations
 from scheduler.api.job import JobInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.engine import schedule
-from tests.unit.actions.eviction_helpers import config, evicted_by_job, running
-from tests.unit.builders import gang, node, queue, snapshot
+from tests.unit.actions.eviction_helpers import config, evicted_by_job
+from tests.unit.builders import gang, node, queue, running_gang, snapshot
 
 
 def greedy_cluster(*, b_pending: int = 4, reclaimable: bool = True) -> ClusterSnapshot:
     # queue a took both 4-cpu nodes with eight one-pod jobs; queue b (equal weight) waits.
-    a_jobs = [running(gang(f"a{i}", 1, queue="a"), f"n{i % 2}") for i in range(8)]
+    a_jobs = [running_gang(f"a{i}", 1, queue="a", on=[f"n{i % 2}"]) for i in range(8)]
     b_jobs = [gang(f"b{i}", 1, queue="b") for i in range(b_pending)]
     return snapshot(
         [node("n0", cpu=4), node("n1", cpu=4)],
@@ -40,8 +40,8 @@ def test_queue_that_is_not_reclaimable_keeps_its_pods() -> None:
 
 
 def test_steady_state_at_deserved_shares_evicts_nothing() -> None:
-    a_jobs = [running(gang(f"a{i}", 1, queue="a"), f"n{i % 2}") for i in range(4)]
-    b_jobs = [running(gang(f"b{i}", 1, queue="b"), f"n{i % 2}") for i in range(4)]
+    a_jobs = [running_gang(f"a{i}", 1, queue="a", on=[f"n{i % 2}"]) for i in range(4)]
+    b_jobs = [running_gang(f"b{i}", 1, queue="b", on=[f"n{i % 2}"]) for i in range(4)]
     # both queues still want more: neither may take from the other
     more = [gang("a-more", 1, queue="a"), gang("b-more", 1, queue="b")]
     snap = snapshot(
@@ -53,7 +53,7 @@ def test_steady_state_at_deserved_shares_evicts_nothing() -> None:
 
 def test_reclaim_evicts_a_whole_victim_gang_or_nothing_of_it() -> None:
     # a runs one 8-pod gang (minMember 8) over the whole cluster; b deserves half.
-    whole = running(gang("wide", 8, queue="a"), "n0", "n1")
+    whole = running_gang("wide", 8, queue="a", on=["n0", "n1"])
     b_job = gang("b0", 4, queue="b")
     snap = snapshot(
         [node("n0", cpu=4), node("n1", cpu=4)], [whole, b_job], [queue("a"), queue("b")]
@@ -64,7 +64,7 @@ def test_reclaim_evicts_a_whole_victim_gang_or_nothing_of_it() -> None:
 
 
 def test_reclaim_takes_a_whole_small_gang_when_that_keeps_the_victim_queue_at_its_share() -> None:
-    pairs: list[JobInfo] = [running(gang(f"p{i}", 2, queue="a"), f"n{i % 2}") for i in range(4)]
+    pairs: list[JobInfo] = [running_gang(f"p{i}", 2, queue="a", on=[f"n{i % 2}"]) for i in range(4)]
     b_job = gang("b0", 2, queue="b")
     snap = snapshot(
         [node("n0", cpu=4), node("n1", cpu=4)], [*pairs, b_job], [queue("a"), queue("b")]
@@ -75,8 +75,8 @@ def test_reclaim_takes_a_whole_small_gang_when_that_keeps_the_victim_queue_at_it
 
 def test_after_reclaim_the_victim_queue_does_not_reclaim_back() -> None:
     # the state reclaim leaves: 4 and 4, both queues with more pending
-    a_jobs = [running(gang(f"a{i}", 1, queue="a"), f"n{i % 2}") for i in range(4)]
-    b_jobs = [running(gang(f"b{i}", 1, queue="b"), f"n{i % 2}") for i in range(4)]
+    a_jobs = [running_gang(f"a{i}", 1, queue="a", on=[f"n{i % 2}"]) for i in range(4)]
+    b_jobs = [running_gang(f"b{i}", 1, queue="b", on=[f"n{i % 2}"]) for i in range(4)]
     again = [gang(f"a-back{i}", 1, queue="a") for i in range(4)]
     snap = snapshot(
         [node("n0", cpu=4), node("n1", cpu=4)], [*a_jobs, *b_jobs, *again], [queue("a"), queue("b")]

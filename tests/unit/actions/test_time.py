@@ -11,13 +11,14 @@ from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.cache.world import World
 from scheduler.engine import load_config, schedule
+from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import SessionResult
 from tests.unit.builders import gang, node, resources, snapshot
 
 NOW = 1_800_000_000.0
 
 
-def timeout_config(seconds: float = 60, base: float = 1, cap: float = 8) -> object:
+def timeout_config(seconds: float = 60, base: float = 1, cap: float = 8) -> SchedulerConfig:
     return load_config(
         f"""
 actions: "enqueue, allocate, backfill"
@@ -38,7 +39,7 @@ def test_inqueue_gang_that_did_not_start_in_time_returns_to_pending_and_says_so(
     snap = snapshot([node("n0", cpu=4)], [stuck])
     snap.now = NOW
     snap.admitted_at = {stuck.key: NOW - 61}
-    result = schedule(snap, timeout_config())  # type: ignore[arg-type]
+    result = schedule(snap, timeout_config())
     (update,) = result.podgroups
     assert update.phase is PodGroupPhase.PENDING
     conditions = {c.type: c for c in update.conditions}
@@ -58,7 +59,7 @@ def test_gang_admitted_recently_keeps_its_reservation() -> None:
     snap = snapshot([node("n0", cpu=4)], [stuck])
     snap.now = NOW
     snap.admitted_at = {stuck.key: NOW - 59}
-    result = schedule(snap, timeout_config())  # type: ignore[arg-type]
+    result = schedule(snap, timeout_config())
     assert result.dequeued == []
     assert all(u.phase is PodGroupPhase.INQUEUE for u in result.podgroups)
 
@@ -75,16 +76,16 @@ def test_released_reservation_admits_the_next_gang_and_the_late_one_waits_its_tu
     snap = snapshot([node("n0", cpu=4)], [stuck, waiting])
     snap.now = NOW
     snap.admitted_at = {stuck.key: NOW - 120}
-    result = schedule(snap, timeout_config())  # type: ignore[arg-type]
+    result = schedule(snap, timeout_config())
     assert {b.job for b in result.binds} == {waiting.key}
     assert result.admitted == [waiting.key]
 
     again = snapshot([node("n0", cpu=4)], [gang("stuck", 8, phase=PodGroupPhase.PENDING)])
     again.now = NOW + 30
     again.timed_out_at = {"default/stuck": NOW}
-    assert schedule(again, timeout_config()).admitted == []  # type: ignore[arg-type]
+    assert schedule(again, timeout_config()).admitted == []
     again.now = NOW + 61
-    assert schedule(again, timeout_config()).admitted == ["default/stuck"]  # type: ignore[arg-type]
+    assert schedule(again, timeout_config()).admitted == ["default/stuck"]
 
 
 def test_big_unplaceable_gang_at_the_head_of_a_queue_does_not_block_the_gangs_behind_it() -> None:
@@ -109,7 +110,7 @@ def test_failing_gang_is_retried_with_exponential_backoff() -> None:
         snap = snapshot([node("n0", cpu=4)], [job])
         snap.now = NOW + wait
         snap.failures = {job.key: PlacementFailures(count, NOW)}
-        result = schedule(snap, cfg)  # type: ignore[arg-type]
+        result = schedule(snap, cfg)
         assert bool(result.binds) is due, (count, wait)
 
 
@@ -119,7 +120,7 @@ def test_nominated_gang_ignores_its_backoff() -> None:
     snap.now = NOW
     snap.failures = {job.key: PlacementFailures(5, NOW)}
     snap.nominated = frozenset({job.key})
-    assert len(schedule(snap, timeout_config()).binds) == 2  # type: ignore[arg-type]
+    assert len(schedule(snap, timeout_config()).binds) == 2
 
 
 def test_cache_counts_failures_clears_them_on_success_and_when_room_frees() -> None:
@@ -182,7 +183,7 @@ def after_restart(group: wire.PodGroup, now: float) -> SessionResult:
     snap = build_snapshot(podgroups=[group], nodes=nodes)
     snap.queues.setdefault("default", QueueInfo("default"))
     snap.now = now
-    return schedule(snap, timeout_config())  # type: ignore[arg-type]
+    return schedule(snap, timeout_config())
 
 
 def test_admission_time_read_back_from_the_podgroup_times_out_at_the_right_moment() -> None:
@@ -211,7 +212,7 @@ def test_admission_records_the_session_time_on_the_podgroup() -> None:
     job = gang("fresh", 2, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=2))
     snap = snapshot([node("n0", cpu=4)], [job])
     snap.now = NOW
-    (update,) = schedule(snap, timeout_config()).podgroups  # type: ignore[arg-type]
+    (update,) = schedule(snap, timeout_config()).podgroups
     admitted = next(c for c in update.conditions if c.type == "Admitted")
     assert (admitted.status, admitted.last_transition_time) == ("True", format_rfc3339(NOW))
 
@@ -221,22 +222,21 @@ def test_inqueue_timeout_of_zero_never_sends_an_admitted_gang_back() -> None:
     snap = snapshot([node("n0", cpu=4)], [stuck])
     snap.now = NOW
     snap.admitted_at = {stuck.key: NOW - 100_000}
-    result = schedule(snap, timeout_config(seconds=0))  # type: ignore[arg-type]
+    result = schedule(snap, timeout_config(seconds=0))
     assert result.dequeued == []
 
 
 def test_admission_expires_exactly_inqueue_timeout_seconds_after_it_and_a_started_gang_never() -> (
     None
 ):
-    started = gang("started", 1, min_resources=resources(cpu=1))
-    (member,) = started.tasks.values()
-    member.node_name = "n0"
-    started.set_task_status(member, TaskStatus.RUNNING)
+    started = gang(
+        "started", 1, min_resources=resources(cpu=1), status=TaskStatus.RUNNING, on=["n0"]
+    )
     stuck = gang("stuck", 8, min_resources=resources(cpu=8))
     snap = snapshot([node("n0", cpu=4)], [started, stuck])
     snap.now = NOW
     snap.admitted_at = {started.key: NOW - 600, stuck.key: NOW - 60}
-    result = schedule(snap, timeout_config(seconds=60))  # type: ignore[arg-type]
+    result = schedule(snap, timeout_config(seconds=60))
     assert result.dequeued == [stuck.key]
 
 
@@ -245,5 +245,5 @@ def test_gang_sent_back_is_admitted_again_exactly_inqueue_timeout_seconds_later(
     snap = snapshot([node("n0", cpu=4)], [late])
     snap.now = NOW
     snap.timed_out_at = {late.key: NOW - 60}
-    result = schedule(snap, timeout_config(seconds=60))  # type: ignore[arg-type]
+    result = schedule(snap, timeout_config(seconds=60))
     assert result.admitted == [late.key]

@@ -8,8 +8,7 @@ from scheduler.api.errors import ConfigError
 from scheduler.api.job import PodGroupPhase
 from scheduler.engine import default_config, load_config, schedule
 from scheduler.plugins.nodeorder import NodeOrderArguments
-from tests.unit.actions.eviction_helpers import running
-from tests.unit.builders import gang, node, queue, resources, snapshot
+from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot
 
 
 def test_default_config_runs_enqueue_allocate_backfill_with_two_tiers() -> None:
@@ -101,6 +100,16 @@ def test_bad_config_is_refused_with_a_message_naming_the_problem(text: str, name
             "percentageOfNodesToScore=150",
         ),
         (
+            "actions: allocate\ntiers: []\nconfigurations:\n- name: allocate\n"
+            "  arguments: {percentageOfNodesToScore: 'inf'}",
+            "action allocate: argument percentageOfNodesToScore='inf' is not a finite number",
+        ),
+        (
+            "actions: allocate\ntiers:\n- plugins:\n  - name: nodeorder\n"
+            "    arguments: {leastrequested.weight: 'nan'}",
+            "plugin nodeorder: argument leastrequested.weight='nan' is not a finite number",
+        ),
+        (
             "actions: allocate\ntiers:\n- plugins:\n  - name: nodeorder\n"
             "    arguments: {leastrequested.wieght: 2}",
             "leastrequested.wieght=2 is not an argument of plugin nodeorder; known arguments:",
@@ -174,7 +183,7 @@ def test_overcommit_plugin_sets_the_enqueue_factor() -> None:
     )
 
     def phase_of_big(config_text: str) -> PodGroupPhase:
-        busy = running(gang("busy", 6, queue="other"), "n1")
+        busy = running_gang("busy", 6, queue="other", on=["n1"])
         big = gang("big", 8, phase=PodGroupPhase.PENDING, min_resources=resources(8))
         snap = snapshot([node("n1", cpu=10)], [busy, big], [queue("other")])
         result = schedule(snap, load_config(config_text))

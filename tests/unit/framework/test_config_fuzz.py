@@ -13,8 +13,7 @@ from scheduler.api.errors import ConfigError
 from scheduler.api.job import PodGroupPhase
 from scheduler.engine import load_config, schedule
 from scheduler.plugins import PLUGINS
-from tests.unit.actions.eviction_helpers import running
-from tests.unit.builders import gang, node, queue, resources, snapshot
+from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot
 
 # Every argument muster knows, and some it does not, so both paths are explored.
 KEYS = sorted(
@@ -58,7 +57,7 @@ def configs(draw: st.DrawFn) -> str:
 
 
 def busy_cluster() -> Any:
-    low = [running(gang(f"low{i}", 1, priority=1, queue="a"), f"n{i % 2}") for i in range(6)]
+    low = [running_gang(f"low{i}", 1, priority=1, queue="a", on=[f"n{i % 2}"]) for i in range(6)]
     jobs = [
         *low,
         gang("high", 2, priority=100, queue="a"),

@@ -9,26 +9,19 @@ from scheduler.engine import schedule
 from tests.unit.builders import gang, node, snapshot
 
 
-def settle(job, statuses: list[TaskStatus], phase: PodGroupPhase):  # type: ignore[no-untyped-def]
-    job.phase = job.observed_phase = phase
-    for member, status in zip(list(job.tasks.values()), statuses, strict=True):
-        job.set_task_status(member, status)
-        if status in (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING):
-            member.node_name = "n1"
-    return job
-
-
 def test_all_members_finished_makes_the_podgroup_completed() -> None:
-    job = settle(gang("a", 2), [TaskStatus.SUCCEEDED] * 2, PodGroupPhase.RUNNING)
+    job = gang("a", 2, phase=PodGroupPhase.RUNNING, statuses=[TaskStatus.SUCCEEDED] * 2, on=["n1"])
     (update,) = schedule(snapshot([node("n1")], [job])).podgroups
     assert update.phase is PodGroupPhase.COMPLETED and update.succeeded == 2
 
 
 def test_running_gang_that_lost_members_below_min_member_is_unknown() -> None:
-    job = settle(
-        gang("a", 3),
-        [TaskStatus.RUNNING, TaskStatus.FAILED, TaskStatus.FAILED],
-        PodGroupPhase.RUNNING,
+    job = gang(
+        "a",
+        3,
+        phase=PodGroupPhase.RUNNING,
+        statuses=[TaskStatus.RUNNING, TaskStatus.FAILED, TaskStatus.FAILED],
+        on=["n1"],
     )
     (update,) = schedule(snapshot([node("n1")], [job])).podgroups
     assert update.phase is PodGroupPhase.UNKNOWN
@@ -43,7 +36,7 @@ def test_running_podgroup_whose_pods_are_gone_returns_to_pending() -> None:
 
 
 def test_unchanged_status_is_not_written_again() -> None:
-    job = settle(gang("a", 2), [TaskStatus.RUNNING] * 2, PodGroupPhase.RUNNING)
+    job = gang("a", 2, phase=PodGroupPhase.RUNNING, statuses=[TaskStatus.RUNNING] * 2, on=["n1"])
     job.running = 2
     job.conditions = (
         wire.Condition(
@@ -57,7 +50,7 @@ def test_unchanged_status_is_not_written_again() -> None:
 
 
 def test_counts_changing_alone_is_written() -> None:
-    job = settle(gang("a", 2), [TaskStatus.RUNNING] * 2, PodGroupPhase.RUNNING)
+    job = gang("a", 2, phase=PodGroupPhase.RUNNING, statuses=[TaskStatus.RUNNING] * 2, on=["n1"])
     job.running = 1
     (update,) = schedule(snapshot([node("n1")], [job])).podgroups
     assert update.running == 2

@@ -5,20 +5,16 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.api.job import PodGroupPhase
 from scheduler.api.task import TaskStatus
 from scheduler.engine import default_config
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.plugins import PLUGINS
-from tests.unit.builders import gang, node, snapshot
+from tests.unit.builders import gang, node, running_gang, snapshot
 
 
 def world() -> Session:
-    running = gang("run", 3, phase=PodGroupPhase.RUNNING)
-    for index, member in enumerate(running.tasks.values()):
-        running.set_task_status(member, TaskStatus.RUNNING)
-        member.node_name = f"n{index}"
+    running = running_gang("run", 3, on=["n0", "n1", "n2"])
     pending = gang("wait", 4, cpu=0.5, memory="1Gi")
     snap = snapshot([node(f"n{i}", cpu=4, memory="8Gi") for i in range(3)], [running, pending])
     return Session(snap, default_config(), PLUGINS)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from scheduler.api.errors import ConfigError
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.queue import QueueInfo, QueueState
 from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.task import TaskStatus
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import SessionResult
-from tests.unit.actions.eviction_helpers import evicted_by_job, running
-from tests.unit.builders import gang, node, queue, resources, snapshot, task
+from tests.unit.actions.eviction_helpers import evicted_by_job
+from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot, task
 
 # Volcano's capacity plugin user guide (docs/user-guide/how_to_use_capacity_plugin.md),
 # verbatim: the stock tiers with capacity in place of proportion and reclaim added.
@@ -72,18 +75,28 @@ def deserving(name: str, cpu: float = 0, **kwargs: object) -> QueueInfo:
     return queue(name, deserved=resources(cpu=cpu, **scalars), **rest)  # type: ignore[arg-type]
 
 
-def one_pod_jobs(queue_name: str, count: int, *, cpu: float = 1, gpu: int = 0) -> list[JobInfo]:
-    return [
-        gang(
-            f"{queue_name}-{i}",
-            1,
-            cpu,
-            queue=queue_name,
-            gpu=gpu,
-            created=f"2026-01-01T00:00:{i:02d}Z",
+def one_pod_jobs(
+    queue_name: str, count: int, *, cpu: float = 1, gpu: int = 0, running_on: Sequence[str] = ()
+) -> list[JobInfo]:
+    """One-pod gangs of the queue, oldest first; with `running_on`, each gang Running on
+    those nodes in turn."""
+    jobs = []
+    for i in range(count):
+        on = [running_on[i % len(running_on)]] if running_on else []
+        jobs.append(
+            gang(
+                f"{queue_name}-{i}",
+                1,
+                cpu,
+                queue=queue_name,
+                gpu=gpu,
+                created=f"2026-01-01T00:00:{i:02d}Z",
+                phase=PodGroupPhase.RUNNING if on else PodGroupPhase.INQUEUE,
+                status=TaskStatus.RUNNING if on else None,
+                on=on,
+            )
         )
-        for i in range(count)
-    ]
+    return jobs
 
 
 def binds_per_queue(result: SessionResult) -> dict[str, int]:
@@ -96,7 +109,7 @@ def binds_per_queue(result: SessionResult) -> dict[str, int]:
 
 def borrowed_cluster(b_pending: int, *, b_deserved: float = 6) -> ClusterSnapshot:
     # queue a (deserved 2 cpu) runs eight one-cpu pods: it borrowed b's idle share.
-    a_jobs = [running(job, f"n{i % 2}") for i, job in enumerate(one_pod_jobs("a", 8))]
+    a_jobs = one_pod_jobs("a", 8, running_on=["n0", "n1"])
     return snapshot(
         [node("n0", cpu=4), node("n1", cpu=4)],
         [*a_jobs, *one_pod_jobs("b", b_pending)],
@@ -219,8 +232,8 @@ def test_reclaimer_takes_only_what_it_asks_for_within_its_deserved() -> None:
 
 
 def test_queue_at_its_deserved_reclaims_nothing() -> None:
-    a_jobs = [running(job, "n0") for job in one_pod_jobs("a", 2)]
-    b_jobs = [running(job, "n1") for job in one_pod_jobs("b", 2)]
+    a_jobs = one_pod_jobs("a", 2, running_on=["n0"])
+    b_jobs = one_pod_jobs("b", 2, running_on=["n1"])
     snap = snapshot(
         [node("n0", cpu=2), node("n1", cpu=2)],
         [*a_jobs, *b_jobs, *one_pod_jobs("b-more", 2)],
@@ -230,7 +243,7 @@ def test_queue_at_its_deserved_reclaims_nothing() -> None:
 
 
 def test_lender_keeps_its_guarantee_when_reclaimed_from() -> None:
-    a_jobs = [running(job, f"n{i % 2}") for i, job in enumerate(one_pod_jobs("a", 8))]
+    a_jobs = one_pod_jobs("a", 8, running_on=["n0", "n1"])
     lender = deserving("a", 2, guarantee=resources(cpu=5))
     snap = snapshot(
         [node("n0", cpu=4), node("n1", cpu=4)],
@@ -243,7 +256,7 @@ def test_lender_keeps_its_guarantee_when_reclaimed_from() -> None:
 
 def test_gpu_pods_of_a_queue_that_deserves_no_gpu_are_reclaimed_for_one_that_does() -> None:
     # a deserves cpu only and borrowed every GPU; b deserves 2 GPUs
-    a_jobs = [running(job, "g0") for job in one_pod_jobs("a", 4, cpu=0, gpu=1)]
+    a_jobs = one_pod_jobs("a", 4, cpu=0, gpu=1, running_on=["g0"])
     snap = snapshot(
         [node("g0", cpu=8, gpu=4)],
         [*a_jobs, *one_pod_jobs("b", 4, cpu=0, gpu=1)],
@@ -255,7 +268,7 @@ def test_gpu_pods_of_a_queue_that_deserves_no_gpu_are_reclaimed_for_one_that_doe
 
 
 def test_queue_that_deserves_no_gpu_cannot_reclaim_gpus() -> None:
-    b_jobs = [running(job, "g0") for job in one_pod_jobs("b", 4, cpu=0, gpu=1)]
+    b_jobs = one_pod_jobs("b", 4, cpu=0, gpu=1, running_on=["g0"])
     snap = snapshot(
         [node("g0", cpu=8, gpu=4)],
         [*b_jobs, *one_pod_jobs("a", 2, cpu=0, gpu=1)],
@@ -267,7 +280,7 @@ def test_queue_that_deserves_no_gpu_cannot_reclaim_gpus() -> None:
 def test_pods_of_one_victim_job_add_up_against_the_lenders_deserved() -> None:
     # a runs one elastic job of eight one-cpu pods and deserves 7: it can lend only one
     # cpu, so a two-cpu pod of b finds no node where two of a's pods may go
-    elastic = running(gang("a-elastic", 8, min_member=1, queue="a"), "n0")
+    elastic = running_gang("a-elastic", 8, min_member=1, queue="a", on=["n0"])
     snap = snapshot(
         [node("n0", cpu=8)],
         [elastic, gang("b-0", 1, cpu=2, queue="b")],
@@ -279,7 +292,7 @@ def test_pods_of_one_victim_job_add_up_against_the_lenders_deserved() -> None:
 def test_victim_sharing_no_resource_with_the_reclaimer_is_not_evicted() -> None:
     # the node is at its pod limit: evicting a cpu pod would free a slot, but b asks
     # for a GPU only, and Volcano never reclaims a pod that shares no resource with it
-    a_jobs = [running(job, "g0") for job in one_pod_jobs("a", 8)]
+    a_jobs = one_pod_jobs("a", 8, running_on=["g0"])
     snap = snapshot(
         [node("g0", cpu=16, gpu=1, max_pods=8)],
         [*a_jobs, *one_pod_jobs("b", 1, cpu=0, gpu=1)],
@@ -321,7 +334,7 @@ def test_podgroup_naming_an_unknown_queue_is_not_admitted_and_says_so() -> None:
 def test_closing_queue_admits_nothing_and_places_nothing_not_even_for_a_running_gang() -> None:
     shut = deserving("shut", 4, state=QueueState.CLOSING)
     pending = gang("new", 1, queue="shut", phase=PodGroupPhase.PENDING)
-    elastic = running(gang("elastic", 1, queue="shut"), "n0")
+    elastic = running_gang("elastic", 1, queue="shut", on=["n0"])
     elastic.add_task(task("elastic-more", job=elastic.key))
     result = schedule(snapshot([node("n0")], [pending, elastic], [shut]), capacity_config())
     assert result.admitted == [] and result.binds == []
@@ -384,8 +397,8 @@ def parent_at_its_deserved() -> ClusterSnapshot:
         deserving("web", 3, parent="eng"),
         deserving("ops", 4),
     ]
-    ml = [running(job, "n0") for job in one_pod_jobs("ml", 4)]
-    ops = [running(job, "n0") for job in one_pod_jobs("ops", 3)]
+    ml = one_pod_jobs("ml", 4, running_on=["n0"])
+    ops = one_pod_jobs("ops", 3, running_on=["n0"])
     more = gang("ops-more", 1, queue="ops", created="2026-01-02T00:00:00Z")
     return snapshot([node("n0", cpu=7)], [*ml, *ops, more], queues)
 

@@ -12,10 +12,9 @@ from tests.unit.builders import gang, node, queue, snapshot, task
 def holding(name: str, created: str, **held: object) -> object:
     """A one-pod-wide job that already runs a pod holding `held`, and wants one more pod."""
     job = gang(name, 1, 0.5, min_member=1, created=created)
-    running = task(f"{name}-held", job=job.key, node_name="n0", **held)  # type: ignore[arg-type]
-    running.status = TaskStatus.PENDING
-    job.add_task(running)
-    job.set_task_status(running, TaskStatus.RUNNING)
+    job.add_task(
+        task(f"{name}-held", job=job.key, status=TaskStatus.RUNNING, node_name="n0", **held)  # type: ignore[arg-type]
+    )
     return job
 
 
@@ -40,10 +39,7 @@ def test_dominant_share_compares_jobs_across_resource_kinds(
     # The cluster has 8 cpu, 16Gi and 4 GPUs; another queue's pod fills the cpu so that
     # exactly one more half-cpu pod fits.
     held = float(old_holds.get("cpu", 0)) + float(young_holds.get("cpu", 0))  # type: ignore[arg-type]
-    filler = gang("filler", 1, 8 - held - 0.5, queue="other")
-    (filler_pod,) = filler.tasks.values()
-    filler.set_task_status(filler_pod, TaskStatus.RUNNING)
-    filler_pod.node_name = "n0"
+    filler = gang("filler", 1, 8 - held - 0.5, queue="other", status=TaskStatus.RUNNING, on=["n0"])
     cluster = node("n0", cpu=8, memory="16Gi", gpu=4)
     result = schedule(snapshot([cluster], [old, young, filler], [queue("other")]))  # type: ignore[list-item]
     assert [bind.job for bind in result.binds] == [f"default/{served}"]

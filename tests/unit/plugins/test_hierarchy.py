@@ -6,6 +6,7 @@ from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.engine import default_config, schedule
 from scheduler.framework.session import Session
 from scheduler.plugins import PLUGINS
+from tests.unit.builders import binds_per_queue as placed
 from tests.unit.builders import gang, node, queue, resources, snapshot
 
 
@@ -18,13 +19,6 @@ def saturating(leaves: list[str], per_leaf: int = 40) -> tuple[list[JobInfo], di
             jobs.append(job)
             owner[job.key] = name
     return jobs, owner
-
-
-def placed(result: object, owner: dict[str, str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for bind in result.binds:  # type: ignore[attr-defined]
-        counts[owner[bind.job]] = counts.get(owner[bind.job], 0) + 1
-    return counts
 
 
 def test_three_level_tree_splits_the_cluster_by_weights_within_each_parent() -> None:
@@ -47,9 +41,9 @@ def test_deserved_of_a_subtree_is_poured_into_its_children_by_weight() -> None:
     jobs, _ = saturating(["ml", "web"])
     snap = snapshot([node(f"n{i}", cpu=4) for i in range(10)], jobs, queues)
     session = Session(snap, default_config(), PLUGINS)
-    assert session.queue_deserved["eng"].cpu == 40_000
-    assert session.queue_deserved["ml"].cpu == 30_000
-    assert session.queue_deserved["web"].cpu == 10_000
+    assert session.queue_figures["eng"].deserved.cpu == 40_000
+    assert session.queue_figures["ml"].deserved.cpu == 30_000
+    assert session.queue_figures["web"].deserved.cpu == 10_000
 
 
 def test_a_child_never_exceeds_its_parents_capability() -> None:
@@ -74,7 +68,7 @@ def test_guarantee_of_a_child_holds_within_its_parent() -> None:
     jobs, _ = saturating(["ml", "web"])
     snap = snapshot([node(f"n{i}", cpu=4) for i in range(10)], jobs, queues)
     session = Session(snap, default_config(), PLUGINS)
-    assert session.queue_deserved["ml"].cpu >= 30_000
+    assert session.queue_figures["ml"].deserved.cpu >= 30_000
 
 
 def test_podgroup_naming_a_parent_queue_waits_with_a_clear_condition() -> None:

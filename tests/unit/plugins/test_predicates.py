@@ -95,43 +95,64 @@ def test_first_untolerated_taint_is_the_one_named() -> None:
     assert admits(pod, taints=taints).reasons == ("node(s) had untolerated taint {b: 2}",)
 
 
-def test_equal_toleration_tolerates_the_same_value() -> None:
-    pod = pod_with(tolerations=[toleration("dedicated", "Equal", "gpu", "NoSchedule")])
-    assert admits(pod, taints=[("dedicated", "gpu", "NoSchedule")]) == OK
+# v1.Toleration.ToleratesTaint, case by case: the toleration, the node's taints, and the
+# taint kube-scheduler names as untolerated (None: the node admits the pod).
+TOLERATION_RULES = [
+    pytest.param(
+        toleration("dedicated", "Equal", "gpu", "NoSchedule"),
+        [("dedicated", "gpu", "NoSchedule")],
+        None,
+        id="equal-tolerates-the-same-value",
+    ),
+    pytest.param(
+        toleration("dedicated", "Equal", "cpu", "NoSchedule"),
+        [("dedicated", "gpu", "NoSchedule")],
+        "{dedicated: gpu}",
+        id="equal-does-not-tolerate-another-value",
+    ),
+    pytest.param(
+        {"key": "dedicated", "value": "gpu"},
+        [("dedicated", "gpu", "NoSchedule")],
+        None,
+        id="no-operator-compares-values-like-equal",
+    ),
+    pytest.param(
+        toleration("dedicated", "Exists"),
+        [("dedicated", "anything", "NoExecute")],
+        None,
+        id="exists-tolerates-any-value-of-its-key",
+    ),
+    pytest.param(
+        toleration("dedicated", "Equal", "gpu"),
+        [("dedicated", "gpu", "NoSchedule"), ("dedicated", "gpu", "NoExecute")],
+        None,
+        id="empty-effect-matches-every-effect",
+    ),
+    pytest.param(
+        toleration("dedicated", "Exists", effect="NoSchedule"),
+        [("dedicated", "gpu", "NoExecute")],
+        "{dedicated: gpu}",
+        id="another-effect-does-not-tolerate",
+    ),
+]
 
 
-def test_equal_toleration_does_not_tolerate_another_value() -> None:
-    pod = pod_with(tolerations=[toleration("dedicated", "Equal", "cpu", "NoSchedule")])
-    status = admits(pod, taints=[("dedicated", "gpu", "NoSchedule")])
-    assert status.reasons == ("node(s) had untolerated taint {dedicated: gpu}",)
-
-
-def test_toleration_without_operator_compares_values_like_equal() -> None:
-    pod = pod_with(tolerations=[{"key": "dedicated", "value": "gpu"}])
-    assert admits(pod, taints=[("dedicated", "gpu", "NoSchedule")]) == OK
-
-
-def test_exists_toleration_tolerates_any_value_of_its_key() -> None:
-    pod = pod_with(tolerations=[toleration("dedicated", "Exists")])
-    assert admits(pod, taints=[("dedicated", "anything", "NoExecute")]) == OK
+@pytest.mark.parametrize(("tolerates", "taints", "untolerated"), TOLERATION_RULES)
+def test_toleration_matches_a_taint_as_kubernetes_does(
+    tolerates: dict[str, str], taints: list[tuple[str, str, str]], untolerated: str | None
+) -> None:
+    status = admits(pod_with(tolerations=[tolerates]), taints=taints)
+    if untolerated is None:
+        assert status == OK
+    else:
+        assert status.code is Code.UNRESOLVABLE
+        assert status.reasons == (f"node(s) had untolerated taint {untolerated}",)
 
 
 def test_exists_toleration_with_empty_key_tolerates_every_taint() -> None:
     pod = pod_with(tolerations=[toleration("", "Exists")])
     taints = [("a", "1", "NoSchedule"), ("b", "2", "NoExecute")]
     assert admits(pod, taints=taints, unschedulable=True) == OK
-
-
-def test_toleration_with_empty_effect_matches_every_effect() -> None:
-    pod = pod_with(tolerations=[toleration("dedicated", "Equal", "gpu")])
-    taints = [("dedicated", "gpu", "NoSchedule"), ("dedicated", "gpu", "NoExecute")]
-    assert admits(pod, taints=taints) == OK
-
-
-def test_toleration_for_another_effect_does_not_tolerate() -> None:
-    pod = pod_with(tolerations=[toleration("dedicated", "Exists", effect="NoSchedule")])
-    status = admits(pod, taints=[("dedicated", "gpu", "NoExecute")])
-    assert status.reasons == ("node(s) had untolerated taint {dedicated: gpu}",)
 
 
 def test_not_ready_node_refuses_as_if_tainted_not_ready() -> None:

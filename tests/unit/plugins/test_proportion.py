@@ -5,16 +5,9 @@ from __future__ import annotations
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.queue import QueueState
 from scheduler.engine import schedule
-from tests.unit.actions.eviction_helpers import config, running
-from tests.unit.builders import gang, node, queue, resources, snapshot
-
-
-def per_queue(result: object, jobs: dict[str, str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for bind in result.binds:  # type: ignore[attr-defined]
-        name = jobs[bind.job]
-        counts[name] = counts.get(name, 0) + 1
-    return counts
+from tests.unit.actions.eviction_helpers import config
+from tests.unit.builders import binds_per_queue as per_queue
+from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot
 
 
 def saturating(queues: dict[str, int], jobs_per_queue: int = 40) -> tuple[list, dict[str, str]]:
@@ -136,11 +129,11 @@ def test_queue_is_not_reclaimed_below_its_deserved_by_a_pod_bigger_than_its_surp
     # a deserves 4 of 8 and holds 5: its youngest pod (2 cpu) would be the first victim,
     # but taking it would leave a at 3, below its deserved; a 1-cpu pod goes instead
     a_jobs = [
-        running(gang(f"a{i}", 1, queue="a", created=f"2026-01-01T00:00:0{i}Z"), "n0")
+        running_gang(f"a{i}", 1, queue="a", created=f"2026-01-01T00:00:0{i}Z", on=["n0"])
         for i in range(3)
     ]
-    a_jobs.append(running(gang("a-big", 1, 2, queue="a", created="2026-01-01T00:00:09Z"), "n0"))
-    b_jobs = [running(gang(f"b{i}", 1, queue="b"), "n1") for i in range(3)]
+    a_jobs.append(running_gang("a-big", 1, 2, queue="a", created="2026-01-01T00:00:09Z", on=["n0"]))
+    b_jobs = [running_gang(f"b{i}", 1, queue="b", on=["n1"]) for i in range(3)]
     wants = gang("b-more", 1, queue="b")
     snap = snapshot(
         [node("n0", cpu=5), node("n1", cpu=3)], [*a_jobs, *b_jobs, wants], [queue("a"), queue("b")]

@@ -9,7 +9,7 @@ from scheduler.api.task import TaskStatus
 from scheduler.engine import default_config, schedule
 from scheduler.framework.session import Session
 from scheduler.plugins import PLUGINS
-from tests.unit.builders import gang, node, queue, resources, snapshot
+from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot
 
 
 def capped(**values: str) -> Resource:
@@ -76,10 +76,7 @@ def test_queue_of_higher_priority_is_served_before_a_queue_with_a_smaller_share(
     # "low" holds nothing (share 0) and "high" already holds 2 cpu, yet "high" goes first.
     low = queue("low")
     high = queue("high", priority=10)
-    running = gang("held", 2, queue="high", phase=PodGroupPhase.RUNNING)
-    for member in list(running.tasks.values()):
-        running.set_task_status(member, TaskStatus.RUNNING)
-        member.node_name = "n1"
+    running = running_gang("held", 2, queue="high", on=["n1"])
     waiting = gang("low-job", 2, queue="low")
     session = Session(
         snapshot([node("n1", cpu=8)], [running, waiting], [low, high]), default_config(), PLUGINS
@@ -103,11 +100,15 @@ def test_closing_queue_starts_no_gang_it_had_admitted() -> None:
 
 def test_closing_queue_lets_a_running_gang_place_its_replacement_pod() -> None:
     closing = queue("shut", state=QueueState.CLOSING)
-    job = gang("running", 3, min_member=2, queue="shut", phase=PodGroupPhase.RUNNING)
-    placed = list(job.tasks.values())[:2]
-    for member in placed:
-        job.set_task_status(member, TaskStatus.RUNNING)
-        member.node_name = "n1"
+    job = gang(
+        "running",
+        3,
+        min_member=2,
+        queue="shut",
+        phase=PodGroupPhase.RUNNING,
+        statuses=[TaskStatus.RUNNING] * 2,
+        on=["n1"],
+    )
     result = schedule(snapshot([node("n1", cpu=8)], [job], [closing]))
     assert len(result.binds) == 1
 

@@ -1,0 +1,83 @@
+"""The words muster writes for users: condition types, CamelCase reasons and the messages
+that repeat, each defined once.
+
+Reasons name why a gang waits (the PodGroup's Unschedulable condition, the pods'
+PodScheduled=False condition and their events); the status writer, `muster explain` and
+the e2e suites match on them, so a reason is spelt here and imported everywhere else.
+Plain values only: the records in scheduler/api, the plugins, the actions and
+framework/job_status.py all read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# PodGroup condition types (Volcano's Scheduled and Unschedulable; muster's others).
+SCHEDULED = "Scheduled"
+UNSCHEDULABLE = "Unschedulable"
+# True since the PodGroup was admitted (Inqueue); False with INQUEUE_TIMEOUT since it was
+# sent back for not starting in time. Read back after a restart (api/job.py).
+ADMITTED = "Admitted"
+# Says which spec fields are accepted but not honoured yet, and what muster does instead.
+NOT_HONOURED_TYPE = "FieldsNotHonoured"
+
+# Reasons on the Scheduled and Admitted conditions.
+GANG_READY = "GangReady"
+ENQUEUED = "Enqueued"
+INQUEUE_TIMEOUT = "InqueueTimeout"
+NOT_HONOURED_REASON = "NotHonouredYet"
+
+# Why a gang waits (the Unschedulable condition's reason; the first cause found wins).
+INVALID_PODGROUP = "InvalidPodGroup"
+NOT_ENOUGH_TASKS = "NotEnoughTasks"
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+QUEUE_SHARE_EXCEEDED = "QueueShareExceeded"
+CLUSTER_FULL = "ClusterCapacityExceeded"
+QUEUE_NOT_FOUND = "QueueNotFound"
+QUEUE_NOT_OPEN = "QueueNotOpen"
+QUEUE_NOT_LEAF = "QueueNotLeaf"
+QUEUE_FULL = "QueueCapacityExceeded"
+QUEUE_PARENT_INVALID = "QueueParentInvalid"
+WAITING_FOR_EVICTIONS = "WaitingForEvictions"
+
+# Warning events on Queues.
+DESERVED_EXCEEDS_PARENT = "DeservedExceedsParent"
+
+# kube-scheduler's PodScheduled=False reasons and its message for a gated pod.
+POD_UNSCHEDULABLE = "Unschedulable"
+POD_GATED = "SchedulingGated"
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+# The fix a message gives for a PodGroup whose queue is not Open.
+MOVE_OR_REOPEN = "move the PodGroup to an Open queue (spec.queue) or reopen the queue"
+# What a gang held back by its queue's share waits for.
+_WAITS_FOR_QUEUE = "the gang waits for the queue's running jobs to finish"
+
+
+def gang_unschedulable(members: int, ready: int, cause: str) -> str:
+    """The message of a waiting gang's Unschedulable condition and of its pending pods."""
+    return f"{members - ready}/{members} tasks in gang unschedulable: {cause}"
+
+
+def queue_not_found(queue: str) -> str:
+    """Why a PodGroup whose spec.queue names no Queue waits."""
+    return f"queue {queue!r} does not exist; create it or set spec.queue to an existing queue"
+
+
+def queue_not_leaf(queue: str, leaves: Iterable[str]) -> str:
+    """Why a PodGroup in a queue that has child queues waits, naming the leaves to use."""
+    listed = ", ".join(sorted(leaves)) or "none yet"
+    return (
+        f"queue {queue!r} has child queues and only leaf queues hold PodGroups; "
+        f"set spec.queue to one of its leaves ({listed})"
+    )
+
+
+def queue_share_held(queue: str) -> str:
+    """Why allocate passes over every job of a queue that holds its deserved share."""
+    return f"queue {queue!r} holds its deserved share of the cluster; {_WAITS_FOR_QUEUE}"
+
+
+def queue_share_would_exceed(queue: str) -> str:
+    """Why allocate stops placing a gang whose next pod would take its queue over its share."""
+    return f"queue {queue!r} would exceed its deserved share of the cluster; {_WAITS_FOR_QUEUE}"
