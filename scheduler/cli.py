@@ -14,7 +14,7 @@ from scheduler import __version__
 # imported: the scheduler does not pay for kopf's import (about 0.6 s of CPU),
 # which shortens its restart to first bind.
 _SUBCOMMANDS: tuple[tuple[str, str], ...] = (
-    ("scheduler", "scheduler.server"),
+    ("scheduler", "scheduler.scheduler_cli"),
     ("demo", "scheduler.demo"),
     ("sim", "scheduler.sim.cli"),
     ("controller", "scheduler.controller.cli"),

@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from scheduler.health import Health, Verdict
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.Response]]
@@ -27,6 +29,25 @@ def metrics_handler(registry: CollectorRegistry) -> Handler:
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     return metrics
+
+
+def probe_handler(check: Callable[[], Verdict]) -> Handler:
+    """GET /healthz or /readyz: 200 "ok", or 503 with the reasons the probe is red."""
+
+    async def probe(_: web.Request) -> web.Response:
+        verdict = check()
+        return web.Response(status=200 if verdict.ok else 503, text=verdict.text())
+
+    return probe
+
+
+def scheduler_routes(registry: CollectorRegistry, health: Health) -> dict[str, Handler]:
+    """What `muster scheduler` serves: /metrics, and the kubelet's /healthz and /readyz."""
+    return {
+        "/metrics": metrics_handler(registry),
+        "/healthz": probe_handler(health.liveness),
+        "/readyz": probe_handler(health.readiness),
+    }
 
 
 async def serve(address: str, routes: Mapping[str, Handler]) -> web.AppRunner:

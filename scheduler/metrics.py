@@ -1,8 +1,14 @@
-"""Prometheus metrics, named after kube-scheduler's and Volcano's, prefixed muster_."""
+"""Prometheus metrics, named after kube-scheduler's and Volcano's, prefixed muster_,
+and how a session's result and the cache map onto them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from scheduler.api.resources import UNLIMITED, Resource, share_of
+from scheduler.framework.decisions import SessionResult
 
 # Sessions and binds are fast: buckets from 1 ms to 10 s.
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -120,3 +126,60 @@ class Metrics:
             "Events not written because of deduplication or rate limiting.",
             registry=r,
         )
+
+    def observe_session(
+        self, result: SessionResult, *, decide_seconds: float, total_seconds: float
+    ) -> None:
+        """Map one leader session onto the series: its durations (whole, per action, per
+        plugin), the pods it left unschedulable, PodGroups by phase, and each queue's figures.
+        """
+        self.attempt_duration.observe(decide_seconds)
+        self.session_duration.observe(total_seconds)
+        for name, seconds in result.timings.items():
+            if name.startswith("plugin:"):
+                self.plugin_duration.labels(name.removeprefix("plugin:")).observe(seconds)
+            else:
+                self.action_duration.labels(name).observe(seconds)
+        # Gated pods (SchedulingGated) were not attempted, as in kube-scheduler.
+        unschedulable = sum(1 for u in result.unschedulable if u.reason == "Unschedulable")
+        if unschedulable:
+            self.schedule_attempts.labels("unschedulable").inc(unschedulable)
+        self.pending_pods.set(len(result.unschedulable))
+        phases: dict[str, int] = {}
+        for queue in result.queues:
+            for phase, count in queue.podgroups.items():
+                phases[phase] = phases.get(phase, 0) + count
+            self._observe_queue(self.queue_allocated, queue.name, queue.allocated)
+            if queue.deserved is not None:
+                self._observe_queue(self.queue_deserved, queue.name, queue.deserved)
+                self.queue_share.labels(queue.name).set(share_of(queue.allocated, queue.deserved))
+            if queue.request is not None:
+                self._observe_queue(self.queue_request, queue.name, queue.request)
+            if queue.capability is not None:
+                self._observe_queue(self.queue_capability, queue.name, queue.capability)
+        for phase, count in phases.items():
+            # the queue status counts by lower-case key ("running"); the label is the phase
+            self.podgroups.labels(phase.capitalize()).set(count)
+
+    def observe_cache(self, counts: Mapping[str, int]) -> None:
+        """The number of cached objects of each kind."""
+        for kind, count in counts.items():
+            self.cache_objects.labels(kind).set(count)
+
+    def reflector_restarted(self, resource: str, reason: str) -> None:
+        """Count a reflector's restart by its reason: relist (410 Gone), error, or crash."""
+        counter = {
+            "relist": self.relists,
+            "crash": self.reflector_crashes,
+            "error": self.watch_restarts,
+        }[reason]
+        counter.labels(resource).inc()
+
+    @staticmethod
+    def _observe_queue(gauge: Gauge, queue: str, value: Resource) -> None:
+        for resource in ("cpu", "memory", *sorted(value.scalars)):
+            amount = value.get(resource)
+            if amount >= UNLIMITED:
+                continue  # an unlimited figure has no series (see muster_queue_capability)
+            # cpu in cores, like kube's resource metrics; the rest in their units.
+            gauge.labels(queue, resource).set(amount / 1000 if resource == "cpu" else amount)

@@ -1,1 +1,1 @@
-"""Effects: decisions become bindings, statuses and events on the API server."""
+"""Effects: decisions become bindings, evictions, statuses and events on the API server."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from scheduler.api.names import GROUP, VERSION
 from scheduler.effects import paths
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import Conflict
+from scheduler.kube.errors import Conflict, StatusError, TransportError
 
 log = logging.getLogger(__name__)
 
@@ -25,3 +26,20 @@ async def create_queue_if_missing(client: KubeClient, name: str) -> None:
         log.info("created queue %s", name, extra={"queue": name})
     except Conflict:
         pass
+
+
+async def ensure_default_queue(client: KubeClient, name: str) -> None:
+    """Make the default queue exist and have a state (Open when none is set), retrying
+    with a growing pause (at most 30 s) until the API server accepts both."""
+    failures = 0
+    while True:
+        try:
+            await create_queue_if_missing(client, name)
+            queue = await client.get_json(paths.queue(name))
+            if not (queue.get("status") or {}).get("state"):
+                await client.patch(paths.queue(name) + "/status", {"status": {"state": "Open"}})
+            return
+        except (StatusError, TransportError) as error:
+            failures += 1
+            log.warning("default queue %s not ready: %s", name, error)
+            await asyncio.sleep(min(30.0, 0.5 * failures))

@@ -12,6 +12,7 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduler.effects import paths
@@ -34,6 +35,16 @@ class ObjectRef:
     namespace: str
     name: str
     uid: str = ""
+
+
+def own_pod(environ: Mapping[str, str]) -> ObjectRef | None:
+    """The pod this process runs in, from the downward-API variables POD_NAMESPACE,
+    POD_NAME and POD_UID (deploy/base/scheduler/deployment.yaml); None outside a pod."""
+    namespace = environ.get("POD_NAMESPACE")
+    name = environ.get("POD_NAME")
+    if not (namespace and name):
+        return None
+    return ObjectRef("Pod", "v1", namespace, name, environ.get("POD_UID", ""))
 
 
 class EventRecorder:

@@ -34,7 +34,7 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
     },
     "effects/evictor.py": {("", "pods/status", "patch"), ("", "pods", "delete")},
     "effects/recorder.py": {("", "events", "create")},
-    "server.py: the default queue": {
+    "effects/queues.py: the default queue": {
         ("scheduling.volcano.sh", "queues", "create"),
         ("scheduling.volcano.sh", "queues", "get"),
         ("scheduling.volcano.sh", "queues/status", "patch"),

@@ -11,7 +11,7 @@ import pytest
 from scheduler.api.errors import ConfigError
 from scheduler.config_source import ConfigSource
 from scheduler.endpoints import split_address
-from scheduler.server import parse_duration
+from scheduler.scheduler_cli import parse_duration
 
 FIRST = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
 SECOND = 'actions: "allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n'

@@ -1,0 +1,93 @@
+"""Which kinds keep a World current: one Reflector per kind, its restarts counted on Metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from prometheus_client import Counter
+
+from scheduler.api import wire
+from scheduler.cache.reflector import Kind, Reflector
+from scheduler.cache.world import World
+from scheduler.effects import paths
+from scheduler.kube.client import KubeClient
+from scheduler.metrics import Metrics
+
+
+def world_kinds(world: World) -> list[Kind[Any]]:
+    """Every kind the scheduler lists and watches cluster-wide, with the World methods
+    that store and forget it."""
+
+    def namespaced(obj: Any) -> str:
+        return f"{obj.metadata.namespace}/{obj.metadata.name}"
+
+    def delete_podgroup(key: str) -> None:
+        namespace, _, name = key.partition("/")
+        world.delete_podgroup(namespace, name)
+
+    return [
+        Kind(
+            "node",
+            "/api/v1/nodes",
+            wire.Node,
+            lambda o: o.metadata.name,
+            world.upsert_node,
+            world.delete_node,
+        ),
+        Kind(
+            "priorityclass",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            wire.PriorityClass,
+            lambda o: o.metadata.name,
+            world.upsert_priority_class,
+            world.delete_priority_class,
+        ),
+        Kind(
+            "queue",
+            f"{paths.GROUP_PATH}/queues",
+            wire.Queue,
+            lambda o: o.metadata.name,
+            world.upsert_queue,
+            world.delete_queue,
+        ),
+        Kind(
+            "podgroup",
+            f"{paths.GROUP_PATH}/podgroups",
+            wire.PodGroup,
+            namespaced,
+            world.upsert_podgroup,
+            delete_podgroup,
+        ),
+        # Pods are keyed by uid: a pod recreated under the same name is another pod.
+        Kind(
+            "pod",
+            "/api/v1/pods",
+            wire.Pod,
+            lambda o: o.metadata.uid,
+            world.upsert_pod,
+            world.delete_pod,
+        ),
+    ]
+
+
+def world_reflectors(client: KubeClient, world: World, metrics: Metrics) -> list[Reflector[Any]]:
+    """One Reflector per kind of `world_kinds`, counting its restarts and skipped objects."""
+    reflectors: list[Reflector[Any]] = []
+    for kind in world_kinds(world):
+        reflectors.append(
+            Reflector(
+                client,
+                kind,
+                on_restart=partial(metrics.reflector_restarted, kind.name),
+                on_undecodable=_counting(metrics.undecodable_objects.labels(kind.name)),
+            )
+        )
+    return reflectors
+
+
+def _counting(counter: Counter) -> Callable[[str], None]:
+    # The counter is labelled before any object is skipped, so its series reads 0 from
+    # the start; the message itself is logged by the reflector.
+    return lambda _message: counter.inc()

@@ -1,0 +1,163 @@
+"""Effects: one leader session's result handed to the binder, the status writer and the evictor.
+
+The session's decisions are frozen values; this is the one place they fan out to the
+components that turn them into API calls, in the order the API server should see them:
+bindings first (a gang's binds leave together), then evictions, then statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from scheduler.cache.world import World
+from scheduler.effects.binder import Binder
+from scheduler.effects.evictor import Evictor
+from scheduler.effects.recorder import EventRecorder
+from scheduler.effects.status_writer import StatusWriter
+from scheduler.framework.decisions import (
+    Bind,
+    Evict,
+    InvalidObjectReport,
+    PodGroupStatusUpdate,
+    PodUnschedulable,
+    QueueStatusUpdate,
+    SessionResult,
+)
+from scheduler.kube.client import KubeClient
+from scheduler.metrics import Metrics
+
+log = logging.getLogger("muster.scheduler")
+
+# How long shutdown waits for writes in flight, per component. Together (30 s) they stay
+# within the scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
+BIND_DRAIN_SECONDS = 20.0
+STATUS_DRAIN_SECONDS = 5.0
+EVENT_DRAIN_SECONDS = 5.0
+
+
+class BindDispatcher(Protocol):
+    """What Effects needs of the binder."""
+
+    def dispatch(self, binds: list[Bind]) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class StatusSink(Protocol):
+    """What Effects needs of the status writer."""
+
+    def pod_placed(self, uid: str) -> None: ...
+
+    def podgroups(self, updates: list[PodGroupStatusUpdate]) -> None: ...
+
+    def pods(self, messages: list[PodUnschedulable]) -> None: ...
+
+    def queues(self, updates: list[QueueStatusUpdate]) -> None: ...
+
+    def invalid(self, reports: list[InvalidObjectReport]) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+class PodEvictor(Protocol):
+    """What Effects needs of the evictor."""
+
+    async def evict(self, eviction: Evict) -> bool: ...
+
+
+class ReleaseTracker(Protocol):
+    """What Effects needs of the cache: the room of an evicted pod is going, or stays."""
+
+    def assume_releasing(self, uid: str) -> None: ...
+
+    def forget_releasing(self, uid: str) -> None: ...
+
+
+class Drainable(Protocol):
+    """Background writes that can be waited for (the event recorder)."""
+
+    async def drain(self) -> None: ...
+
+
+class Effects:
+    """Applies SessionResults through the binder, status writer and evictor; drains them."""
+
+    def __init__(
+        self,
+        *,
+        cache: ReleaseTracker,
+        binder: BindDispatcher,
+        writer: StatusSink,
+        evictor: PodEvictor,
+        recorder: Drainable,
+    ) -> None:
+        self.cache = cache
+        self.binder = binder
+        self.writer = writer
+        self.evictor = evictor
+        self.recorder = recorder
+        # Evictions run in the background; held here so none is garbage-collected mid-way.
+        self._evictions: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def connected(
+        cls,
+        client: KubeClient,
+        world: World,
+        recorder: EventRecorder,
+        metrics: Metrics,
+        *,
+        may_bind: Callable[[], bool],
+    ) -> Effects:
+        """The effects of a scheduler process: its binder, writer and evictor on `client`."""
+        return cls(
+            cache=world,
+            binder=Binder(client, world, recorder, metrics, may_bind=may_bind),
+            writer=StatusWriter(client, recorder),
+            evictor=Evictor(client, recorder),
+            recorder=recorder,
+        )
+
+    def apply(self, result: SessionResult) -> None:
+        """Send everything `result` decided; returns at once, the writes go in the background."""
+        self.binder.dispatch(result.binds)
+        for bind in result.binds:
+            self.writer.pod_placed(bind.uid)
+        for eviction in result.evictions:
+            # Counted as going before the delete is sent: the next session must not pick
+            # victims again for the same preemptor while this one terminates.
+            self.cache.assume_releasing(eviction.uid)
+            task = asyncio.get_running_loop().create_task(self._evict(eviction))
+            self._evictions.add(task)
+            task.add_done_callback(self._evictions.discard)
+        self.writer.podgroups(result.podgroups)
+        self.writer.pods(result.unschedulable)
+        self.writer.queues(result.queues)
+        self.writer.invalid(result.invalid)
+
+    @property
+    def evictions_in_flight(self) -> frozenset[asyncio.Task[None]]:
+        """The evictions sent and not yet answered."""
+        return frozenset(self._evictions)
+
+    async def finish(self) -> None:
+        """On shutdown: wait a bounded time for binds, statuses and events in flight,
+        then stop the binder. Evictions in flight are left to be cancelled: the next
+        leader decides again over what the API server holds."""
+        try:
+            await asyncio.wait_for(self.binder.drain(), timeout=BIND_DRAIN_SECONDS)
+            await asyncio.wait_for(self.writer.drain(), timeout=STATUS_DRAIN_SECONDS)
+            await asyncio.wait_for(self.recorder.drain(), timeout=EVENT_DRAIN_SECONDS)
+        except TimeoutError:
+            log.warning("shutdown: some writes did not finish in time")
+        await self.binder.close()
+
+    async def _evict(self, eviction: Evict) -> None:
+        if not await self.evictor.evict(eviction):
+            # The pod keeps its room: the next session sees it as it is.
+            self.cache.forget_releasing(eviction.uid)

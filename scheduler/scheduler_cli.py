@@ -1,0 +1,87 @@
+"""The `muster scheduler` command line: its flags, and the SchedulerOptions they make."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.logs import configure
+from scheduler.server import SchedulerOptions, SchedulerProcess
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from "1s", "200ms", "0.5" or "2m"."""
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 1s or 200ms")
+    value = float(match[1])
+    unit = match[2] or "s"
+    seconds = value / 1000 if unit == "ms" else value * 60 if unit == "m" else value
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError("the schedule period must be more than 0")
+    return seconds
+
+
+def add_parser(subparsers: Any) -> None:
+    """The `muster scheduler` subcommand."""
+    parser = subparsers.add_parser("scheduler", help="run the scheduler against an API server")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (in-cluster config when absent)")
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        dest="scheduler_names",
+        help="a schedulerName to serve (repeatable; default muster; add volcano for KubeRay)",
+    )
+    parser.add_argument(
+        "--scheduler-conf", type=Path, help="scheduler config YAML (reloaded on change)"
+    )
+    parser.add_argument("--schedule-period", type=parse_duration, default=1.0, help="default 1s")
+    parser.add_argument("--default-queue", default=DEFAULT_QUEUE)
+    parser.add_argument("--metrics-address", default=":8080")
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="elect one active replica through a Lease (default on)",
+    )
+    parser.add_argument("--lock-namespace", default="muster-system")
+    parser.add_argument("--lock-name", default="muster-scheduler")
+    parser.add_argument("--kube-api-qps", type=float, default=0.0, help="0 means unlimited")
+    parser.add_argument("--kube-api-burst", type=int, default=100)
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    parser.add_argument("--log-level", default="info")
+    parser.set_defaults(func=run_scheduler)
+
+
+def options_from_args(args: argparse.Namespace) -> SchedulerOptions:
+    """The process's options from the parsed flags (logging flags are not among them)."""
+    return SchedulerOptions(
+        kubeconfig=args.kubeconfig,
+        scheduler_names=tuple(args.scheduler_names or [DEFAULT_SCHEDULER_NAME]),
+        scheduler_conf=args.scheduler_conf,
+        schedule_period=args.schedule_period,
+        default_queue=args.default_queue,
+        metrics_address=args.metrics_address,
+        leader_elect=args.leader_elect,
+        lock_namespace=args.lock_namespace,
+        lock_name=args.lock_name,
+        qps=args.kube_api_qps,
+        burst=args.kube_api_burst,
+    )
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    """Entry point of `muster scheduler`."""
+    configure(args.log_format, args.log_level)
+    options = options_from_args(args)
+
+    async def main() -> int:
+        return await SchedulerProcess(options).run()
+
+    return asyncio.run(main())

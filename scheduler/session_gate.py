@@ -1,0 +1,50 @@
+"""SessionGate: whether a leader's schedule period runs a session or skips it.
+
+A session over a world that did not change would decide the same as the last
+one, so it is skipped: a 10,000-pod backlog that cannot move would otherwise
+cost a whole session every period. Changes that only move what statuses report
+(pods starting) get a session at most every STATUS_REFRESH_SECONDS; time-based
+rules (the Inqueue timeout, placement backoff) one every RESYNC_SECONDS.
+"""
+
+from __future__ import annotations
+
+# The longest a leader goes without a session while nothing changes.
+RESYNC_SECONDS = 10.0
+# How stale PodGroup running counts may get while pods start (no decision depends on them).
+STATUS_REFRESH_SECONDS = 1.0
+
+
+class SessionGate:
+    """Remembers the world's generations at the last session and decides when the next is due.
+
+    Times are monotonic seconds passed in by the caller, so the rule is tested without a clock.
+    """
+
+    def __init__(self) -> None:
+        # None: no session yet in this term of leadership, so the next period runs one.
+        self._generation: int | None = None
+        self._status_generation = 0
+        self._last_session = 0.0
+
+    def needs_session(
+        self, *, generation: int, status_generation: int, reloaded: bool, now: float
+    ) -> bool:
+        """Whether the period at `now` runs a session, given the world's generations now
+        and whether the scheduler config was reloaded since the last period."""
+        if reloaded or self._generation != generation:
+            return True
+        since = now - self._last_session
+        if self._status_generation != status_generation:
+            return since >= STATUS_REFRESH_SECONDS
+        return since >= RESYNC_SECONDS
+
+    def session_ran(self, *, generation: int, status_generation: int, now: float) -> None:
+        """A session over the world at these generations finished without an error at `now`."""
+        self._generation = generation
+        self._status_generation = status_generation
+        self._last_session = now
+
+    def forget(self) -> None:
+        """A standby's period: whoever leads next starts with a session, whatever changed."""
+        self._generation = None

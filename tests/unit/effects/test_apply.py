@@ -1,0 +1,201 @@
+"""Effects fans one session's result out: binds, then evictions, then statuses; a failed
+eviction gives the pod its room back; shutdown drains every writer and stops the binder."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from scheduler.api.job import PodGroupPhase
+from scheduler.api.resources import Resource
+from scheduler.effects.apply import Effects
+from scheduler.framework.decisions import (
+    Bind,
+    Evict,
+    InvalidObjectReport,
+    PodGroupStatusUpdate,
+    PodUnschedulable,
+    QueueStatusUpdate,
+    SessionResult,
+)
+
+
+class Journal:
+    """What every fake was asked, in order, as (component, call, argument)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, object]] = []
+
+    def add(self, component: str, call: str, argument: object = None) -> None:
+        self.calls.append((component, call, argument))
+
+
+class FakeCache:
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    def assume_releasing(self, uid: str) -> None:
+        self.journal.add("cache", "assume_releasing", uid)
+
+    def forget_releasing(self, uid: str) -> None:
+        self.journal.add("cache", "forget_releasing", uid)
+
+
+class FakeBinder:
+    def __init__(self, journal: Journal, *, drain_forever: bool = False) -> None:
+        self.journal = journal
+        self.drain_forever = drain_forever
+
+    def dispatch(self, binds: list[Bind]) -> None:
+        self.journal.add("binder", "dispatch", [b.uid for b in binds])
+
+    async def drain(self) -> None:
+        self.journal.add("binder", "drain")
+        if self.drain_forever:
+            await asyncio.Event().wait()
+
+    async def close(self) -> None:
+        self.journal.add("binder", "close")
+
+
+class FakeWriter:
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    def pod_placed(self, uid: str) -> None:
+        self.journal.add("writer", "pod_placed", uid)
+
+    def podgroups(self, updates: list[PodGroupStatusUpdate]) -> None:
+        self.journal.add("writer", "podgroups", [u.name for u in updates])
+
+    def pods(self, messages: list[PodUnschedulable]) -> None:
+        self.journal.add("writer", "pods", [m.uid for m in messages])
+
+    def queues(self, updates: list[QueueStatusUpdate]) -> None:
+        self.journal.add("writer", "queues", [u.name for u in updates])
+
+    def invalid(self, reports: list[InvalidObjectReport]) -> None:
+        self.journal.add("writer", "invalid", [r.name for r in reports])
+
+    async def drain(self) -> None:
+        self.journal.add("writer", "drain")
+
+
+class FakeEvictor:
+    def __init__(self, journal: Journal, refused: frozenset[str] = frozenset()) -> None:
+        self.journal = journal
+        self.refused = refused
+
+    async def evict(self, eviction: Evict) -> bool:
+        self.journal.add("evictor", "evict", eviction.uid)
+        return eviction.uid not in self.refused
+
+
+class FakeRecorder:
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    async def drain(self) -> None:
+        self.journal.add("recorder", "drain")
+
+
+def effects(
+    journal: Journal, *, refused: frozenset[str] = frozenset(), drain_forever: bool = False
+) -> Effects:
+    return Effects(
+        cache=FakeCache(journal),
+        binder=FakeBinder(journal, drain_forever=drain_forever),
+        writer=FakeWriter(journal),
+        evictor=FakeEvictor(journal, refused),
+        recorder=FakeRecorder(journal),
+    )
+
+
+def bind(uid: str) -> Bind:
+    return Bind("ml", f"pod-{uid}", uid, "node-1", "ml/train")
+
+
+def evict(uid: str) -> Evict:
+    return Evict("ml", f"pod-{uid}", uid, "node-2", "ml/low", "preempted by ml/train")
+
+
+def a_result() -> SessionResult:
+    return SessionResult(
+        binds=[bind("b1"), bind("b2")],
+        evictions=[evict("v1")],
+        podgroups=[
+            PodGroupStatusUpdate("ml", "train", PodGroupPhase.RUNNING, (), 2, 0, 0),
+        ],
+        unschedulable=[PodUnschedulable("ml", "w", "p1", "ml/wait", "Unschedulable", "full")],
+        queues=[QueueStatusUpdate("default", "Open", Resource(), None, {})],
+        invalid=[InvalidObjectReport("PodGroup", "ml/bad", "spec.minMember=-1")],
+    )
+
+
+async def apply_and_settle(subject: Effects, result: SessionResult) -> None:
+    subject.apply(result)
+    await asyncio.gather(*subject.evictions_in_flight)
+
+
+def test_a_result_reaches_binder_writer_and_evictor_in_order() -> None:
+    journal = Journal()
+    asyncio.run(apply_and_settle(effects(journal), a_result()))
+    assert journal.calls == [
+        ("binder", "dispatch", ["b1", "b2"]),
+        ("writer", "pod_placed", "b1"),
+        ("writer", "pod_placed", "b2"),
+        ("cache", "assume_releasing", "v1"),
+        ("writer", "podgroups", ["train"]),
+        ("writer", "pods", ["p1"]),
+        ("writer", "queues", ["default"]),
+        ("writer", "invalid", ["ml/bad"]),
+        # the eviction itself runs in the background, after apply returned
+        ("evictor", "evict", "v1"),
+    ]
+
+
+def test_an_eviction_the_api_server_refused_gives_the_pod_its_room_back() -> None:
+    journal = Journal()
+    result = SessionResult(evictions=[evict("kept"), evict("gone")])
+    asyncio.run(apply_and_settle(effects(journal, refused=frozenset({"kept"})), result))
+    cache_calls = [(call, uid) for who, call, uid in journal.calls if who == "cache"]
+    assert cache_calls == [
+        ("assume_releasing", "kept"),
+        ("assume_releasing", "gone"),
+        ("forget_releasing", "kept"),
+    ]
+
+
+def test_an_empty_result_still_tells_the_writer_every_list() -> None:
+    # The writer compares with what it wrote last: an empty list is an answer too.
+    journal = Journal()
+    asyncio.run(apply_and_settle(effects(journal), SessionResult()))
+    assert journal.calls == [
+        ("binder", "dispatch", []),
+        ("writer", "podgroups", []),
+        ("writer", "pods", []),
+        ("writer", "queues", []),
+        ("writer", "invalid", []),
+    ]
+
+
+def test_finish_drains_binds_statuses_and_events_then_stops_the_binder() -> None:
+    journal = Journal()
+    asyncio.run(effects(journal).finish())
+    assert journal.calls == [
+        ("binder", "drain", None),
+        ("writer", "drain", None),
+        ("recorder", "drain", None),
+        ("binder", "close", None),
+    ]
+
+
+def test_finish_stops_the_binder_and_says_so_when_binds_never_drain(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("scheduler.effects.apply.BIND_DRAIN_SECONDS", 0.0)
+    journal = Journal()
+    asyncio.run(effects(journal, drain_forever=True).finish())
+    assert journal.calls[-1] == ("binder", "close", None)
+    assert "shutdown: some writes did not finish in time" in caplog.text

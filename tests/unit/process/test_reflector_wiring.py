@@ -1,0 +1,93 @@
+"""The kinds the scheduler watches, how each is keyed and stored, what their reflectors count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from scheduler.api import wire
+from scheduler.cache.reflector import Kind
+from scheduler.cache.wiring import world_kinds, world_reflectors
+from scheduler.cache.world import World
+from scheduler.metrics import Metrics
+
+
+def world() -> World:
+    return World(frozenset({"muster"}), "default")
+
+
+def kinds_by_name(subject: World) -> dict[str, Kind[Any]]:
+    return {kind.name: kind for kind in world_kinds(subject)}
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "wire_type"),
+    [
+        pytest.param("node", "/api/v1/nodes", wire.Node, id="node"),
+        pytest.param(
+            "priorityclass",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            wire.PriorityClass,
+            id="priorityclass",
+        ),
+        pytest.param("queue", "/apis/scheduling.volcano.sh/v1beta1/queues", wire.Queue, id="queue"),
+        pytest.param(
+            "podgroup",
+            "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+            wire.PodGroup,
+            id="podgroup-all-namespaces",
+        ),
+        pytest.param("pod", "/api/v1/pods", wire.Pod, id="pod-all-namespaces"),
+    ],
+)
+def test_each_kind_is_listed_cluster_wide_from_its_api_path(
+    name: str, path: str, wire_type: type[Any]
+) -> None:
+    kind = kinds_by_name(world())[name]
+    assert (kind.path, kind.wire_type) == (path, wire_type)
+
+
+def test_exactly_the_five_kinds_are_watched() -> None:
+    assert sorted(kinds_by_name(world())) == ["node", "pod", "podgroup", "priorityclass", "queue"]
+
+
+def test_pods_are_keyed_by_uid_and_podgroups_by_namespace_and_name() -> None:
+    kinds = kinds_by_name(world())
+    pod = msgspec.convert({"metadata": {"namespace": "ml", "name": "w", "uid": "u-1"}}, wire.Pod)
+    group = msgspec.convert({"metadata": {"namespace": "ml", "name": "train"}}, wire.PodGroup)
+    assert kinds["pod"].key(pod) == "u-1"
+    assert kinds["podgroup"].key(group) == "ml/train"
+
+
+def test_a_podgroup_deleted_by_key_leaves_the_world() -> None:
+    subject = world()
+    kind = kinds_by_name(subject)["podgroup"]
+    group = msgspec.convert({"metadata": {"namespace": "ml", "name": "train"}}, wire.PodGroup)
+    kind.upsert(group)
+    assert subject.counts()["podgroup"] == 1
+    kind.delete(kind.key(group))
+    assert subject.counts()["podgroup"] == 0
+
+
+def test_reflectors_count_restarts_and_undecodable_objects_by_kind() -> None:
+    metrics = Metrics()
+    client: Any = object()  # reflectors that are never run send nothing
+    reflectors = {r.name: r for r in world_reflectors(client, world(), metrics)}
+    registry = metrics.registry
+    # the undecodable series exist from the start, at 0
+    assert registry.get_sample_value("muster_undecodable_objects_total", {"resource": "pod"}) == 0
+    reflectors["pod"].on_undecodable("pod ml/w cannot be read and is ignored")
+    reflectors["queue"].on_restart("relist")
+    assert registry.get_sample_value("muster_undecodable_objects_total", {"resource": "pod"}) == 1
+    assert registry.get_sample_value("muster_relists_total", {"resource": "queue"}) == 1
+    assert registry.get_sample_value("muster_relists_total", {"resource": "pod"}) is None
+
+
+def test_every_reflector_shares_the_one_client() -> None:
+    # One client, one connection pool and one qps budget for every watch.
+    client: Any = object()
+    reflectors = world_reflectors(client, world(), Metrics())
+    assert len(reflectors) == 5
+    assert all(r.client is client for r in reflectors)

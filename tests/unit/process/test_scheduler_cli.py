@@ -1,0 +1,58 @@
+"""`muster scheduler`'s flags become SchedulerOptions; the subcommand runs run_scheduler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scheduler.cli import build_parser
+from scheduler.scheduler_cli import options_from_args, run_scheduler
+from scheduler.server import SchedulerOptions
+
+
+def options(*flags: str) -> SchedulerOptions:
+    args = build_parser("scheduler").parse_args(["scheduler", *flags])
+    assert args.func is run_scheduler
+    return options_from_args(args)
+
+
+def test_without_flags_the_options_are_the_defaults() -> None:
+    parsed, default = options(), SchedulerOptions()
+    parsed.identity = default.identity  # random per process
+    assert parsed == default
+
+
+@pytest.mark.parametrize(
+    ("flags", "field", "expected"),
+    [
+        pytest.param(["--kubeconfig", "/k"], "kubeconfig", "/k", id="kubeconfig"),
+        pytest.param(
+            ["--scheduler-name", "muster", "--scheduler-name", "volcano"],
+            "scheduler_names",
+            ("muster", "volcano"),
+            id="scheduler-name-repeats",
+        ),
+        pytest.param(
+            ["--scheduler-conf", "/etc/c.yaml"], "scheduler_conf", Path("/etc/c.yaml"), id="conf"
+        ),
+        pytest.param(["--schedule-period", "200ms"], "schedule_period", 0.2, id="period"),
+        pytest.param(["--default-queue", "batch"], "default_queue", "batch", id="default-queue"),
+        pytest.param(["--metrics-address", ":9090"], "metrics_address", ":9090", id="metrics"),
+        pytest.param(["--no-leader-elect"], "leader_elect", False, id="no-leader-elect"),
+        pytest.param(["--lock-namespace", "ops"], "lock_namespace", "ops", id="lock-namespace"),
+        pytest.param(["--lock-name", "m"], "lock_name", "m", id="lock-name"),
+        pytest.param(["--kube-api-qps", "50"], "qps", 50.0, id="qps"),
+        pytest.param(["--kube-api-burst", "7"], "burst", 7, id="burst"),
+    ],
+)
+def test_each_flag_sets_its_option(flags: list[str], field: str, expected: object) -> None:
+    assert getattr(options(*flags), field) == expected
+
+
+def test_a_nonsense_schedule_period_is_refused_naming_the_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        options("--schedule-period", "fast")
+    assert "'fast' is not a duration like 1s or 200ms" in capsys.readouterr().err

@@ -1,0 +1,65 @@
+"""When a leader's period runs a session: on a change or a reload at once, on status-only
+changes every STATUS_REFRESH_SECONDS, and otherwise every RESYNC_SECONDS."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.session_gate import RESYNC_SECONDS, STATUS_REFRESH_SECONDS, SessionGate
+
+LAST_SESSION = 500.0
+
+
+def gate_after_a_session(generation: int = 7, status_generation: int = 3) -> SessionGate:
+    gate = SessionGate()
+    gate.session_ran(generation=generation, status_generation=status_generation, now=LAST_SESSION)
+    return gate
+
+
+@pytest.mark.parametrize(
+    ("generation", "status_generation", "reloaded", "since", "runs"),
+    [
+        pytest.param(7, 3, False, 0.1, False, id="nothing-changed-skips"),
+        pytest.param(8, 3, False, 0.1, True, id="a-change-runs-at-once"),
+        pytest.param(7, 3, True, 0.1, True, id="a-reloaded-config-runs-at-once"),
+        pytest.param(7, 4, False, STATUS_REFRESH_SECONDS - 0.1, False, id="status-only-waits"),
+        pytest.param(7, 4, False, STATUS_REFRESH_SECONDS, True, id="status-only-after-refresh"),
+        pytest.param(7, 3, False, RESYNC_SECONDS - 0.1, False, id="unchanged-before-resync"),
+        pytest.param(7, 3, False, RESYNC_SECONDS, True, id="unchanged-resyncs-for-timeouts"),
+    ],
+)
+def test_a_session_runs_on_change_reload_status_refresh_or_resync(
+    generation: int, status_generation: int, reloaded: bool, since: float, runs: bool
+) -> None:
+    gate = gate_after_a_session(generation=7, status_generation=3)
+    decision = gate.needs_session(
+        generation=generation,
+        status_generation=status_generation,
+        reloaded=reloaded,
+        now=LAST_SESSION + since,
+    )
+    assert decision is runs
+
+
+def test_the_first_period_runs_a_session_whatever_the_generations() -> None:
+    gate = SessionGate()
+    assert gate.needs_session(generation=0, status_generation=0, reloaded=False, now=0.0)
+
+
+def test_a_standby_period_makes_the_next_leader_period_run_a_session() -> None:
+    gate = gate_after_a_session(generation=7, status_generation=3)
+    gate.forget()
+    assert gate.needs_session(
+        generation=7, status_generation=3, reloaded=False, now=LAST_SESSION + 0.1
+    )
+
+
+def test_the_generations_of_the_last_session_are_the_ones_compared() -> None:
+    gate = gate_after_a_session(generation=7, status_generation=3)
+    gate.session_ran(generation=9, status_generation=5, now=LAST_SESSION + 2)
+    assert not gate.needs_session(
+        generation=9, status_generation=5, reloaded=False, now=LAST_SESSION + 2.5
+    )
+    assert gate.needs_session(
+        generation=7, status_generation=5, reloaded=False, now=LAST_SESSION + 2.5
+    )
