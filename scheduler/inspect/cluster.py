@@ -27,17 +27,28 @@ from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.reflector import ObjectList
 from scheduler.cache.world import World
 from scheduler.effects import paths
-from scheduler.engine import default_config, load_config, schedule
+from scheduler.engine import schedule
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import SessionResult
+from scheduler.inspect.config import (
+    DEFAULT_CONFIG_MAP,
+    Configuration,
+    fallback_notice,
+    from_file,
+    read_config_map,
+)
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import StatusError, TransportError
 
 T = TypeVar("T")
 
-# What stops a command before it asks the cluster anything: a scheduler config that does
-# not load, a kubeconfig (or context) that cannot be used, a file that cannot be read.
-SETUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, k8s_config.ConfigException, OSError)
+# What stops a command before it asks the cluster anything: a kubeconfig (or context)
+# that cannot be used, a file that cannot be read.
+SETUP_ERRORS: tuple[type[Exception], ...] = (k8s_config.ConfigException, OSError)
+# Exit codes: 0 the gang runs or would run, 1 it waits, 2 the question has no answer (a
+# scheduler config that does not load, a kubeconfig or cluster that fails, an object that
+# is not muster's), so a script never reads a broken setup as a waiting gang.
+EXIT_NO_ANSWER = 2
 
 # The kinds a session reads, in the order the World takes them best (nodes before the
 # pods on them, priority classes before the PodGroups that name them).
@@ -61,6 +72,16 @@ class ClusterObjects:
 
 
 @dataclass
+class Observed:
+    """What one read of the cluster gives a command: the World, the objects as listed
+    (pods the scheduler does not keep included) and the scheduler config in force."""
+
+    world: World
+    objects: ClusterObjects
+    configuration: Configuration
+
+
+@dataclass
 class Session:
     """One session's result and the snapshot it ended with (where every task stands)."""
 
@@ -76,6 +97,7 @@ class Options:
     kubeconfig: str | None = None
     context: str | None = None
     scheduler_conf: Path | None = None
+    scheduler_config_map: str = DEFAULT_CONFIG_MAP
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
     default_queue: str = DEFAULT_QUEUE
 
@@ -86,15 +108,17 @@ class Options:
             kubeconfig=args.kubeconfig,
             context=args.context,
             scheduler_conf=args.scheduler_conf,
+            scheduler_config_map=args.scheduler_config_map,
             scheduler_names=tuple(args.scheduler_names or [DEFAULT_SCHEDULER_NAME]),
             default_queue=args.default_queue,
         )
 
-    def config(self) -> SchedulerConfig:
-        """The scheduler config the session runs with: the file's, else the built-in one."""
-        if self.scheduler_conf is None:
-            return default_config()
-        return load_config(self.scheduler_conf.read_text())
+    async def configuration(self, client: KubeClient) -> Configuration:
+        """The scheduler config the session runs with: the file's, else the ConfigMap's,
+        else (the ConfigMap absent or unreadable) the built-in one."""
+        if self.scheduler_conf is not None:
+            return from_file(self.scheduler_conf)
+        return await read_config_map(client, self.scheduler_config_map)
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,7 +131,15 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scheduler-conf",
         type=Path,
-        help="the scheduler's config YAML (default: muster's built-in config)",
+        help="the scheduler's config YAML file (overrides --scheduler-config-map)",
+    )
+    parser.add_argument(
+        "--scheduler-config-map",
+        default=DEFAULT_CONFIG_MAP,
+        metavar="NS/NAME",
+        help="the ConfigMap holding the scheduler's config under key scheduler.yaml "
+        f"(default {DEFAULT_CONFIG_MAP}; muster's built-in config when it is absent or "
+        "cannot be read)",
     )
     parser.add_argument(
         "--scheduler-name",
@@ -177,16 +209,22 @@ async def _list(client: KubeClient, path: str, kind: type[T]) -> list[T]:
         params = {"limit": str(PAGE_SIZE), "continue": page.metadata.next_page}
 
 
-async def read_cluster(options: Options) -> ClusterObjects:
+async def list_cluster(client: KubeClient) -> ClusterObjects:
     """List every kind a session reads (GETs only)."""
+    return ClusterObjects(
+        nodes=await _list(client, NODES, wire.Node),
+        priority_classes=await _list(client, PRIORITY_CLASSES, wire.PriorityClass),
+        queues=await _list(client, QUEUES, wire.Queue),
+        podgroups=await _list(client, PODGROUPS, wire.PodGroup),
+        pods=await _list(client, PODS, wire.Pod),
+    )
+
+
+async def read_cluster(options: Options) -> tuple[Configuration, ClusterObjects]:
+    """The scheduler config and every object a session reads, over one connection."""
     async with KubeClient(connection(options)) as client:
-        return ClusterObjects(
-            nodes=await _list(client, NODES, wire.Node),
-            priority_classes=await _list(client, PRIORITY_CLASSES, wire.PriorityClass),
-            queues=await _list(client, QUEUES, wire.Queue),
-            podgroups=await _list(client, PODGROUPS, wire.PodGroup),
-            pods=await _list(client, PODS, wire.Pod),
-        )
+        configuration = await options.configuration(client)
+        return configuration, await list_cluster(client)
 
 
 def build_world(
@@ -209,19 +247,26 @@ def build_world(
     return world
 
 
-def observe(options: Options, command: str) -> tuple[World, SchedulerConfig] | None:
-    """The scheduler's config and the World read from the cluster, or None when either
-    cannot be had (the reason is said on stderr, in the command's name)."""
+def observe(options: Options, command: str) -> Observed | int:
+    """The World read from the cluster and the scheduler config, or the exit code when
+    either cannot be had (the reason is said on stderr, in the command's name). That the
+    built-in config stands in for an absent ConfigMap is said on stderr too."""
     try:
-        config = options.config()
-        objects = asyncio.run(read_cluster(options))
+        configuration, objects = asyncio.run(read_cluster(options))
+    except ConfigError as error:
+        print(f"muster {command}: {error}", file=sys.stderr)
+        return EXIT_NO_ANSWER
     except SETUP_ERRORS as error:
         print(f"muster {command}: {error}", file=sys.stderr)
-        return None
+        return EXIT_NO_ANSWER
     except (StatusError, TransportError) as error:
         print(f"muster {command}: reading the cluster failed: {error}", file=sys.stderr)
-        return None
-    return build_world(objects, options.scheduler_names, options.default_queue), config
+        return EXIT_NO_ANSWER
+    notice = fallback_notice(configuration)
+    if notice is not None:
+        print(f"muster {command}: {notice}", file=sys.stderr)
+    world = build_world(objects, options.scheduler_names, options.default_queue)
+    return Observed(world, objects, configuration)
 
 
 def run_session(world: World, config: SchedulerConfig, now: float | None = None) -> Session:

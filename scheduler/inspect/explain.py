@@ -1,6 +1,7 @@
-"""`muster explain podgroup NS/NAME`: why a PodGroup waits (or where it runs), in the words
-of one scheduler session over the cluster as it stands: admission, placement, the gangs
-ahead of it in its queue, and where each member is. Read-only.
+"""`muster explain podgroup NS/NAME` and `muster explain pod NS/NAME`: why a PodGroup (or
+a pod's group) waits or where it runs, in the words of one scheduler session over the
+cluster as it stands: admission, placement with per-reason figures, the gangs ahead of it
+in its queue, who holds the room it lacks, and where each member is. Read-only.
 """
 
 from __future__ import annotations
@@ -8,14 +9,21 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api import wire
+from scheduler.api.errors import InvalidObject
 from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.names import GROUP_NAME_ANNOTATION
 from scheduler.api.resources import Resource
+from scheduler.api.snapshot import shadow_key
+from scheduler.api.task import TaskInfo
 from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.session import Session as FrameworkSession
 from scheduler.inspect.cluster import (
+    Observed,
     Options,
     Session,
     add_cluster_arguments,
@@ -23,9 +31,13 @@ from scheduler.inspect.cluster import (
     observe,
     run_session,
 )
+from scheduler.inspect.config import EVICTING_ACTIONS, Configuration
+from scheduler.inspect.figures import ReasonFigure, figures
+from scheduler.inspect.room import Room, otherwise_fitting_nodes, room
 from scheduler.inspect.views import (
     GroupView,
     QueueView,
+    group_view,
     group_views,
     member_nodes,
     pod_messages,
@@ -74,21 +86,92 @@ def amounts(resource: Resource, names: list[str]) -> str:
     return ",".join(f"{name}={listed.get(name, '0')}" for name in wanted)
 
 
+def placement_figures(
+    world: World, config: SchedulerConfig, session: Session, key: str
+) -> list[tuple[list[str], list[ReasonFigure]]]:
+    """Per distinct answer among the gang's pending pods: the pods, and the reasons of
+    their message with node counts and, for resources, need and largest free."""
+    job = session.snapshot.jobs.get(key)
+    messages = pod_messages(session.result, key)
+    if job is None or not messages:
+        return []
+    tasks = {t.name: t for t in job.tasks.values()}
+    fresh = world.snapshot(session.now)
+    ended = session.snapshot.nodes
+    grouped: dict[tuple[ReasonFigure, ...], list[str]] = {}
+    for pod, message in sorted(messages.items()):
+        task = tasks.get(pod)
+        if task is None:
+            continue
+        # largest free among the nodes that would take the pod but for room, as the
+        # session left them
+        admitted = otherwise_fitting_nodes(fresh, [task], config)
+        found = figures(message, task, (ended[n.name] for n in admitted if n.name in ended))
+        if found:
+            grouped.setdefault(tuple(found), []).append(pod)
+    return [(pods, list(found)) for found, pods in grouped.items()]
+
+
+def lacking_resources(found: list[tuple[list[str], list[ReasonFigure]]]) -> list[str]:
+    """The resources some pending pod lacks, in the order the reasons name them."""
+    names: list[str] = []
+    for _, reasons in found:
+        names += [r.resource for r in reasons if r.resource and r.resource not in names]
+    return names
+
+
+def room_lines(found: Room) -> list[str]:
+    """The "What would let it run" section."""
+    lines = ["", "What would let it run:"]
+    if not found.nodes:
+        lines.append(
+            "  no node would take its pods even with nothing running on it: see the reasons above"
+        )
+        return lines
+    lines.append(
+        f"  {len(found.nodes)} {'node' if len(found.nodes) == 1 else 'nodes'} would take "
+        f"its pods but for room ({', '.join(found.nodes)}); "
+        f"{', '.join(found.resources)} there is held by:"
+    )
+    lines += [f"    {h.line(found.resources)}" for h in found.holders] or ["    nobody"]
+    if found.added:
+        lines.append(
+            f"  {' and '.join(found.added)} {'is' if len(found.added) == 1 else 'are'} not in "
+            "the configured actions; with them added to it, this session"
+        )
+    else:
+        lines.append(f"  {' and '.join(EVICTING_ACTIONS)} are configured; this session")
+    if found.evictions:
+        then = "would run" if found.would_run else "still waits"
+        lines.append(f"  evicts {len(found.evictions)} pods for it, and then it {then}:")
+        lines += [f"    {e.namespace}/{e.name} on {e.node}: {e.reason}" for e in found.evictions]
+    else:
+        lines.append("  evicts none of them for it")
+    return lines
+
+
 def explain_text(
     view: GroupView,
     queue: QueueView | None,
     session: Session,
     world: World,
     ahead: list[tuple[str, str, str]],
+    *,
+    configuration: Configuration | None = None,
+    reasons: list[tuple[list[str], list[ReasonFigure]]] | None = None,
+    room_found: Room | None = None,
+    pod_lines: list[str] | None = None,
 ) -> str:
     """The report, section by section; every reason is the session's own."""
     key = view.key
-    lines = [
+    lines = [*(pod_lines or [])]
+    lines.append(
         f"PodGroup {key}: {view.phase}, {view.placed}/{view.min_member} members placed "
-        f"({view.members} pods), queue {view.queue}",
-        "",
-        "Admission:",
-    ]
+        f"({view.members} pods), queue {view.queue}"
+    )
+    if configuration is not None:
+        lines.append(f"configuration: {configuration.describe()}")
+    lines += ["", "Admission:"]
     if queue is None:
         lines.append(f"  queue {view.queue} does not exist")
     else:
@@ -127,15 +210,21 @@ def explain_text(
         by_message.setdefault(message, []).append(pod)
     for message, pods in by_message.items():
         lines.append(f"  {'pod' if len(pods) == 1 else 'pods'} {', '.join(pods)}: {message}")
+    for pods, found in reasons or []:
+        lines.append(f"  by reason, for {'pod' if len(pods) == 1 else 'pods'} {', '.join(pods)}:")
+        lines += [f"    {figure.line()}" for figure in found]
     # preempt and reclaim name the gang they evict for as "... {key} (priority N) ..."
     evictions = [e for e in session.result.evictions if f" {key} (priority " in e.reason]
     for eviction in evictions:
         lines.append(
             f"  evicts {eviction.namespace}/{eviction.name} on {eviction.node}: {eviction.reason}"
         )
-    if verdict(view, session.result) == "waits":
+    waits = verdict(view, session.result) == "waits"
+    if waits:
         lines += ["", f"Ahead of it in queue {view.queue}:"]
         lines += [f"  {k} ({phase}): {reason or '-'}" for k, phase, reason in ahead] or ["  none"]
+    if waits and room_found is not None:
+        lines += room_lines(room_found)
     nodes = member_nodes(session, key)
     if nodes:
         lines += ["", "Members:"]
@@ -148,45 +237,166 @@ def explain_text(
 def add_parser(subparsers: Any) -> None:
     """The `muster explain` subcommand."""
     parser = subparsers.add_parser(
-        "explain", help="why a PodGroup waits, in the words of one scheduler session"
+        "explain", help="why a PodGroup or pod waits, in the words of one scheduler session"
     )
-    parser.add_argument("kind", choices=("podgroup", "podgroups", "pg"), help="what to explain")
+    parser.add_argument(
+        "kind",
+        choices=(*PODGROUP_KINDS, *POD_KINDS),
+        help="what to explain: a PodGroup, or a pod (its group, and which member it is)",
+    )
     parser.add_argument("name", help="NAMESPACE/NAME, or NAME with -n")
-    parser.add_argument("-n", "--namespace", help="the PodGroup's namespace")
+    parser.add_argument("-n", "--namespace", help="the object's namespace")
     add_cluster_arguments(parser)
     parser.set_defaults(func=main)
 
 
-def main(args: argparse.Namespace) -> int:
-    """Entry point of `muster explain`: 0 when the PodGroup runs or would run, 1 when it
-    waits, 2 when it cannot be explained."""
-    options = Options.from_args(args)
+PODGROUP_KINDS = ("podgroup", "podgroups", "pg")
+POD_KINDS = ("pod", "pods", "po")
+
+
+def object_key(args: argparse.Namespace, options: Options) -> str | None:
+    """namespace/name of the object asked about; None (said on stderr) when the name and
+    -n disagree."""
     namespace, slash, name = args.name.rpartition("/")
     if not slash:
-        namespace = args.namespace or context_namespace(options)
-    elif args.namespace and args.namespace != namespace:
+        return f"{args.namespace or context_namespace(options)}/{name}"
+    if args.namespace and args.namespace != namespace:
         print(
             f"muster explain: {args.name} names namespace {namespace!r} but -n says "
             f"{args.namespace!r}; give one of them",
             file=sys.stderr,
         )
+        return None
+    return f"{namespace}/{name}"
+
+
+@dataclass(frozen=True)
+class PodAnswer:
+    """Which group a pod of ours belongs to, and where the session leaves it."""
+
+    group: str
+    lines: list[str]
+    waits: bool
+
+
+def pod_answer(observed: Observed, session: Session, key: str) -> PodAnswer | str:
+    """The pod's group and place; or, as a string, why it cannot be explained as ours."""
+    namespace, _, name = key.partition("/")
+    pod = next(
+        (
+            p
+            for p in observed.objects.pods
+            if p.metadata.namespace == namespace and p.metadata.name == name
+        ),
+        None,
+    )
+    if pod is None:
+        return f"pod {key} not found"
+    names = observed.world.scheduler_names
+    if pod.spec.scheduler_name not in names:
+        return (
+            f"pod {key} is not muster's: its spec.schedulerName is "
+            f"{pod.spec.scheduler_name!r} and muster serves {', '.join(sorted(names))} "
+            "(pass --scheduler-name if the scheduler serves more); `kubectl describe pod` "
+            "shows what its scheduler says"
+        )
+    try:
+        task = TaskInfo.from_pod(pod)
+    except InvalidObject as error:
+        return f"pod {key} cannot be scheduled by muster as written: {error}"
+    # the key the World files it under: its PodGroup's, else its one-pod group's
+    group = task.job or shadow_key(task)
+    job = session.snapshot.jobs.get(group)
+    where = f"PodGroup {group}"
+    if group == shadow_key(task):
+        where = f"no PodGroup: it is its own one-pod group {group}"
+    role = f" (role {task.role})" if task.role else ""
+    lines = [f"Pod {key}: member of {where}{role}"]
+    if job is None:
+        owner = f" muster controller makes it for the pod's owner (uid {task.owner_uid})"
+        lines.append(
+            f"  waits: PodGroup {group} does not exist; the scheduler places no member of "
+            f"a group it cannot see.{owner if task.owner_uid and not _annotated(pod) else ''}"
+        )
+        return PodAnswer(group, lines, waits=True)
+    placed = member_nodes(session, group).get(name)
+    pending = pod_messages(session.result, group).get(name)
+    waits = False
+    if placed is not None:
+        node, status = placed
+        if status in ("Allocated", "Pipelined", "Binding"):
+            lines.append(f"  this session places it on {node} ({status})")
+        else:
+            lines.append(f"  on node {node} ({status})")
+    elif pending is not None:
+        lines.append(f"  waits: {pending}")
+        waits = True
+    else:
+        current = job.tasks.get(task.uid)
+        status = current.status.value if current is not None else task.status.value
+        lines.append(f"  {status}: the session does not place it")
+        waits = status == "Pending"
+    lines.append("")
+    return PodAnswer(group, lines, waits)
+
+
+def _annotated(pod: wire.Pod) -> bool:
+    return bool(pod.metadata.annotations.get(GROUP_NAME_ANNOTATION))
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of `muster explain`: 0 when the PodGroup (the pod) runs or would run, 1
+    when it waits, 2 when it cannot be explained (not found, or not muster's pod)."""
+    options = Options.from_args(args)
+    key = object_key(args, options)
+    if key is None:
         return 2
-    key = f"{namespace}/{name}"
     observed = observe(options, "explain")
-    if observed is None:
-        return 2
-    world, config = observed
+    if isinstance(observed, int):
+        return observed
+    world, configuration = observed.world, observed.configuration
+    config = configuration.config
     session = run_session(world, config)
-    views = {v.key: v for v in group_views(session, world)}
-    view = views.get(key)
-    if view is None:
+    answer: PodAnswer | None = None
+    if args.kind in POD_KINDS:
+        found = pod_answer(observed, session, key)
+        if isinstance(found, str):
+            print(f"muster explain: {found}", file=sys.stderr)
+            return 2
+        answer = found
+        key = answer.group
+    updates = {f"{u.namespace}/{u.name}": u for u in session.result.podgroups}
+    job = session.snapshot.jobs.get(key)
+    if job is None:
+        if answer is not None:
+            print("\n".join(answer.lines).rstrip())
+            return 1
         print(f"muster explain: PodGroup {key} not found", file=sys.stderr)
         return 2
+    view = group_view(job, updates.get(key), world.live.jobs.get(key))
+    views = {v.key: v for v in group_views(session, world)}
     queue = next((q for q in queue_views(session) if q.name == view.queue), None)
     ahead = []
-    for job in gangs_ahead(world, config, key, session.now):
-        other = views.get(job.key)
+    for other_job in gangs_ahead(world, config, key, session.now):
+        other = views.get(other_job.key)
         reason = other.waiting_reason if other is not None else ""
-        ahead.append((job.key, job.phase.value, reason))
-    print(explain_text(view, queue, session, world, ahead))
-    return 0 if verdict(view, session.result) != "waits" else 1
+        ahead.append((other_job.key, other_job.phase.value, reason))
+    reasons = placement_figures(world, config, session, key)
+    lacking = lacking_resources(reasons)
+    waits = verdict(view, session.result) == "waits"
+    room_found = room(world, configuration, session, key, lacking) if waits and lacking else None
+    text = explain_text(
+        view,
+        queue,
+        session,
+        world,
+        ahead,
+        configuration=configuration,
+        reasons=reasons,
+        room_found=room_found,
+        pod_lines=answer.lines if answer is not None else None,
+    )
+    print(text)
+    if answer is not None:
+        return 1 if answer.waits else 0
+    return 1 if waits else 0

@@ -1,22 +1,36 @@
 """`muster status`: queues and PodGroups as the scheduler's session sees them, with why each
-waiting PodGroup waits (its Unschedulable condition's message), like `kubectl get`."""
+waiting PodGroup waits (its Unschedulable condition's message), like `kubectl get`; with
+--watch, again whenever a PodGroup or Queue changes, like `kubectl get -w`."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import sys
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from scheduler.api.errors import ConfigError
 from scheduler.api.job import PodGroupPhase
 from scheduler.inspect.cluster import (
+    EXIT_NO_ANSWER,
+    PODGROUPS,
+    QUEUES,
+    SETUP_ERRORS,
+    Observed,
     Options,
     add_cluster_arguments,
+    build_world,
+    connection,
     context_namespace,
+    list_cluster,
     observe,
     run_session,
 )
+from scheduler.inspect.config import fallback_notice
 from scheduler.inspect.views import (
     GroupView,
     QueueView,
@@ -26,6 +40,8 @@ from scheduler.inspect.views import (
     short,
     table,
 )
+from scheduler.kube.client import KubeClient
+from scheduler.kube.errors import StatusError, TransportError
 
 PHASES = [phase.value.lower() for phase in PodGroupPhase]
 
@@ -102,35 +118,120 @@ def add_parser(subparsers: Any) -> None:
         "-A", "--all-namespaces", action="store_true", help="PodGroups of every namespace"
     )
     parser.add_argument("-o", "--output", choices=("wide", "json", "yaml"))
+    parser.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="print the tables again each time a PodGroup or Queue changes (Ctrl-C stops)",
+    )
     parser.set_defaults(func=main)
 
 
-def main(args: argparse.Namespace) -> int:
-    """Entry point of `muster status`."""
-    options = Options.from_args(args)
-    observed = observe(options, "status")
-    if observed is None:
-        return 2
-    world, config = observed
-    session = run_session(world, config)
+@dataclass(frozen=True)
+class Frame:
+    """What one read of the cluster prints, and what tells two reads apart (the ages,
+    which move every second, left out)."""
+
+    text: str
+    content: str
+
+
+def render(
+    args: argparse.Namespace, options: Options, observed: Observed, now: float | None = None
+) -> Frame:
+    """The tables (or the document) of one session (at `now`) over what was read."""
+    world = observed.world
+    session = run_session(world, observed.configuration.config, now)
     groups = group_views(session, world)
     namespace = ""
     if not args.all_namespaces:
         namespace = args.namespace or context_namespace(options)
         groups = [g for g in groups if g.namespace == namespace]
     queues = queue_views(session)
-    if args.output in ("json", "yaml"):
-        doc = document(queues, groups, session.now)
-        if args.output == "json":
-            print(json.dumps(doc, indent=2))
-        else:
-            print(yaml.safe_dump(doc, sort_keys=False), end="")
-        return 0
+    doc = document(queues, groups, session.now)
+    doc["configuration"] = observed.configuration.as_dict()
+    content = json.dumps(
+        {**doc, "podgroups": [{**g, "age": None} for g in doc["podgroups"]]}, sort_keys=True
+    )
+    if args.output == "json":
+        return Frame(json.dumps(doc, indent=2), content)
+    if args.output == "yaml":
+        return Frame(yaml.safe_dump(doc, sort_keys=False).rstrip("\n"), content)
     wide = args.output == "wide"
-    print(queue_table(queues, wide=wide))
-    print()
+    lines = [queue_table(queues, wide=wide), ""]
     if groups:
-        print(podgroup_table(groups, session.now, all_namespaces=args.all_namespaces, wide=wide))
+        lines.append(
+            podgroup_table(groups, session.now, all_namespaces=args.all_namespaces, wide=wide)
+        )
     else:
-        print("No PodGroups found" + ("" if args.all_namespaces else f" in {namespace}."))
+        lines.append("No PodGroups found" + ("" if args.all_namespaces else f" in {namespace}."))
+    return Frame("\n".join(lines), content)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of `muster status`."""
+    options = Options.from_args(args)
+    if args.watch:
+        return watch(args, options)
+    observed = observe(options, "status")
+    if isinstance(observed, int):
+        return observed
+    print(render(args, options, observed).text)
     return 0
+
+
+# How often --watch asks whether a PodGroup or Queue changed (two small GETs).
+WATCH_INTERVAL = 1.0
+
+
+async def collection_versions(client: KubeClient) -> tuple[str, str]:
+    """The resourceVersion of the PodGroup and Queue lists: when neither moved, nothing
+    the tables show has changed."""
+    versions = []
+    for path in (PODGROUPS, QUEUES):
+        body = await client.get_json(path, params={"limit": "1"})
+        versions.append(str(((body or {}).get("metadata") or {}).get("resourceVersion", "")))
+    return versions[0], versions[1]
+
+
+async def _watch(args: argparse.Namespace, options: Options) -> int:
+    shown = ""
+    said: str | None = None
+    seen: tuple[str, str] | None = None
+    async with KubeClient(connection(options)) as client:
+        while True:
+            versions = await collection_versions(client)
+            if versions != seen:
+                seen = versions
+                configuration = await options.configuration(client)
+                objects = await list_cluster(client)
+                notice = fallback_notice(configuration)
+                if notice is not None and notice != said:
+                    print(f"muster status: {notice}", file=sys.stderr, flush=True)
+                said = notice
+                world = build_world(objects, options.scheduler_names, options.default_queue)
+                frame = render(args, options, Observed(world, objects, configuration))
+                if frame.content != shown:
+                    # kubectl get -w style: a new frame only when something changed;
+                    # a blank line ends each, so a reader knows the frame is whole
+                    print(frame.text, end="\n\n", flush=True)
+                    shown = frame.content
+            await asyncio.sleep(WATCH_INTERVAL)
+
+
+def watch(args: argparse.Namespace, options: Options) -> int:
+    """`muster status --watch`: print the tables, then again on every change, until
+    interrupted (exit 0, as kubectl get -w) or the cluster cannot be read (exit 2)."""
+    try:
+        return asyncio.run(_watch(args, options))
+    except KeyboardInterrupt:
+        return 0
+    except ConfigError as error:
+        print(f"muster status: {error}", file=sys.stderr)
+        return EXIT_NO_ANSWER
+    except SETUP_ERRORS as error:
+        print(f"muster status: {error}", file=sys.stderr)
+        return EXIT_NO_ANSWER
+    except (StatusError, TransportError) as error:
+        print(f"muster status: reading the cluster failed: {error}", file=sys.stderr)
+        return EXIT_NO_ANSWER

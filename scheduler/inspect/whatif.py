@@ -24,6 +24,7 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.job import JobInfo
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, VERSION
+from scheduler.api.priority import PriorityRefused, admit_priority
 from scheduler.api.snapshot import PriorityClassInfo, shadow_key
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339
@@ -41,8 +42,6 @@ from scheduler.inspect.cluster import (
 from scheduler.inspect.views import GroupView, group_view, member_nodes, pod_messages, verdict
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound, StatusError
-from scheduler.sim.admission import admit_priority
-from scheduler.sim.errors import ApiError
 
 POD_API = "v1"
 PODGROUP_API = f"{GROUP}/{VERSION}"
@@ -192,8 +191,12 @@ def _admit_priority(world: World, pod: dict[str, Any]) -> None:
             # with several defaults the real admission picks the lowest value
             lambda: min(defaults, key=lambda pc: int(pc["value"])) if defaults else None,
         )
-    except ApiError as error:
-        raise ManifestError(f"the API server would refuse it: {error.message}") from error
+    except PriorityRefused as refused:
+        # the API server's 403 in its words: pods "NAME" is forbidden: WHY
+        raise ManifestError(
+            f'the API server would refuse it: pods "{refused.pod_name}" is forbidden: '
+            f"{refused.message}"
+        ) from refused
 
 
 @dataclass
@@ -322,9 +325,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"muster whatif: {args.filename}: {error}", file=sys.stderr)
         return 2
     observed = observe(options, "whatif")
-    if observed is None:
-        return 2
-    world, config = observed
+    if isinstance(observed, int):
+        return observed
+    world, configuration = observed.world, observed.configuration
+    config = configuration.config
     baseline = run_session(world, config)
     namespace = args.namespace or context_namespace(options)
     try:
@@ -348,7 +352,12 @@ def main(args: argparse.Namespace) -> int:
     session = run_session(world, config, baseline.now)
     found = answers(session, baseline, world, submission)
     if args.output == "json":
-        print(json.dumps([a.as_dict(session.now) for a in found], indent=2))
+        doc = {
+            "configuration": configuration.as_dict(),
+            "podgroups": [a.as_dict(session.now) for a in found],
+        }
+        print(json.dumps(doc, indent=2))
     else:
+        print(f"configuration: {configuration.describe()}\n")
         print("\n\n".join(answer_text(a) for a in found))
     return 0 if found and all(a.verdict != "waits" for a in found) else 1

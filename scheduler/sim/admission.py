@@ -7,6 +7,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from scheduler.api import priority
 from scheduler.sim.errors import FieldError, bad_request, forbidden, invalid
 
 Obj = dict[str, Any]
@@ -339,31 +340,12 @@ def _immutable_view(spec: Obj) -> Obj:
 def admit_priority(
     pod: Obj, find_class: Callable[[str], Obj | None], default_class: Callable[[], Obj | None]
 ) -> None:
-    """Priority admission: fill spec.priority and preemptionPolicy from the PriorityClass."""
-    spec = pod.setdefault("spec", {})
-    name = str(pod["metadata"].get("name") or pod["metadata"].get("generateName", ""))
-    class_name = spec.get("priorityClassName")
-    if class_name:
-        pc = find_class(str(class_name))
-        if pc is None:
-            raise forbidden("", "pods", name, f"no PriorityClass with name {class_name} was found")
-    else:
-        pc = default_class()
-        if pc is not None:
-            spec["priorityClassName"] = pc["metadata"]["name"]
-    value = int(pc.get("value", 0)) if pc is not None else 0
-    if "priority" in spec and spec["priority"] is not None and spec["priority"] != value:
-        raise forbidden(
-            "",
-            "pods",
-            name,
-            f"the integer value of priority ({spec['priority']}) must not be provided in pod "
-            f"spec; priority admission controller computed {value} from the given "
-            "PriorityClass name",
-        )
-    spec["priority"] = value
-    policy = (pc or {}).get("preemptionPolicy") or PreemptLowerPriority
-    spec.setdefault("preemptionPolicy", policy)
+    """Priority admission: fill spec.priority and preemptionPolicy from the PriorityClass
+    (the rule of scheduler.api.priority); its refusal is the API server's 403."""
+    try:
+        priority.admit_priority(pod, find_class, default_class)
+    except priority.PriorityRefused as refused:
+        raise forbidden("", "pods", refused.pod_name, refused.message) from refused
 
 
 def system_priority_classes() -> list[Obj]:

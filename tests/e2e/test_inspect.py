@@ -5,7 +5,10 @@ session, and writing nothing."""
 from __future__ import annotations
 
 import json
+import queue
+import signal
 import subprocess
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,15 +20,18 @@ from kubernetes import client
 
 from tests.e2e.conftest import StartScheduler
 from tests.e2e.harness import (
+    DEPLOY,
     GROUP,
     MUSTER,
     VERSION,
     Cluster,
+    Identities,
     Obj,
     condition,
     confine_to_pool,
     make_gang,
     make_pod,
+    make_podgroup,
     scheduler_conf,
     wait_for,
 )
@@ -222,7 +228,9 @@ def test_whatif_names_the_pods_preemption_would_evict_and_submitting_evicts_exac
     )  # fmt: skip
 
     assert asked.returncode == 0, asked.stdout + asked.stderr
-    (answer,) = json.loads(asked.stdout)
+    doc = json.loads(asked.stdout)
+    assert doc["configuration"]["source"] == f"file {conf}"
+    (answer,) = doc["podgroups"]
     assert answer["podgroup"] == f"{namespace}/high"
     assert answer["verdict"] == "would run"
     assert answer["admitted"] is True
@@ -275,3 +283,225 @@ def test_whatif_of_a_gang_too_big_says_why_in_the_words_of_its_condition_and_exi
         message=lambda: f"Unschedulable condition on podgroup big\n{cluster.describe(namespace)}",
     )
     assert f"Unschedulable=True (NotEnoughResources): {message}" in asked.stdout, asked.stdout
+
+
+def bind_low_pods(cluster: Cluster, namespace: str, low: str) -> list[str]:
+    """Two 1.5-cpu pods of class `low`, bound by the scheduler (one per 2-cpu node)."""
+    names = ["low-0", "low-1"]
+    for name in names:
+        pod = make_pod(name, cpu="1500m")
+        pod["spec"]["priorityClassName"] = low
+        cluster.create_pod(namespace, pod)
+    wait_for(
+        lambda: all(cluster.placements(namespace).get(n) for n in names),
+        timeout=10,
+        message=lambda: f"the low pods bound\n{cluster.describe(namespace)}",
+    )
+    return names
+
+
+def crowd_with_low_pods(
+    cluster: Cluster, namespace: str, low: str, high: str
+) -> tuple[list[str], Obj, list[Obj]]:
+    """On two 2-cpu nodes, two bound 1.5-cpu pods of class `low`; then gang "big" (2 x 1.5
+    cpu, class `high`) that cannot be placed. The low pods' names and the gang."""
+    names = bind_low_pods(cluster, namespace, low)
+    podgroup, pods = make_gang("big", 2, cpu="1500m")
+    podgroup["spec"]["priorityClassName"] = high
+    for pod in pods:
+        pod["spec"]["priorityClassName"] = high
+    cluster.submit(namespace, podgroup, pods)
+    wait_for(
+        lambda: unschedulable_message(cluster, namespace, "big", 2),
+        timeout=10,
+        message=lambda: f"Unschedulable condition on podgroup big\n{cluster.describe(namespace)}",
+    )
+    return names, podgroup, pods
+
+
+@pytest.mark.nodes(2, "2")
+def test_explain_of_a_waiting_gang_gives_its_figures_and_who_holds_the_room_it_lacks(
+    cluster: Cluster,
+    namespace: str,
+    start_scheduler: StartScheduler,
+    priority_classes: tuple[str, str, str],
+) -> None:
+    _, low, high = priority_classes
+    start_scheduler(period=0.5)
+    low_pods, _, _ = crowd_with_low_pods(cluster, namespace, low, high)
+    placements = cluster.placements(namespace)
+
+    explained = muster(cluster, "explain", "podgroup", f"{namespace}/big")
+
+    assert explained.returncode == 1, explained.stdout + explained.stderr
+    out = explained.stdout
+    assert "configuration: built-in default (ConfigMap muster-system/" in out, out
+    assert "nodes: Insufficient cpu (need 1500m, largest free 500m)" in out, out
+    room = out[out.index("What would let it run:") :]
+    for name in low_pods:
+        line = f"{namespace}/{name} (Pod, queue default, priority 10) holds cpu=1500m on "
+        assert f"{line}{placements[name]}" in room, room
+    # the scheduler runs without preempt: explain asks a session with it added
+    assert "preempt and reclaim are not in the configured actions" in room, room
+    assert "evicts 2 pods for it, and then it would run:" in room, room
+    for name in low_pods:
+        assert f"{namespace}/{name} on {placements[name]}: preempted by {namespace}/big" in room
+    assert set(cluster.placements(namespace)) >= set(low_pods), "explain evicted nothing"
+
+
+@pytest.mark.nodes(2, "2")
+def test_explain_pod_names_its_group_and_place_and_refuses_a_pod_not_of_muster(
+    cluster: Cluster,
+    namespace: str,
+    start_scheduler: StartScheduler,
+    priority_classes: tuple[str, str, str],
+) -> None:
+    _, low, high = priority_classes
+    start_scheduler(period=0.5)
+    crowd_with_low_pods(cluster, namespace, low, high)
+    cluster.create_pod(namespace, make_pod("theirs", scheduler_name="default-scheduler"))
+    node = cluster.placements(namespace)["low-0"]
+
+    member = muster(cluster, "explain", "pod", f"{namespace}/big-1")
+    bare = muster(cluster, "explain", "po", "low-0", "-n", namespace)
+    theirs = muster(cluster, "explain", "pod", f"{namespace}/theirs")
+
+    assert member.returncode == 1, member.stdout + member.stderr
+    assert member.stdout.startswith(f"Pod {namespace}/big-1: member of PodGroup {namespace}/big")
+    assert "  waits: " in member.stdout and "Insufficient cpu" in member.stdout
+    assert f"PodGroup {namespace}/big: " in member.stdout
+    assert bare.returncode == 0, bare.stdout + bare.stderr
+    assert f"member of no PodGroup: it is its own one-pod group {namespace}/podgroup-" in (
+        bare.stdout
+    )
+    assert f"  on node {node} (" in bare.stdout
+    assert theirs.returncode == 2, theirs.stdout + theirs.stderr
+    assert "is not muster's: its spec.schedulerName is 'default-scheduler'" in theirs.stderr
+
+
+def config_map(name: str, actions: str) -> Obj:
+    """deploy's scheduler ConfigMap, renamed, with other actions."""
+    (doc,) = yaml.safe_load_all((DEPLOY / "scheduler" / "configmap.yaml").read_text())
+    text = yaml.safe_load(doc["data"]["scheduler.yaml"])
+    text["actions"] = actions
+    doc["metadata"] = {"name": name}
+    doc["data"] = {"scheduler.yaml": yaml.safe_dump(text, sort_keys=False)}
+    return dict(doc)
+
+
+@pytest.mark.nodes(2, "2")
+def test_whatif_runs_with_the_config_map_it_is_given_and_falls_back_aloud_when_forbidden(
+    cluster: Cluster,
+    namespace: str,
+    start_scheduler: StartScheduler,
+    identities: Identities,
+    priority_classes: tuple[str, str, str],
+    tmp_path: Path,
+) -> None:
+    _, low, high = priority_classes
+    start_scheduler(period=0.5)
+    cluster.core.create_namespaced_config_map(namespace, config_map("sched", PREEMPTING))
+    bind_low_pods(cluster, namespace, low)
+    podgroup, pods = make_gang("high", 2, cpu="1500m")
+    for doc in (podgroup, *pods):
+        doc["spec"]["priorityClassName"] = high
+    gang = write_gang(cluster, tmp_path / "gang.yaml", [podgroup, *pods])
+
+    asked = muster(
+        cluster, "whatif", "-f", str(gang), "-n", namespace, "-o", "json",
+        "--scheduler-config-map", f"{namespace}/sched",
+    )  # fmt: skip
+
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    doc = json.loads(asked.stdout)
+    assert doc["configuration"] == {
+        "source": f"ConfigMap {namespace}/sched key scheduler.yaml",
+        "actions": ["enqueue", "allocate", "preempt", "reclaim", "backfill"],
+    }
+    (answer,) = doc["podgroups"]
+    assert {e["name"] for e in answer["evictions"]} == {"low-0", "low-1"}
+    assert asked.stderr == ""
+
+    # The scheduler's own ServiceAccount lists what a session reads but may not read
+    # ConfigMaps (deploy's RBAC): the default config is used, and said so.
+    argv = [MUSTER, "whatif", "-f", str(gang), "-n", namespace,
+            "--kubeconfig", str(identities.kubeconfig("scheduler"))]  # fmt: skip
+    forbidden = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+    assert forbidden.returncode == 1, forbidden.stdout + forbidden.stderr
+    notice = (
+        "muster whatif: ConfigMap muster-system/muster-scheduler-config cannot be read "
+        "(403 Forbidden); using the built-in default scheduler configuration"
+    )
+    assert forbidden.stderr.startswith(notice), forbidden.stderr
+    assert len(forbidden.stderr.splitlines()) == 1
+    assert forbidden.stdout.startswith("configuration: built-in default (ConfigMap "), (
+        forbidden.stdout
+    )
+    assert f"PodGroup {namespace}/high: waits" in forbidden.stdout
+
+
+def test_a_config_map_whose_config_does_not_load_exits_2_with_the_loaders_message(
+    cluster: Cluster, namespace: str
+) -> None:
+    cluster.core.create_namespaced_config_map(namespace, config_map("bad", "enqueue, teleport"))
+
+    listed = muster(cluster, "status", "--scheduler-config-map", f"{namespace}/bad")
+
+    assert listed.returncode == 2
+    assert listed.stdout == ""
+    assert listed.stderr.startswith(
+        f"muster status: ConfigMap {namespace}/bad key scheduler.yaml: "
+    ), listed.stderr
+    assert "teleport" in listed.stderr
+
+
+class Frames:
+    """The frames `muster status --watch` prints, read as they come: the queue table, a
+    blank line, the PodGroup table, a blank line."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def next(self, timeout: float = 15) -> list[str]:
+        """The next frame's lines."""
+        frame: list[str] = []
+        while frame.count("") < 2:
+            line = self.lines.get(timeout=timeout)
+            if line is None:
+                raise AssertionError(f"muster status -w ended; frame so far: {frame}")
+            frame.append(line)
+        return frame[:-1]
+
+
+@pytest.mark.nodes(2, "2")
+def test_status_watch_prints_a_new_frame_when_a_podgroup_changes_and_ctrl_c_exits_0(
+    cluster: Cluster, namespace: str
+) -> None:
+    cluster.create_podgroup(namespace, make_podgroup("watched", 1))
+    argv = [MUSTER, "status", "-w", "-n", namespace, "--kubeconfig", str(cluster.kubeconfig)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        frames = Frames(process)
+        first = frames.next()
+        row = next(line for line in first if line.startswith("watched "))
+        assert row.split()[1:3] == ["Pending", "0/1"], first
+
+        cluster.patch_podgroup(namespace, "watched", {"spec": {"minMember": 3}})
+        second = frames.next()
+
+        row = next(line for line in second if line.startswith("watched "))
+        assert row.split()[2] == "0/3", second
+        assert second[0].split()[:2] == ["NAME", "STATE"]
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=10)
+    assert code == 0, process.stderr.read() if process.stderr else ""

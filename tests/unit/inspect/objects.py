@@ -16,10 +16,11 @@ tiers:
 """
 
 
-def node(name: str, cpu: str = "2") -> wire.Node:
+def node(name: str, cpu: str = "2", taints: list[dict[str, str]] | None = None) -> wire.Node:
     return wire.from_dict(
         {
             "metadata": {"name": name},
+            "spec": {"taints": taints or []},
             "status": {
                 "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
                 "conditions": [{"type": "Ready", "status": "True"}],
