@@ -33,6 +33,9 @@ NOT_ENOUGH_TASKS = "NotEnoughTasks"
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 QUEUE_SHARE_EXCEEDED = "QueueShareExceeded"
 CLUSTER_FULL = "ClusterCapacityExceeded"
+# A member uses a pod field muster does not honour yet (api/pod_fields.py); also the
+# reason of the Warning event on a pod placed without honouring one.
+FIELD_NOT_HONOURED = "FieldNotHonoured"
 QUEUE_NOT_FOUND = "QueueNotFound"
 QUEUE_NOT_OPEN = "QueueNotOpen"
 QUEUE_NOT_LEAF = "QueueNotLeaf"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from scheduler.api import wire
 from scheduler.api.names import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
+from scheduler.api.pod_fields import Unhonoured, unhonoured
 from scheduler.api.resources import Resource
 
 
@@ -214,6 +215,7 @@ class TaskInfo:
         "scheduler_name",
         "status",
         "uid",
+        "unhonoured",
     )
 
     def __init__(
@@ -235,6 +237,7 @@ class TaskInfo:
         queue_annotation: str = "",
         owner_uid: str = "",
         creation_timestamp: str = "",
+        unhonoured: Unhonoured | None = None,
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -248,7 +251,11 @@ class TaskInfo:
         self.node_name = node_name
         self.status = status
         self.placement = placement if placement is not None else _NO_CONSTRAINTS
-        self.gated = gated
+        # Fields muster does not honour (api/pod_fields.py): a refused pod is never placed,
+        # like a pod with scheduling gates, so `gated` covers both; job_status tells
+        # them apart by `unhonoured.refusals`.
+        self.unhonoured = unhonoured
+        self.gated = gated or bool(unhonoured is not None and unhonoured.refusals)
         self.queue_annotation = queue_annotation
         self.owner_uid = owner_uid
         self.creation_timestamp = creation_timestamp
@@ -279,12 +286,20 @@ class TaskInfo:
             queue_annotation=meta.annotations.get(QUEUE_NAME_ANNOTATION, ""),
             owner_uid=owner,
             creation_timestamp=meta.creation_timestamp or "",
+            unhonoured=unhonoured(spec, pod.unknown_spec_fields),
         )
 
     @property
     def key(self) -> str:
         """namespace/name, as logs and events name a pod."""
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def refusal(self) -> str:
+        """Why muster will not place this pod (the fields it does not honour), or ""."""
+        if self.unhonoured is None or not self.unhonoured.refusals:
+            return ""
+        return "; ".join(self.unhonoured.refusals)
 
     @property
     def best_effort(self) -> bool:
@@ -307,6 +322,7 @@ class TaskInfo:
         twin.status = self.status
         twin.placement = self.placement
         twin.gated = self.gated
+        twin.unhonoured = self.unhonoured
         twin.queue_annotation = self.queue_annotation
         twin.owner_uid = self.owner_uid
         twin.creation_timestamp = self.creation_timestamp

@@ -13,6 +13,9 @@ import msgspec
 
 Quantity = str | int | float
 ResourceList = dict[str, Quantity]
+# The value of a field read only for its presence, when it is absent (an empty Raw is
+# falsy; msgspec skips a Raw field's JSON without parsing it).
+_ABSENT = msgspec.Raw()
 
 
 class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
@@ -115,10 +118,95 @@ class NodeAffinity(_Wire):
     )
 
 
+class LabelSelectorRequirement(_Wire):
+    """A labelSelector.matchExpressions entry."""
+
+    key: str = ""
+    operator: str = ""
+    values: list[str] = msgspec.field(default_factory=list)
+
+
+class LabelSelector(_Wire):
+    """A metav1.LabelSelector (pod affinity terms, topology spread constraints)."""
+
+    match_labels: dict[str, str] = msgspec.field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = msgspec.field(default_factory=list)
+
+
+class PodAffinityTerm(_Wire):
+    """A required pod (anti-)affinity term, or the term of a weighted one."""
+
+    topology_key: str = ""
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = msgspec.field(default_factory=list)
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = msgspec.field(default_factory=list)
+    mismatch_label_keys: list[str] = msgspec.field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(_Wire):
+    """preferredDuringSchedulingIgnoredDuringExecution[] of pod (anti-)affinity."""
+
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(_Wire):
+    """spec.affinity.podAffinity and spec.affinity.podAntiAffinity (same shape)."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = msgspec.field(
+        default_factory=list
+    )
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = (
+        msgspec.field(default_factory=list)
+    )
+
+
 class Affinity(_Wire):
-    """spec.affinity (pod affinity is not read yet)."""
+    """spec.affinity."""
 
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(_Wire):
+    """spec.topologySpreadConstraints[]."""
+
+    max_skew: int = 0
+    topology_key: str = ""
+    # The API requires it; DoNotSchedule is what an omitted value would most safely mean.
+    when_unsatisfiable: str = "DoNotSchedule"
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = msgspec.field(default_factory=list)
+
+
+class ClaimSource(_Wire):
+    """volumes[].persistentVolumeClaim."""
+
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class Volume(_Wire):
+    """spec.volumes[]: only whether it uses a claim (the other sources are not read)."""
+
+    name: str = ""
+    persistent_volume_claim: ClaimSource | None = None
+    # A generic ephemeral volume: its claim is <pod name>-<volume name>; the template is
+    # not read.
+    ephemeral: msgspec.Raw = _ABSENT
+
+
+class PodResourceClaim(_Wire):
+    """spec.resourceClaims[] (DRA)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
 
 
 class SchedulingGate(_Wire):
@@ -143,6 +231,52 @@ class PodSpec(_Wire):
     overhead: ResourceList = msgspec.field(default_factory=dict)
     scheduling_gates: list[SchedulingGate] = msgspec.field(default_factory=list)
     restart_policy: str = "Always"
+    topology_spread_constraints: list[TopologySpreadConstraint] = msgspec.field(
+        default_factory=list
+    )
+    volumes: list[Volume] = msgspec.field(default_factory=list)
+    resource_claims: list[PodResourceClaim] = msgspec.field(default_factory=list)
+    # Pod-level resources (PodLevelResources): read to refuse the pod, not to size it.
+    resources: ResourceRequirements | None = None
+    # Read for their presence only (api/pod_fields.py says what muster does instead).
+    scheduling_group: msgspec.Raw = _ABSENT
+    eviction_responders: msgspec.Raw = _ABSENT
+
+
+class _FullPodSpec(PodSpec, forbid_unknown_fields=True):
+    """A pod spec that names every PodSpec field muster knows (api/pod_fields.py), so
+    decoding fails on a newer field. The fields scheduling does not read are skipped as
+    Raw (not parsed), or decoded as the scalars they are where that is cheaper (a bool or
+    a small int allocates nothing)."""
+
+    active_deadline_seconds: int | None = None
+    automount_service_account_token: bool | None = None
+    dns_config: msgspec.Raw = _ABSENT
+    dns_policy: str | None = None
+    enable_service_links: bool | None = None
+    ephemeral_containers: msgspec.Raw = _ABSENT
+    host_aliases: msgspec.Raw = _ABSENT
+    host_ipc: bool | None = msgspec.field(default=None, name="hostIPC")
+    host_network: bool | None = None
+    host_pid: bool | None = msgspec.field(default=None, name="hostPID")
+    host_users: bool | None = None
+    hostname: str | None = None
+    hostname_override: str | None = None
+    image_pull_secrets: msgspec.Raw = _ABSENT
+    os: msgspec.Raw = _ABSENT
+    readiness_gates: msgspec.Raw = _ABSENT
+    runtime_class_name: str | None = None
+    security_context: msgspec.Raw = _ABSENT
+    service_account: str | None = None
+    service_account_name: str | None = None
+    set_hostname_as_fqdn: msgspec.Raw = msgspec.field(default=_ABSENT, name="setHostnameAsFQDN")
+    share_process_namespace: bool | None = None
+    subdomain: str | None = None
+    termination_grace_period_seconds: int | None = None
+
+
+# The JSON names of every PodSpec field muster knows (api/pod_fields.py lists the same).
+_FULL_SPEC_NAMES = frozenset(_FullPodSpec.__struct_encode_fields__)
 
 
 class Condition(_Wire):
@@ -168,6 +302,21 @@ class Pod(_Wire):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodSpec = msgspec.field(default_factory=PodSpec)
     status: PodStatus = msgspec.field(default_factory=PodStatus)
+    # Spec fields outside api/pod_fields.py's list, found by decode_pod; never read from
+    # JSON (the API server has no such key), hence the name no object can carry.
+    unknown_spec_fields: tuple[str, ...] = msgspec.field(default=(), name="$unknownSpecFields")
+
+
+class _FullPod(Pod):
+    """A Pod decoded through _FullPodSpec."""
+
+    spec: _FullPodSpec = msgspec.field(default_factory=_FullPodSpec)
+
+
+class _SpecKeys(msgspec.Struct):
+    """Only the names of a pod's spec fields (the slow path of decode_pod)."""
+
+    spec: dict[str, msgspec.Raw] = msgspec.field(default_factory=dict)
 
 
 class Taint(_Wire):
@@ -282,6 +431,28 @@ class PriorityClass(_Wire):
 
 
 T = TypeVar("T")
+
+_full_pod = msgspec.json.Decoder(_FullPod)
+_lenient_pod = msgspec.json.Decoder(Pod)
+_spec_keys = msgspec.json.Decoder(_SpecKeys)
+
+
+def decode_pod(data: bytes | msgspec.Raw) -> Pod:
+    """A Pod from JSON, naming in `unknown_spec_fields` any spec field muster does not know.
+
+    The common pod decodes once, strictly; only a pod with a field newer than muster's
+    list pays a second, lenient decode and a look at its spec's keys.
+    """
+    try:
+        return _full_pod.decode(data)
+    except msgspec.ValidationError as strict_error:
+        if "unknown field" not in str(strict_error):
+            raise
+    pod = _lenient_pod.decode(data)
+    pod.unknown_spec_fields = tuple(
+        sorted(key for key in _spec_keys.decode(data).spec if key not in _FULL_SPEC_NAMES)
+    )
+    return pod
 
 
 def from_dict(value: dict[str, Any], kind: type[T]) -> T:

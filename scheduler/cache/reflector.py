@@ -72,6 +72,9 @@ class Kind(Generic[T]):
     key: Callable[[T], str]
     upsert: Callable[[T], None]
     delete: Callable[[str], None]
+    # A decoder of the kind's own (pods: one that names spec fields newer than muster's
+    # list, api/pod_fields.py); None decodes into wire_type.
+    decode: Callable[[msgspec.Raw], T] | None = None
 
 
 class Reflector(Generic[T]):
@@ -99,7 +102,9 @@ class Reflector(Generic[T]):
         self.resource_version = ""
         self._known: set[str] = set()
         self._broken_since: float | None = None
-        self._decoder = msgspec.json.Decoder(kind.wire_type)
+        self._decoder: Callable[[msgspec.Raw], T] = (
+            kind.decode or msgspec.json.Decoder(kind.wire_type).decode
+        )
         self._page_decoder = msgspec.json.Decoder(ObjectList[msgspec.Raw])
         self._event_decoder = msgspec.json.Decoder(_Event)
 
@@ -211,7 +216,7 @@ class Reflector(Generic[T]):
 
     def _decode(self, raw: msgspec.Raw) -> T | None:
         try:
-            item: T = self._decoder.decode(raw)
+            item: T = self._decoder(raw)
         except msgspec.ValidationError as error:
             # The API server's schema let it through, ours does not: skip this one object
             # (the rest of the cluster keeps scheduling) and say which and why.

@@ -68,6 +68,7 @@ def world_kinds(world: World) -> list[Kind[Any]]:
             lambda o: o.metadata.uid,
             world.upsert_pod,
             world.delete_pod,
+            decode=wire.decode_pod,
         ),
     ]
 

@@ -353,6 +353,7 @@ def _same_placement(old: TaskInfo, new: TaskInfo) -> bool:
         and old.request == new.request
         and old.placement == new.placement
         and old.gated == new.gated
+        and old.unhonoured == new.unhonoured
         and old.priority == new.priority
         and old.queue_annotation == new.queue_annotation
     )

@@ -20,6 +20,7 @@ from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import (
     Bind,
     Evict,
+    FieldNotHonoured,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -60,6 +61,8 @@ class StatusSink(Protocol):
     def queues(self, updates: list[QueueStatusUpdate]) -> None: ...
 
     def invalid(self, reports: list[InvalidObjectReport]) -> None: ...
+
+    def field_warnings(self, warnings: list[FieldNotHonoured]) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -139,6 +142,7 @@ class Effects:
         self.writer.pods(result.unschedulable)
         self.writer.queues(result.queues)
         self.writer.invalid(result.invalid)
+        self.writer.field_warnings(result.field_warnings)
 
     @property
     def evictions_in_flight(self) -> frozenset[asyncio.Task[None]]:

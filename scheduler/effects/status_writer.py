@@ -13,9 +13,11 @@ from collections.abc import Coroutine
 from typing import Any
 
 from scheduler.api.names import GROUP, VERSION
+from scheduler.api.reasons import FIELD_NOT_HONOURED
 from scheduler.effects import paths
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import (
+    FieldNotHonoured,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -51,6 +53,8 @@ class StatusWriter:
         self._pending: set[asyncio.Task[None]] = set()
         # Not-honoured warnings already recorded: each goes out once per process.
         self._warned: set[tuple[str, str, str, str]] = set()
+        # Pods already warned that a field of theirs is not honoured (by uid).
+        self._field_warned: set[str] = set()
 
     async def drain(self) -> None:
         """Wait for the writes in flight."""
@@ -123,6 +127,20 @@ class StatusWriter:
                 "Warning",
                 report.reason,
                 report.message,
+            )
+
+    def field_warnings(self, warnings: list[FieldNotHonoured]) -> None:
+        """A Warning event FieldNotHonoured on each pod placed without honouring a field of
+        its spec, once per pod for the life of the process."""
+        for warning in warnings:
+            if warning.uid in self._field_warned:
+                continue
+            self._field_warned.add(warning.uid)
+            self.recorder.record(
+                ObjectRef("Pod", "v1", warning.namespace, warning.name, warning.uid),
+                "Warning",
+                FIELD_NOT_HONOURED,
+                warning.message,
             )
 
     # Internals -------------------------------------------------------------

@@ -72,6 +72,17 @@ class PodUnschedulable:
 
 
 @dataclass(frozen=True, slots=True)
+class FieldNotHonoured:
+    """A pod placed although muster does not honour some of its spec (api/pod_fields.py):
+    a Warning event FieldNotHonoured on it, once per pod."""
+
+    namespace: str
+    name: str
+    uid: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class QueueFigures:
     """What the session's queue policy (proportion or capacity) computed for one queue:
     what it deserves and what its jobs request (the status writer and metrics read them)."""
@@ -117,6 +128,8 @@ class SessionResult:
     unschedulable: list[PodUnschedulable] = field(default_factory=list)
     queues: list[QueueStatusUpdate] = field(default_factory=list)
     invalid: list[InvalidObjectReport] = field(default_factory=list)
+    # Pods bound by this session whose spec uses fields muster placed them without.
+    field_warnings: list[FieldNotHonoured] = field(default_factory=list)
     # Jobs holding pipelined room at the end of the session (the cache keeps them
     # nominated for the next one), and per job tried: whether anything of it was placed.
     nominated: list[str] = field(default_factory=list)

@@ -30,6 +30,7 @@ from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.framework.decisions import (
+    FieldNotHonoured,
     GroupCondition,
     InvalidObjectReport,
     PodGroupStatusUpdate,
@@ -186,6 +187,14 @@ def pod_messages(job: JobInfo) -> list[PodUnschedulable]:
     if job.wait_reason:
         gang_message = gang_unschedulable(len(job.tasks), job.ready_count(), job.wait_message)
     for task in pending:
+        refusal = task.refusal
+        if refusal:
+            messages.append(
+                PodUnschedulable(
+                    task.namespace, task.name, task.uid, job.key, POD_UNSCHEDULABLE, refusal
+                )
+            )
+            continue
         if task.gated:
             messages.append(
                 PodUnschedulable(
@@ -259,12 +268,27 @@ def close_result(
                 f"waiting for PodGroup {orphan.job}, which does not exist",
             )
         )
+    result.field_warnings.extend(field_warnings(snapshot, result))
     result.queues.extend(queue_updates(snapshot, phases, figures))
     result.invalid.extend(
         InvalidObjectReport(error.kind, error.name, str(error)) for error in snapshot.invalid
     )
     result.invalid.extend(queue_warnings(snapshot))
     return result
+
+
+def field_warnings(snapshot: ClusterSnapshot, result: SessionResult) -> list[FieldNotHonoured]:
+    """A warning per pod this session binds whose spec muster does not fully honour: a bind
+    happens once per pod, so the warning does too (never once per cycle)."""
+    warnings = []
+    for bind in result.binds:
+        job = snapshot.jobs.get(bind.job)
+        task = job.tasks.get(bind.uid) if job is not None else None
+        if task is None or task.unhonoured is None or not task.unhonoured.warnings:
+            continue
+        message = "; ".join(task.unhonoured.warnings)
+        warnings.append(FieldNotHonoured(bind.namespace, bind.name, bind.uid, message))
+    return warnings
 
 
 def queue_warnings(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:

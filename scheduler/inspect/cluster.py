@@ -11,7 +11,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -196,14 +196,17 @@ def context_namespace(options: Options) -> str:
     return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
 
 
-async def _list(client: KubeClient, path: str, kind: type[T]) -> list[T]:
-    """Every object of a kind, page by page (as the reflectors list)."""
-    decoder = msgspec.json.Decoder(ObjectList[kind])  # type: ignore[valid-type]
+async def _list(
+    client: KubeClient, path: str, kind: type[T], decode: Callable[[msgspec.Raw], T] | None = None
+) -> list[T]:
+    """Every object of a kind, page by page (as the reflectors list, with the same decoder)."""
+    page_decoder = msgspec.json.Decoder(ObjectList[msgspec.Raw])
+    item_decoder = decode or msgspec.json.Decoder(kind).decode
     items: list[T] = []
     params = {"limit": str(PAGE_SIZE)}
     while True:
-        page = decoder.decode(await client.request("GET", path, params=params))
-        items.extend(page.items)
+        page = page_decoder.decode(await client.request("GET", path, params=params))
+        items.extend(item_decoder(raw) for raw in page.items)
         if not page.metadata.next_page:
             return items
         params = {"limit": str(PAGE_SIZE), "continue": page.metadata.next_page}
@@ -216,7 +219,7 @@ async def list_cluster(client: KubeClient) -> ClusterObjects:
         priority_classes=await _list(client, PRIORITY_CLASSES, wire.PriorityClass),
         queues=await _list(client, QUEUES, wire.Queue),
         podgroups=await _list(client, PODGROUPS, wire.PodGroup),
-        pods=await _list(client, PODS, wire.Pod),
+        pods=await _list(client, PODS, wire.Pod, wire.decode_pod),
     )
 
 

@@ -9,7 +9,7 @@ from scheduler.api.gang_state import (
     short_of_min_member,
 )
 from scheduler.api.job import JobInfo
-from scheduler.api.reasons import NOT_ENOUGH_TASKS
+from scheduler.api.reasons import FIELD_NOT_HONOURED, NOT_ENOUGH_TASKS
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.arguments import NoArguments
 from scheduler.framework.plugin import Plugin, Vote, Waiting
@@ -29,6 +29,12 @@ class GangPlugin(Plugin[NoArguments]):
                 f"PodGroup {job.key} has {len(live)} pods but minMember is {job.min_member}; "
                 f"waiting for {missing} more (or lower minMember)",
             )
+        # A member muster refuses (a field it does not honour) is never placed: the gang
+        # waits, whole, rather than run short or against the field.
+        refused = [t for t in live if t.gated and t.status is TaskStatus.PENDING and t.refusal]
+        if refused and len(live) - len(refused) < job.min_member:
+            first = min(refused, key=lambda t: t.name)
+            return Waiting(FIELD_NOT_HONOURED, f"pod {first.key}: {first.refusal}")
         per_role: dict[str, int] = {}
         for task in live:
             per_role[task.role] = per_role.get(task.role, 0) + 1

@@ -209,6 +209,10 @@ def validate_pod(pod: Obj) -> None:
     for group in ("initContainers", "containers"):
         for index, container in enumerate(spec.get(group) or []):
             errors.extend(_container_errors(f"spec.{group}[{index}]", container))
+    # Imported here: its selector rules live in storage_validation, which imports this module.
+    from scheduler.sim.pod_scheduling_validation import scheduling_field_errors
+
+    errors.extend(scheduling_field_errors(spec))
     if errors:
         raise invalid("", "Pod", name, errors)
 

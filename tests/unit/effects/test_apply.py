@@ -13,6 +13,7 @@ from scheduler.effects.apply import Effects
 from scheduler.framework.decisions import (
     Bind,
     Evict,
+    FieldNotHonoured,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -78,6 +79,9 @@ class FakeWriter:
     def invalid(self, reports: list[InvalidObjectReport]) -> None:
         self.journal.add("writer", "invalid", [r.name for r in reports])
 
+    def field_warnings(self, warnings: list[FieldNotHonoured]) -> None:
+        self.journal.add("writer", "field_warnings", [w.uid for w in warnings])
+
     async def drain(self) -> None:
         self.journal.add("writer", "drain")
 
@@ -130,6 +134,7 @@ def a_result() -> SessionResult:
         unschedulable=[PodUnschedulable("ml", "w", "p1", "ml/wait", "Unschedulable", "full")],
         queues=[QueueStatusUpdate("default", "Open", Resource(), None, {})],
         invalid=[InvalidObjectReport("PodGroup", "ml/bad", "spec.minMember=-1")],
+        field_warnings=[FieldNotHonoured("ml", "pod-b1", "b1", "spec.volumes...")],
     )
 
 
@@ -150,6 +155,7 @@ def test_a_result_reaches_binder_writer_and_evictor_in_order() -> None:
         ("writer", "pods", ["p1"]),
         ("writer", "queues", ["default"]),
         ("writer", "invalid", ["ml/bad"]),
+        ("writer", "field_warnings", ["b1"]),
         # the eviction itself runs in the background, after apply returned
         ("evictor", "evict", "v1"),
     ]
@@ -177,6 +183,7 @@ def test_an_empty_result_still_tells_the_writer_every_list() -> None:
         ("writer", "pods", []),
         ("writer", "queues", []),
         ("writer", "invalid", []),
+        ("writer", "field_warnings", []),
     ]
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from scheduler.effects.recorder import ObjectRef
 from scheduler.effects.status_writer import StatusWriter
-from scheduler.framework.decisions import InvalidObjectReport
+from scheduler.framework.decisions import FieldNotHonoured, InvalidObjectReport
 
 
 class Recorded:
@@ -44,3 +44,18 @@ def test_invalid_object_events_are_left_to_the_recorders_window() -> None:
     status.invalid([report])
     assert [e[2] for e in recorder.events] == ["InvalidObject", "InvalidObject"]
     assert recorder.events[0][0].namespace == "ml"
+
+
+def test_field_not_honoured_warning_goes_out_once_per_pod_with_its_reason() -> None:
+    status, recorder = writer()
+    warning = FieldNotHonoured("ml", "w-0", "uid-w0", "spec.volumes.persistentVolumeClaim: ...")
+    other = FieldNotHonoured("ml", "w-1", "uid-w1", "spec.volumes.persistentVolumeClaim: ...")
+    status.field_warnings([warning])
+    status.field_warnings([warning, other])
+    assert [
+        (ref.name, ref.uid, kind, reason, message) for ref, kind, reason, message in recorder.events
+    ] == [
+        ("w-0", "uid-w0", "Warning", "FieldNotHonoured", warning.message),
+        ("w-1", "uid-w1", "Warning", "FieldNotHonoured", other.message),
+    ]
+    assert all(ref.kind == "Pod" and ref.namespace == "ml" for ref, *_ in recorder.events)

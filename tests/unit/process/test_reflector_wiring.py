@@ -91,3 +91,17 @@ def test_every_reflector_shares_the_one_client() -> None:
     reflectors = world_reflectors(client, world(), Metrics())
     assert len(reflectors) == 5
     assert all(r.client is client for r in reflectors)
+
+
+def test_the_pod_kind_names_spec_fields_newer_than_musters_list() -> None:
+    # A field the API server knows and muster does not reaches the World named, never
+    # dropped without a word (api/pod_fields.py).
+    kind = kinds_by_name(world())["pod"]
+    raw = msgspec.json.encode(
+        {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [], "fancyNewField": 1}}
+    )
+
+    assert kind.decode is not None
+    pod = kind.decode(msgspec.Raw(raw))
+
+    assert pod.unknown_spec_fields == ("fancyNewField",)

@@ -1,0 +1,154 @@
+"""Pods using fields muster does not honour yet, end to end on sim over HTTP: a refused
+pod stays pending and its PodScheduled condition names the field; a warned pod is bound
+and carries one FieldNotHonoured event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import StartScheduler
+from tests.e2e.harness import Cluster, Obj, condition, make_gang, make_pod, wait_for
+
+TERM = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}
+ANTI_AFFINITY_FIELD = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def pod_with(name: str, **spec: Any) -> Obj:
+    pod = make_pod(name, labels={"app": "db"})
+    pod["spec"].update(spec)
+    return pod
+
+
+def pod_scheduled(cluster: Cluster, namespace: str, name: str) -> Obj | None:
+    pod = next(p for p in cluster.pods(namespace) if p["metadata"]["name"] == name)
+    found = condition(pod, "PodScheduled")
+    return found if found and found.get("status") == "False" else None
+
+
+def node_of(cluster: Cluster, namespace: str, name: str) -> str | None:
+    return cluster.placements(namespace).get(name)
+
+
+def field_warnings(cluster: Cluster, namespace: str, name: str) -> list[Obj]:
+    return [
+        e
+        for e in cluster.events(namespace, "Pod", name)
+        if e.get("reason") == "FieldNotHonoured" and e.get("type") == "Warning"
+    ]
+
+
+def stays_pending_naming(
+    cluster: Cluster, namespace: str, name: str, words: str, timeout: float
+) -> Obj:
+    found = wait_for(
+        lambda: pod_scheduled(cluster, namespace, name),
+        timeout=timeout,
+        message=lambda: f"PodScheduled=False on {name}\n{cluster.describe(namespace)}",
+    )
+    assert found["reason"] == "Unschedulable"
+    assert words in found["message"], found["message"]
+    assert node_of(cluster, namespace, name) is None
+    return found
+
+
+@pytest.mark.nodes(2, "4")
+def test_pod_with_required_anti_affinity_is_not_bound_and_its_condition_names_the_field(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    scheduler = start_scheduler(period=0.5)
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}
+    cluster.create_pod(namespace, pod_with("db-0", affinity=affinity))
+    cluster.create_pod(namespace, make_pod("plain"))
+    found = stays_pending_naming(cluster, namespace, "db-0", ANTI_AFFINITY_FIELD, timeout=10)
+    assert "the pod is not placed rather than placed against it" in found["message"]
+    # the scheduler is not stuck: the plain pod beside it was placed
+    wait_for(lambda: node_of(cluster, namespace, "plain"), timeout=10, message="plain bound")
+    scheduler.wait_sessions(scheduler.sessions() + 2)
+    assert node_of(cluster, namespace, "db-0") is None
+
+
+@pytest.mark.nodes(2, "4")
+def test_pod_with_preferred_anti_affinity_is_bound_with_one_field_not_honoured_event(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    scheduler = start_scheduler(period=0.5)
+    preferred = [{"weight": 50, "podAffinityTerm": TERM}]
+    affinity = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    cluster.create_pod(namespace, pod_with("db-0", affinity=affinity))
+    wait_for(lambda: node_of(cluster, namespace, "db-0"), timeout=10, message="db-0 bound")
+    events = wait_for(
+        lambda: field_warnings(cluster, namespace, "db-0"),
+        timeout=10,
+        message="FieldNotHonoured event on db-0",
+    )
+    scheduler.wait_sessions(scheduler.sessions() + 3)
+    events = field_warnings(cluster, namespace, "db-0")
+    assert len(events) == 1 and events[0].get("count", 1) == 1, events
+    message = events[0]["message"]
+    assert "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution" in (
+        message
+    )
+    assert "placed as if the preference were absent" in message
+
+
+@pytest.mark.nodes(2, "4")
+def test_pod_with_resource_claims_stays_pending_saying_muster_does_not_allocate_them(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    start_scheduler(period=0.5)
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
+    cluster.create_pod(namespace, pod_with("dra", resourceClaims=claims))
+    stays_pending_naming(
+        cluster, namespace, "dra", "muster does not allocate resource claims yet", timeout=10
+    )
+
+
+@pytest.mark.nodes(2, "4")
+def test_pod_with_a_claim_volume_is_bound_with_the_volume_warning(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    start_scheduler(period=0.5)
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    cluster.create_pod(namespace, pod_with("stateful", volumes=volumes))
+    wait_for(lambda: node_of(cluster, namespace, "stateful"), timeout=10, message="bound")
+    (event,) = wait_for(
+        lambda: field_warnings(cluster, namespace, "stateful"),
+        timeout=10,
+        message="FieldNotHonoured event on stateful",
+    )
+    assert "spec.volumes.persistentVolumeClaim" in event["message"]
+    assert (
+        "does not check PersistentVolume node affinity or WaitForFirstConsumer"
+        in (event["message"])
+    )
+
+
+@pytest.mark.nodes(3, "4")
+def test_gang_with_one_required_anti_affinity_member_binds_nothing_and_its_podgroup_says_why(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    scheduler = start_scheduler(period=0.5)
+    podgroup, pods = make_gang("db", 3)
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}
+    pods[2]["spec"]["affinity"] = affinity
+    cluster.submit(namespace, podgroup, pods)
+
+    def podgroup_condition() -> Obj | None:
+        found = condition(cluster.podgroup(namespace, "db"), "Unschedulable")
+        return found if found and found.get("status") == "True" else None
+
+    found = wait_for(
+        podgroup_condition,
+        timeout=10,
+        message=lambda: f"Unschedulable condition on podgroup db\n{cluster.describe(namespace)}",
+    )
+    assert found["reason"] == "FieldNotHonoured"
+    assert f"pod {namespace}/db-2" in found["message"]
+    assert ANTI_AFFINITY_FIELD in found["message"]
+    stays_pending_naming(cluster, namespace, "db-2", ANTI_AFFINITY_FIELD, timeout=10)
+    # the members without the field wait for their gang and say so too
+    stays_pending_naming(cluster, namespace, "db-0", ANTI_AFFINITY_FIELD, timeout=10)
+    scheduler.wait_sessions(scheduler.sessions() + 2)
+    assert all(node is None for node in cluster.placements(namespace).values())

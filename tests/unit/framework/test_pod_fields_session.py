@@ -1,0 +1,104 @@
+"""A session with pods that use fields muster does not honour: refused members hold their
+whole gang back with a condition naming the field; warned pods are placed and warned once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from scheduler.api import wire
+from scheduler.api.names import GROUP_NAME_ANNOTATION
+from scheduler.api.snapshot import build_snapshot
+from scheduler.engine import schedule
+from scheduler.framework.decisions import SessionResult
+
+ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}}}
+        ]
+    }
+}
+REQUIRED_FIELD = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+PVC = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+
+
+def pod(name: str, group: str, **spec: Any) -> wire.Pod:
+    body = {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "annotations": {GROUP_NAME_ANNOTATION: group},
+        },
+        "spec": {
+            "schedulerName": "muster",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            **spec,
+        },
+    }
+    return wire.decode_pod(msgspec.json.encode(body))
+
+
+def run(pods: list[wire.Pod], min_member: int) -> SessionResult:
+    nodes = [
+        wire.from_dict(
+            {
+                "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
+                "status": {
+                    "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            },
+            wire.Node,
+        )
+        for i in range(3)
+    ]
+    group = wire.from_dict(
+        {
+            "metadata": {"name": "g", "namespace": "ns", "uid": "g1"},
+            "spec": {"minMember": min_member, "queue": "default"},
+            "status": {"phase": "Inqueue"},
+        },
+        wire.PodGroup,
+    )
+    queue = wire.from_dict({"metadata": {"name": "default", "uid": "q"}}, wire.Queue)
+    snap = build_snapshot(pods=pods, nodes=nodes, podgroups=[group], queues=[queue])
+    return schedule(snap)
+
+
+def test_gang_with_one_required_anti_affinity_member_binds_nothing_and_names_the_field() -> None:
+    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", affinity=ANTI_AFFINITY)], 3)
+    assert result.binds == []
+    (update,) = result.podgroups
+    condition = next(c for c in update.conditions if c.type == "Unschedulable")
+    assert condition.reason == "FieldNotHonoured"
+    assert REQUIRED_FIELD in condition.message and "ns/c" in condition.message
+    messages = {m.name: m for m in result.unschedulable}
+    assert messages["c"].reason == "Unschedulable"
+    assert messages["c"].message.startswith(f"muster does not honour {REQUIRED_FIELD} yet")
+    # the others wait for the gang, and say why
+    assert REQUIRED_FIELD in messages["a"].message
+    assert REQUIRED_FIELD in messages["b"].message
+
+
+def test_a_refused_extra_member_does_not_hold_back_a_gang_that_has_enough() -> None:
+    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", affinity=ANTI_AFFINITY)], 2)
+    assert sorted(b.name for b in result.binds) == ["a", "b"]
+    assert [m.name for m in result.unschedulable] == ["c"]
+    assert REQUIRED_FIELD in result.unschedulable[0].message
+
+
+def test_pod_with_a_claim_is_bound_with_one_warning_naming_the_field() -> None:
+    result = run([pod("a", "g", volumes=PVC), pod("b", "g")], 2)
+    assert sorted(b.name for b in result.binds) == ["a", "b"]
+    (warning,) = result.field_warnings
+    assert (warning.name, warning.uid) == ("a", "uid-a")
+    assert "spec.volumes.persistentVolumeClaim" in warning.message
+
+
+def test_pod_that_is_not_placed_gets_no_placement_warning() -> None:
+    # the gang cannot start (minMember 3, two pods): nothing is bound, nothing is warned
+    result = run([pod("a", "g", volumes=PVC), pod("b", "g")], 3)
+    assert result.binds == [] and result.field_warnings == []
