@@ -100,6 +100,9 @@ def test_pod_with_resource_claims_stays_pending_saying_muster_does_not_allocate_
     start_scheduler(period=0.5)
     claims = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
     cluster.create_pod(namespace, pod_with("dra", resourceClaims=claims))
+    if not cluster.core.read_namespaced_pod("dra", namespace).spec.resource_claims:
+        # An API server older than the field (before 1.26) drops it: the pod has no claims.
+        pytest.skip("this API server does not serve spec.resourceClaims")
     stays_pending_naming(
         cluster, namespace, "dra", "muster does not allocate resource claims yet", timeout=10
     )
