@@ -42,9 +42,6 @@ from scheduler.kube.errors import StatusError, TransportError
 
 T = TypeVar("T")
 
-# What stops a command before it asks the cluster anything: a kubeconfig (or context)
-# that cannot be used, a file that cannot be read.
-SETUP_ERRORS: tuple[type[Exception], ...] = (k8s_config.ConfigException, OSError)
 # Exit codes: 0 the gang runs or would run, 1 it waits, 2 the question has no answer (a
 # scheduler config that does not load, a kubeconfig or cluster that fails, an object that
 # is not muster's), so a script never reads a broken setup as a waiting gang.
@@ -250,21 +247,27 @@ def build_world(
     return world
 
 
+def answer_or_exit(command: str, work: Callable[[], T]) -> T | int:
+    """What `work` returns, or EXIT_NO_ANSWER when the question has no answer: a scheduler
+    config that does not load, a kubeconfig that cannot be used, a cluster that cannot be
+    read (said on stderr in one line, in the command's name)."""
+    try:
+        return work()
+    except (ConfigError, k8s_config.ConfigException, OSError) as error:
+        print(f"muster {command}: {error}", file=sys.stderr)
+    except (StatusError, TransportError) as error:
+        print(f"muster {command}: reading the cluster failed: {error}", file=sys.stderr)
+    return EXIT_NO_ANSWER
+
+
 def observe(options: Options, command: str) -> Observed | int:
     """The World read from the cluster and the scheduler config, or the exit code when
     either cannot be had (the reason is said on stderr, in the command's name). That the
     built-in config stands in for an absent ConfigMap is said on stderr too."""
-    try:
-        configuration, objects = asyncio.run(read_cluster(options))
-    except ConfigError as error:
-        print(f"muster {command}: {error}", file=sys.stderr)
-        return EXIT_NO_ANSWER
-    except SETUP_ERRORS as error:
-        print(f"muster {command}: {error}", file=sys.stderr)
-        return EXIT_NO_ANSWER
-    except (StatusError, TransportError) as error:
-        print(f"muster {command}: reading the cluster failed: {error}", file=sys.stderr)
-        return EXIT_NO_ANSWER
+    read = answer_or_exit(command, lambda: asyncio.run(read_cluster(options)))
+    if isinstance(read, int):
+        return read
+    configuration, objects = read
     notice = fallback_notice(configuration)
     if notice is not None:
         print(f"muster {command}: {notice}", file=sys.stderr)

@@ -13,16 +13,14 @@ from typing import Any
 
 import yaml
 
-from scheduler.api.errors import ConfigError
 from scheduler.api.job import PodGroupPhase
 from scheduler.inspect.cluster import (
-    EXIT_NO_ANSWER,
     PODGROUPS,
     QUEUES,
-    SETUP_ERRORS,
     Observed,
     Options,
     add_cluster_arguments,
+    answer_or_exit,
     build_world,
     connection,
     context_namespace,
@@ -41,7 +39,6 @@ from scheduler.inspect.views import (
     table,
 )
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import StatusError, TransportError
 
 PHASES = [phase.value.lower() for phase in PodGroupPhase]
 
@@ -223,15 +220,6 @@ def watch(args: argparse.Namespace, options: Options) -> int:
     """`muster status --watch`: print the tables, then again on every change, until
     interrupted (exit 0, as kubectl get -w) or the cluster cannot be read (exit 2)."""
     try:
-        return asyncio.run(_watch(args, options))
+        return answer_or_exit("status", lambda: asyncio.run(_watch(args, options)))
     except KeyboardInterrupt:
         return 0
-    except ConfigError as error:
-        print(f"muster status: {error}", file=sys.stderr)
-        return EXIT_NO_ANSWER
-    except SETUP_ERRORS as error:
-        print(f"muster status: {error}", file=sys.stderr)
-        return EXIT_NO_ANSWER
-    except (StatusError, TransportError) as error:
-        print(f"muster status: reading the cluster failed: {error}", file=sys.stderr)
-        return EXIT_NO_ANSWER
