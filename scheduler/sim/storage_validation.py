@@ -315,10 +315,25 @@ def _spec_diff(old: Obj, new: Obj) -> str:
     return "\n".join(lines)
 
 
+class _DefaultingStrategy:
+    """A kind's v1 defaults, applied to every write as decoding applies them."""
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """The v1 defaults."""
+        self._default(obj)
+
+    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
+        """The v1 defaults, as decoding applies them to every write."""
+        self._default(new)
+
+    def _default(self, obj: Obj) -> None:
+        """The kind has no defaults."""
+
+
 # -- PersistentVolumeClaim -----------------------------------------------------
 
 
-class PersistentVolumeClaimStrategy:
+class PersistentVolumeClaimStrategy(_DefaultingStrategy):
     """PVC defaults (volumeMode Filesystem, phase Pending), status reset, spec validation."""
 
     kind = "PersistentVolumeClaim"
@@ -327,10 +342,6 @@ class PersistentVolumeClaimStrategy:
         """Drop a client's status (the strategy's reset) and apply the v1 defaults."""
         obj["status"] = {"phase": "Pending"}
         self._default(obj)
-
-    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
-        """Defaults, as decoding applies them to every write."""
-        self._default(new)
 
     def _default(self, obj: Obj) -> None:
         spec = obj.get("spec")
@@ -458,7 +469,7 @@ def _data_source_errors(source: Obj, path: str) -> list[FieldError]:
 # -- PersistentVolume ----------------------------------------------------------
 
 
-class PersistentVolumeStrategy:
+class PersistentVolumeStrategy(_DefaultingStrategy):
     """PV defaults (reclaim Retain, volumeMode Filesystem), status reset and phase stamps, spec
     validation (one volume source, capacity, access modes, node affinity) and immutability."""
 
@@ -644,19 +655,11 @@ def csi_driver_name_errors(name: str, path: str) -> list[FieldError]:
 # -- StorageClass --------------------------------------------------------------
 
 
-class StorageClassStrategy:
+class StorageClassStrategy(_DefaultingStrategy):
     """StorageClass defaults (reclaimPolicy Delete, volumeBindingMode Immediate) and its rules:
     provisioner required, parameters, policies and binding mode immutable."""
 
     kind = "StorageClass"
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        """The v1 defaults."""
-        self._default(obj)
-
-    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
-        """The v1 defaults, as decoding applies them to every write."""
-        self._default(new)
 
     def _default(self, obj: Obj) -> None:
         obj.setdefault("reclaimPolicy", "Delete")
@@ -741,16 +744,10 @@ def allowed_topologies_errors(topologies: Any, path: str) -> list[FieldError]:
 # -- CSINode and CSIDriver -----------------------------------------------------
 
 
-class CSINodeStrategy:
+class CSINodeStrategy(_DefaultingStrategy):
     """CSINode: each driver's name, nodeID and allocatable.count; existing drivers immutable."""
 
     kind = "CSINode"
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        """CSINode has no defaults."""
-
-    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
-        """CSINode has no defaults."""
 
     def _errors(self, obj: Obj) -> list[FieldError]:
         errors: list[FieldError] = []
@@ -810,19 +807,11 @@ _CSI_DRIVER_IMMUTABLE = (
 )
 
 
-class CSIDriverStrategy:
+class CSIDriverStrategy(_DefaultingStrategy):
     """CSIDriver defaults (attachRequired true, fsGroupPolicy ReadWriteOnceWithFSType, ...),
     its enumerations, and the fields that never change."""
 
     kind = "CSIDriver"
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        """The v1 defaults."""
-        self._default(obj)
-
-    def prepare_for_update(self, old: Obj, new: Obj, subresource: str | None) -> None:
-        """The v1 defaults, as decoding applies them to every write."""
-        self._default(new)
 
     def _default(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
