@@ -315,8 +315,23 @@ def _spec_diff(old: Obj, new: Obj) -> str:
     return "\n".join(lines)
 
 
-class _DefaultingStrategy:
-    """A kind's v1 defaults, applied to every write as decoding applies them."""
+class _Strategy:
+    """A kind's v1 defaults, applied to every write as decoding applies them, and its
+    validation: a write with field errors is refused with one 422 listing them all."""
+
+    group = ""
+    kind = ""
+
+    def validate_create(self, obj: Obj) -> None:
+        """422 listing every field error of a new object."""
+        self._refuse(obj, self._errors(obj))
+
+    def _errors(self, obj: Obj) -> list[FieldError]:
+        return []
+
+    def _refuse(self, obj: Obj, errors: list[FieldError]) -> None:
+        if errors:
+            raise invalid(self.group, self.kind, str(obj["metadata"].get("name", "")), errors)
 
     def prepare_for_create(self, obj: Obj) -> None:
         """The v1 defaults."""
@@ -333,7 +348,7 @@ class _DefaultingStrategy:
 # -- PersistentVolumeClaim -----------------------------------------------------
 
 
-class PersistentVolumeClaimStrategy(_DefaultingStrategy):
+class PersistentVolumeClaimStrategy(_Strategy):
     """PVC defaults (volumeMode Filesystem, phase Pending), status reset, spec validation."""
 
     kind = "PersistentVolumeClaim"
@@ -351,7 +366,7 @@ class PersistentVolumeClaimStrategy(_DefaultingStrategy):
         if isinstance(status, dict) and not status.get("phase"):
             status["phase"] = "Pending"
 
-    def _spec_errors(self, obj: Obj) -> list[FieldError]:
+    def _errors(self, obj: Obj) -> list[FieldError]:
         spec = obj.get("spec") or {}
         errors = _access_mode_errors(
             spec.get("accessModes"), "spec.accessModes", "at least 1 access mode is required"
@@ -376,15 +391,9 @@ class PersistentVolumeClaimStrategy(_DefaultingStrategy):
                 errors.extend(_data_source_errors(source, f"spec.{field_name}"))
         return errors
 
-    def validate_create(self, obj: Obj) -> None:
-        """422 listing every field error of a new claim."""
-        errors = self._spec_errors(obj)
-        if errors:
-            raise invalid("", self.kind, str(obj["metadata"].get("name", "")), errors)
-
     def validate_update(self, old: Obj, new: Obj) -> None:
         """422 unless only what the real strategy lets change changed."""
-        errors = self._spec_errors(new)
+        errors = self._errors(new)
         old_spec = dict(old.get("spec") or {})
         new_spec = dict(new.get("spec") or {})
         if not old_spec.get("volumeName"):
@@ -434,8 +443,7 @@ class PersistentVolumeClaimStrategy(_DefaultingStrategy):
         new_mode = (new.get("spec") or {}).get("volumeMode")
         if old_mode != new_mode:
             errors.append(_immutable("volumeMode", new_mode))
-        if errors:
-            raise invalid("", self.kind, str(old["metadata"].get("name", "")), errors)
+        self._refuse(old, errors)
 
 
 def _with_storage(resources: Any, storage: Any) -> Obj:
@@ -469,7 +477,7 @@ def _data_source_errors(source: Obj, path: str) -> list[FieldError]:
 # -- PersistentVolume ----------------------------------------------------------
 
 
-class PersistentVolumeStrategy(_DefaultingStrategy):
+class PersistentVolumeStrategy(_Strategy):
     """PV defaults (reclaim Retain, volumeMode Filesystem), status reset and phase stamps, spec
     validation (one volume source, capacity, access modes, node affinity) and immutability."""
 
@@ -498,7 +506,7 @@ class PersistentVolumeStrategy(_DefaultingStrategy):
         if isinstance(status, dict) and not status.get("phase"):
             status["phase"] = "Pending"
 
-    def _spec_errors(self, obj: Obj) -> list[FieldError]:
+    def _errors(self, obj: Obj) -> list[FieldError]:
         spec = obj.get("spec") or {}
         errors = _access_mode_errors(spec.get("accessModes"), "spec.accessModes", "")
         capacity = spec.get("capacity") or {}
@@ -556,16 +564,10 @@ class PersistentVolumeStrategy(_DefaultingStrategy):
             errors.append(_not_supported("spec.volumeMode", mode, VOLUME_MODES))
         return errors
 
-    def validate_create(self, obj: Obj) -> None:
-        """422 listing every field error of a new volume."""
-        errors = self._spec_errors(obj)
-        if errors:
-            raise invalid("", self.kind, str(obj["metadata"].get("name", "")), errors)
-
     def validate_update(self, old: Obj, new: Obj) -> None:
         """422 for field errors, a changed volume source or volumeMode, or a changed
         nodeAffinity once one was set."""
-        errors = self._spec_errors(new)
+        errors = self._errors(new)
         old_spec = old.get("spec") or {}
         new_spec = new.get("spec") or {}
         old_source = {k: old_spec.get(k) for k in PV_SOURCES if old_spec.get(k) is not None}
@@ -594,8 +596,7 @@ class PersistentVolumeStrategy(_DefaultingStrategy):
             "nodeAffinity"
         ) != new_spec.get("nodeAffinity"):
             errors.append(_immutable("nodeAffinity", new_spec.get("nodeAffinity")))
-        if errors:
-            raise invalid("", self.kind, str(old["metadata"].get("name", "")), errors)
+        self._refuse(old, errors)
 
 
 def _source_errors(name: str, source: Any, has_affinity: bool) -> list[FieldError]:
@@ -655,10 +656,11 @@ def csi_driver_name_errors(name: str, path: str) -> list[FieldError]:
 # -- StorageClass --------------------------------------------------------------
 
 
-class StorageClassStrategy(_DefaultingStrategy):
+class StorageClassStrategy(_Strategy):
     """StorageClass defaults (reclaimPolicy Delete, volumeBindingMode Immediate) and its rules:
     provisioner required, parameters, policies and binding mode immutable."""
 
+    group = STORAGE_GROUP
     kind = "StorageClass"
 
     def _default(self, obj: Obj) -> None:
@@ -694,12 +696,6 @@ class StorageClassStrategy(_DefaultingStrategy):
         errors.extend(allowed_topologies_errors(obj.get("allowedTopologies"), "allowedTopologies"))
         return errors
 
-    def validate_create(self, obj: Obj) -> None:
-        """422 listing every field error of a new class."""
-        errors = self._errors(obj)
-        if errors:
-            raise invalid(STORAGE_GROUP, self.kind, str(obj["metadata"].get("name", "")), errors)
-
     def validate_update(self, old: Obj, new: Obj) -> None:
         """422: parameters, provisioner, reclaimPolicy and volumeBindingMode never change."""
         errors: list[FieldError] = []
@@ -711,8 +707,7 @@ class StorageClassStrategy(_DefaultingStrategy):
             errors.append(_forbidden("reclaimPolicy", "updates to reclaimPolicy are forbidden."))
         if old.get("volumeBindingMode") != new.get("volumeBindingMode"):
             errors.append(_immutable("volumeBindingMode", new.get("volumeBindingMode")))
-        if errors:
-            raise invalid(STORAGE_GROUP, self.kind, str(old["metadata"].get("name", "")), errors)
+        self._refuse(old, errors)
 
 
 def allowed_topologies_errors(topologies: Any, path: str) -> list[FieldError]:
@@ -744,9 +739,10 @@ def allowed_topologies_errors(topologies: Any, path: str) -> list[FieldError]:
 # -- CSINode and CSIDriver -----------------------------------------------------
 
 
-class CSINodeStrategy(_DefaultingStrategy):
+class CSINodeStrategy(_Strategy):
     """CSINode: each driver's name, nodeID and allocatable.count; existing drivers immutable."""
 
+    group = STORAGE_GROUP
     kind = "CSINode"
 
     def _errors(self, obj: Obj) -> list[FieldError]:
@@ -779,12 +775,6 @@ class CSINodeStrategy(_DefaultingStrategy):
                 errors.extend(qualified_name_errors(str(key), at))
         return errors
 
-    def validate_create(self, obj: Obj) -> None:
-        """422 listing every field error of a new CSINode."""
-        errors = self._errors(obj)
-        if errors:
-            raise invalid(STORAGE_GROUP, self.kind, str(obj["metadata"].get("name", "")), errors)
-
     def validate_update(self, old: Obj, new: Obj) -> None:
         """422 for field errors or a changed entry of an existing driver."""
         errors = self._errors(new)
@@ -793,8 +783,7 @@ class CSINodeStrategy(_DefaultingStrategy):
             before = old_drivers.get(driver.get("name"))
             if before is not None and before != driver:
                 errors.append(_immutable("CSINodeDriver", driver))
-        if errors:
-            raise invalid(STORAGE_GROUP, self.kind, str(old["metadata"].get("name", "")), errors)
+        self._refuse(old, errors)
 
 
 _FS_GROUP_POLICIES = ("File", "None", "ReadWriteOnceWithFSType")
@@ -807,10 +796,11 @@ _CSI_DRIVER_IMMUTABLE = (
 )
 
 
-class CSIDriverStrategy(_DefaultingStrategy):
+class CSIDriverStrategy(_Strategy):
     """CSIDriver defaults (attachRequired true, fsGroupPolicy ReadWriteOnceWithFSType, ...),
     its enumerations, and the fields that never change."""
 
+    group = STORAGE_GROUP
     kind = "CSIDriver"
 
     def _default(self, obj: Obj) -> None:
@@ -862,12 +852,6 @@ class CSIDriverStrategy(_DefaultingStrategy):
                 )
         return errors
 
-    def validate_create(self, obj: Obj) -> None:
-        """422 listing every field error of a new CSIDriver."""
-        errors = self._errors(obj)
-        if errors:
-            raise invalid(STORAGE_GROUP, self.kind, str(obj["metadata"].get("name", "")), errors)
-
     def validate_update(self, old: Obj, new: Obj) -> None:
         """422 for field errors or a change to an immutable spec field."""
         errors = self._errors(new)
@@ -875,5 +859,4 @@ class CSIDriverStrategy(_DefaultingStrategy):
         for key, path in _CSI_DRIVER_IMMUTABLE:
             if old_spec.get(key) != new_spec.get(key):
                 errors.append(_immutable(path, new_spec.get(key)))
-        if errors:
-            raise invalid(STORAGE_GROUP, self.kind, str(old["metadata"].get("name", "")), errors)
+        self._refuse(old, errors)
