@@ -153,3 +153,44 @@ def test_unusable_podgroups_do_not_stop_the_ones_after_them_being_admitted() -> 
     assert result.admitted == [fine.key]
     reasons = {u.name: u.conditions[0].reason for u in result.podgroups if u.conditions}
     assert reasons["broken"] == "InvalidPodGroup" and reasons["lost"] == "QueueNotFound"
+
+
+def test_every_unstarted_gang_of_a_closed_queue_is_released_and_told_how_to_move_on() -> None:
+    shut = queue("shut", state=QueueState.CLOSED)
+    started = gang("a-started", 2, queue="shut", statuses=[TaskStatus.RUNNING], on=["n1"])
+    stuck = [gang(f"b-stuck-{i}", 2, min_resources=resources(cpu=1), queue="shut") for i in (0, 1)]
+
+    result = schedule(snapshot([node("n1", cpu=4)], [started, *stuck], [shut]), ENQUEUE_ONLY)
+
+    phases = {u.name: u.phase for u in result.podgroups}
+    assert phases == {
+        "a-started": PodGroupPhase.INQUEUE,
+        "b-stuck-0": PodGroupPhase.PENDING,
+        "b-stuck-1": PodGroupPhase.PENDING,
+    }
+    message = next(
+        c.message
+        for u in result.podgroups
+        if u.name == "b-stuck-1"
+        for c in u.conditions
+        if c.reason == "QueueNotOpen"
+    )
+    assert message == (
+        "2/2 tasks in gang unschedulable: "
+        "queue 'shut' is Closed: the admitted gang cannot start there, so it returned to "
+        "Pending and released its reservation; it is admitted again when the queue reopens, "
+        "or move it to an Open queue (spec.queue)"
+    )
+
+
+def test_a_gang_short_of_two_resources_names_both_and_when_it_is_admitted() -> None:
+    job = gang("huge", 2, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=100, gpu=4))
+
+    result = schedule(snapshot([node("n1", cpu=4)], [job]), ENQUEUE_ONLY)
+
+    (update,) = result.podgroups
+    assert update.conditions[0].message == (
+        "2/2 tasks in gang unschedulable: "
+        "the cluster cannot hold minResources now (short of cpu, nvidia.com/gpu); "
+        "it is admitted when running jobs release resources"
+    )

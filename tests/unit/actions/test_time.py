@@ -247,3 +247,21 @@ def test_gang_sent_back_is_admitted_again_exactly_inqueue_timeout_seconds_later(
     snap.timed_out_at = {late.key: NOW - 60}
     result = schedule(snap, timeout_config(seconds=60))
     assert result.admitted == [late.key]
+
+
+def test_every_admission_that_ran_out_expires_not_only_the_first_and_says_what_happened() -> None:
+    started = gang("a-started", 2, statuses=[TaskStatus.RUNNING], on=["n0"])
+    late = [gang(f"b-late-{i}", 8, min_resources=resources(cpu=8)) for i in range(2)]
+    snap = snapshot([node("n0", cpu=4)], [started, *late])
+    snap.now = NOW
+    snap.admitted_at = {job.key: NOW - 2 for job in (started, *late)}
+
+    result = schedule(snap, timeout_config(seconds=1))
+
+    assert sorted(result.dequeued) == sorted(job.key for job in late)
+    for update in (u for u in result.podgroups if u.name.startswith("b-late")):
+        message = {c.reason: c.message for c in update.conditions}["InqueueTimeout"]
+        assert message == (
+            "the gang could not start within 1s of being admitted; it returned to Pending "
+            "and released its reservation of minResources"
+        )
