@@ -1,10 +1,16 @@
 """One full scheduling session over a synthetic backlog: how long, and how it grows.
 
     python bench/session_bench.py [--pods 10000] [--nodes 1000] [--gang 8] [--repeat 3]
+                                  [--mixed 0.2]
 
 Prints the session time (snapshot clone + every action + status computation)
 at the given size, at 2x pods and at 2x nodes. Target (docs/design.md): 10,000
 pending pods in gangs of 8 on 1,000 nodes in at most 200 ms.
+
+With --mixed F, it also times the same backlog where a fraction F of the gangs use
+pod-to-pod constraints (half required anti-affinity to their own gang on hostname,
+half DoNotSchedule zone spread with maxSkew 1), and prints its ratio to the plain
+session of the same run. Target (issue 13): at most 1.5x.
 """
 
 from __future__ import annotations
@@ -13,23 +19,44 @@ import argparse
 import statistics
 import time
 
+from scheduler.api import wire
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import TaskInfo
+from scheduler.api.task import TaskInfo, topology_spec
 from scheduler.engine import default_config, schedule
 
 GIB = 2**30
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+ZONES = 10
 
 
-def build(pods: int, nodes: int, gang: int) -> ClusterSnapshot:
-    """Nodes of 32 cpu / 128Gi; gangs of 1-cpu / 2Gi pods over two queues, all pending."""
+def _constraints(group: int, name: str) -> dict[str, object]:
+    """A pod spec fragment: anti-affinity to the gang on hostname, or zone spread."""
+    selector = {"matchLabels": {"gang": name}}
+    if group % 2:
+        term = {"topologyKey": HOST, "labelSelector": selector}
+        return {
+            "affinity": {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            }
+        }
+    spread = {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}
+    return {"topologySpreadConstraints": [{**spread, "labelSelector": selector}]}
+
+
+def build(pods: int, nodes: int, gang: int, mixed: float = 0.0) -> ClusterSnapshot:
+    """Nodes of 32 cpu / 128Gi in ZONES zones; gangs of 1-cpu / 2Gi pods over two queues,
+    all pending; a `mixed` fraction of the gangs with pod-to-pod constraints."""
     snapshot = ClusterSnapshot()
     for index in range(nodes):
         name = f"node-{index:05d}"
-        snapshot.nodes[name] = NodeInfo(name, Resource(32_000, 128 * GIB))
+        labels = {HOST: name, ZONE: f"zone-{index % ZONES}"}
+        snapshot.nodes[name] = NodeInfo(name, Resource(32_000, 128 * GIB), labels=labels)
+    every = round(1 / mixed) if mixed > 0 else 0
     for name, weight in (("default", 1), ("team-a", 3)):
         snapshot.queues[name] = QueueInfo(name, weight=weight)
     for group in range(pods // gang):
@@ -44,6 +71,11 @@ def build(pods: int, nodes: int, gang: int) -> ClusterSnapshot:
             phase=PodGroupPhase.PENDING,
             creation_timestamp=f"2026-01-01T00:{group // 60 % 60:02d}:{group % 60:02d}Z",
         )
+        labels = {"gang": job.name}
+        topology = None
+        if every and group % every == 0:
+            spec = wire.from_dict(_constraints(group // every, job.name), wire.PodSpec)
+            topology = topology_spec(spec, "bench", labels)
         for member in range(gang):
             job.add_task(
                 TaskInfo(
@@ -53,15 +85,17 @@ def build(pods: int, nodes: int, gang: int) -> ClusterSnapshot:
                     request=Resource(1000, 2 * GIB),
                     job=job.key,
                     scheduler_name="muster",
+                    labels=labels,
+                    topology=topology,
                 )
             )
         snapshot.jobs[job.key] = job
     return snapshot
 
 
-def measure(pods: int, nodes: int, gang: int, repeat: int) -> tuple[float, int]:
+def measure(pods: int, nodes: int, gang: int, repeat: int, mixed: float = 0.0) -> tuple[float, int]:
     """Median session seconds and pods bound, over `repeat` sessions on fresh clones."""
-    snapshot = build(pods, nodes, gang)
+    snapshot = build(pods, nodes, gang, mixed)
     config = default_config()
     times = []
     bound = 0
@@ -79,7 +113,22 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1_000)
     parser.add_argument("--gang", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--mixed", type=float, default=0.0, help="fraction of gangs with affinity or spread"
+    )
     args = parser.parse_args()
+    if args.mixed > 0:
+        plain, plain_bound = measure(args.pods, args.nodes, args.gang, args.repeat)
+        mixed, mixed_bound = measure(args.pods, args.nodes, args.gang, args.repeat, args.mixed)
+        print(f"{'workload':>10} {'pods':>8} {'nodes':>6} {'bound':>7} {'session ms':>11}")
+        print(
+            f"{'plain':>10} {args.pods:>8} {args.nodes:>6} {plain_bound:>7} {plain * 1000:>11.1f}"
+        )
+        print(
+            f"{'mixed':>10} {args.pods:>8} {args.nodes:>6} {mixed_bound:>7} {mixed * 1000:>11.1f}"
+        )
+        print(f"mixed / plain: {mixed / plain:.2f}x (target at most 1.5x)")
+        return
     print(f"{'pods':>8} {'nodes':>6} {'gang':>5} {'bound':>7} {'session ms':>11}")
     for pods, nodes in (
         (args.pods, args.nodes),

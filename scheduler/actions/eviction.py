@@ -158,6 +158,11 @@ class GangEvictor:
                         self.statement.evict(victim, self.reason(task))
                         self.evicted += 1
                 node = choice.node
+                # The victims are gone from the session's view now: the pod must pass every
+                # dynamic filter there too (pod affinity, spread, volumes), as allocate's
+                # placements do, or nothing of the gang is evicted.
+                if not session.fits(task, node).ok:
+                    return False
             if not session.allocatable(queue, task):
                 return False
             # Pipelined even where there is idle room: nothing of the gang binds until
@@ -174,7 +179,7 @@ class GangEvictor:
         best: NodeInfo | None = None
         best_score = 0.0
         for node in self._admitted_nodes(task):
-            if not self._fits_after(task, node, []):
+            if not self._fits_after(task, node, []) or not self.session.fits(task, node).ok:
                 continue
             score = self.session.score(task, node)
             if best is None or score > best_score:

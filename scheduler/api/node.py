@@ -41,9 +41,11 @@ class NodeInfo:
         "max_pods",
         "name",
         "pipelined",
+        "pipelined_pods",
         "pod_count",
         "ready",
         "releasing",
+        "releasing_pods",
         "taints",
         "tasks",
         "unschedulable",
@@ -75,6 +77,9 @@ class NodeInfo:
         self.releasing = Resource()
         self.pipelined = Resource()
         self.pod_count = 0
+        # Of pod_count, the pods going away; and the pods promised their room (not counted).
+        self.releasing_pods = 0
+        self.pipelined_pods = 0
         self.tasks: dict[str, TaskInfo] = {}
         self.used_ports: list[HostPort] = []
         # Bumped on every change of accounting; lets callers cache per-node results.
@@ -104,15 +109,21 @@ class NodeInfo:
         """What will be free once releasing pods go, less what is already promised."""
         return self.idle.clone().add(self.releasing).sub(self.pipelined)
 
+    def future_pod_count(self) -> int:
+        """Pods the node holds once releasing pods go and pipelined ones arrive."""
+        return self.pod_count - self.releasing_pods + self.pipelined_pods
+
     def add_task(self, task: TaskInfo) -> None:
         """Account for a task placed here (its status decides which figures move)."""
         request = task.request
         status = task.status
         if status is TaskStatus.PIPELINED:
             self.pipelined.add(request)
+            self.pipelined_pods += 1
         else:
             if status is TaskStatus.RELEASING:
                 self.releasing.add(request)
+                self.releasing_pods += 1
             self.used.add(request)
             self.idle.sub(request)
             self.pod_count += 1
@@ -131,9 +142,11 @@ class NodeInfo:
         status = stored.status
         if status is TaskStatus.PIPELINED:
             self.pipelined.sub(request)
+            self.pipelined_pods -= 1
         else:
             if status is TaskStatus.RELEASING:
                 self.releasing.sub(request)
+                self.releasing_pods -= 1
             self.used.sub(request)
             self.idle.add(request)
             self.pod_count -= 1
@@ -156,6 +169,8 @@ class NodeInfo:
         twin.releasing = self.releasing.clone()
         twin.pipelined = self.pipelined.clone()
         twin.pod_count = self.pod_count
+        twin.releasing_pods = self.releasing_pods
+        twin.pipelined_pods = self.pipelined_pods
         twin.tasks = dict(self.tasks)
         twin.used_ports = list(self.used_ports)
         twin.version = self.version

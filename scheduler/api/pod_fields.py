@@ -34,11 +34,6 @@ class FieldRule:
 
 _NOT_PLACED = "the pod is not placed rather than placed against it"
 _AS_IF_ABSENT = "the pod is placed as if the field were absent"
-_PREFERENCE = "the pod is placed as if the preference were absent (no pod affinity scoring)"
-_VOLUMES = (
-    "muster does not check PersistentVolume node affinity or WaitForFirstConsumer binding "
-    "yet: the pod is placed as if it had no claims"
-)
 _CLAIMS = (
     "muster does not allocate resource claims yet: the pod is not placed rather than "
     "bound with its claims unallocated"
@@ -56,7 +51,7 @@ _IRRELEVANT = Verdict.NOT_RELEVANT
 # Keys are field paths; a path with "=value" names the field when it holds that value.
 POD_FIELDS: dict[str, FieldRule] = {
     # Honoured: what kube-scheduler's default plugins read and muster does too.
-    "spec.affinity": FieldRule(_HONOURED, "nodeAffinity only; pod (anti-)affinity below"),
+    "spec.affinity": FieldRule(_HONOURED, "nodeAffinity, and pod (anti-)affinity below"),
     "spec.affinity.nodeAffinity": FieldRule(
         _HONOURED, "required terms filter, preferred terms score"
     ),
@@ -100,20 +95,38 @@ POD_FIELDS: dict[str, FieldRule] = {
     "spec.subdomain": FieldRule(_IRRELEVANT),
     "spec.terminationGracePeriodSeconds": FieldRule(_IRRELEVANT),
     "spec.volumes": FieldRule(_IRRELEVANT, "sources other than claims; claims below"),
+    # Claims: kube-scheduler's VolumeBinding and VolumeZone (plugins/volumebinding.py).
+    "spec.volumes.persistentVolumeClaim": FieldRule(
+        _HONOURED,
+        "VolumeBinding (bound volumes' node affinity; WaitForFirstConsumer claims to a node "
+        "with a matching volume, which PreBind binds by claimRef, or that its class may "
+        "provision on, which PreBind marks with selected-node), VolumeZone, "
+        "VolumeRestrictions (ReadWriteOncePod) and NodeVolumeLimits (CSINode counts)",
+    ),
+    "spec.volumes.ephemeral": FieldRule(
+        _HONOURED, "its claim <pod>-<volume>, as persistentVolumeClaim volumes"
+    ),
+    # Pod-to-pod: kube-scheduler's InterPodAffinity and PodTopologySpread
+    # (plugins/interpodaffinity.py, plugins/podtopologyspread.py); gang members placed in
+    # one session count for each other.
+    f"{_POD_AFFINITY}.{_REQUIRED}": FieldRule(
+        _HONOURED, "InterPodAffinity filter (namespaces, namespaceSelector, matchLabelKeys)"
+    ),
+    f"{_POD_ANTI_AFFINITY}.{_REQUIRED}": FieldRule(
+        _HONOURED, "InterPodAffinity filter, both ways (placed pods' terms keep pods away)"
+    ),
+    f"{_POD_AFFINITY}.{_PREFERRED}": FieldRule(_HONOURED, "InterPodAffinity score"),
+    f"{_POD_ANTI_AFFINITY}.{_PREFERRED}": FieldRule(_HONOURED, "InterPodAffinity score"),
+    f"{_SPREAD}.whenUnsatisfiable=DoNotSchedule": FieldRule(
+        _HONOURED,
+        "PodTopologySpread filter (maxSkew, minDomains, nodeAffinityPolicy, nodeTaintsPolicy, "
+        "matchLabelKeys)",
+    ),
+    f"{_SPREAD}.whenUnsatisfiable=ScheduleAnyway": FieldRule(_HONOURED, "PodTopologySpread score"),
     # Not honoured yet: refused.
-    f"{_POD_AFFINITY}.{_REQUIRED}": FieldRule(Verdict.REFUSED, _NOT_PLACED),
-    f"{_POD_ANTI_AFFINITY}.{_REQUIRED}": FieldRule(Verdict.REFUSED, _NOT_PLACED),
-    f"{_SPREAD}.whenUnsatisfiable=DoNotSchedule": FieldRule(Verdict.REFUSED, _NOT_PLACED),
     "spec.resourceClaims": FieldRule(Verdict.REFUSED, _CLAIMS),
     "spec.resources": FieldRule(Verdict.REFUSED, _NOT_PLACED),
     # Not honoured yet: placed with a warning.
-    f"{_POD_AFFINITY}.{_PREFERRED}": FieldRule(Verdict.WARNED, _PREFERENCE),
-    f"{_POD_ANTI_AFFINITY}.{_PREFERRED}": FieldRule(Verdict.WARNED, _PREFERENCE),
-    f"{_SPREAD}.whenUnsatisfiable=ScheduleAnyway": FieldRule(
-        Verdict.WARNED, "the pod is placed without spreading (no topology spread scoring)"
-    ),
-    "spec.volumes.persistentVolumeClaim": FieldRule(Verdict.WARNED, _VOLUMES),
-    "spec.volumes.ephemeral": FieldRule(Verdict.WARNED, _VOLUMES),
     "spec.schedulingGroup": FieldRule(
         Verdict.WARNED,
         "the pod is placed as if the field were absent: muster gangs pods by their "
@@ -182,11 +195,7 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
         or spec.eviction_responders
         or unknown
     ):
-        for volume in spec.volumes:
-            if volume.persistent_volume_claim is not None or volume.ephemeral:
-                break
-        else:
-            return None  # the common pod: nothing below applies
+        return None  # the common pod: nothing below applies
     paths: list[str] = []
     if affinity is not None:
         for prefix, terms in (
@@ -201,13 +210,8 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
                 paths.append(f"{prefix}.{_PREFERRED}")
     for when in sorted({c.when_unsatisfiable for c in spec.topology_spread_constraints}):
         path = f"{_SPREAD}.whenUnsatisfiable={when}"
-        # An unknown value (the API refuses it today) is not ignored either: refused.
+        # An unknown value (the API refuses it today) is not ignored either: it filters.
         paths.append(path if path in POD_FIELDS else f"{_SPREAD}.whenUnsatisfiable=DoNotSchedule")
-    for volume in spec.volumes:
-        if volume.persistent_volume_claim is not None:
-            paths.append("spec.volumes.persistentVolumeClaim")
-        if volume.ephemeral:
-            paths.append("spec.volumes.ephemeral")
     if spec.resource_claims:
         paths.append("spec.resourceClaims")
     if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
@@ -221,4 +225,7 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
     unique = list(dict.fromkeys(paths))
     refusals = tuple(message(p) for p in unique if POD_FIELDS[p].verdict is Verdict.REFUSED)
     warnings = tuple(message(p) for p in unique if POD_FIELDS[p].verdict is Verdict.WARNED)
-    return Unhonoured(refusals, warnings + tuple(unknown_field_message(n) for n in unknown))
+    warnings += tuple(unknown_field_message(n) for n in unknown)
+    if not refusals and not warnings:
+        return None  # only honoured fields (pod affinity, spread)
+    return Unhonoured(refusals, warnings)

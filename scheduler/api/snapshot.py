@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
@@ -32,6 +34,24 @@ class PlacementFailures:
     last: float
 
 
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class StorageView:
+    """The storage objects VolumeBinding and its kin read: claims by "namespace/name",
+    volumes, classes and CSINodes by name. Read-only in sessions (clones share it)."""
+
+    claims: Mapping[str, wire.PersistentVolumeClaim] = field(default_factory=_empty)
+    volumes: Mapping[str, wire.PersistentVolume] = field(default_factory=_empty)
+    classes: Mapping[str, wire.StorageClass] = field(default_factory=_empty)
+    csinodes: Mapping[str, wire.CSINode] = field(default_factory=_empty)
+
+
+NO_STORAGE = StorageView()
+
+
 @dataclass(slots=True)
 class ClusterSnapshot:
     """Nodes, jobs and queues as one session sees them; the session mutates its own copy."""
@@ -56,6 +76,11 @@ class ClusterSnapshot:
     # back to Pending for not starting in time. Read-only in sessions (shared by clones).
     admitted_at: dict[str, float] = field(default_factory=dict)
     timed_out_at: dict[str, float] = field(default_factory=dict)
+    # PVCs, PVs, StorageClasses and CSINodes, for pods that use claims.
+    storage: StorageView = NO_STORAGE
+    # Namespace labels by namespace name, for pod affinity terms' namespaceSelector.
+    # Read-only in sessions (shared by clones).
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def priority_of(self, class_name: str) -> int:
         """The value of a PriorityClass; the global default (or 0) when unnamed or unknown."""
@@ -120,6 +145,8 @@ class ClusterSnapshot:
             failures=dict(self.failures),
             admitted_at=self.admitted_at,
             timed_out_at=self.timed_out_at,
+            storage=self.storage,
+            namespaces=self.namespaces,
         )
 
 
@@ -151,10 +178,15 @@ def build_snapshot(
     priority_classes: Iterable[wire.PriorityClass] = (),
     scheduler_names: Iterable[str] = (DEFAULT_SCHEDULER_NAME,),
     default_queue: str = DEFAULT_QUEUE,
+    claims: Iterable[wire.PersistentVolumeClaim] = (),
+    volumes: Iterable[wire.PersistentVolume] = (),
+    storage_classes: Iterable[wire.StorageClass] = (),
+    csinodes: Iterable[wire.CSINode] = (),
 ) -> ClusterSnapshot:
     """A snapshot from whole objects; an object that cannot be read is listed in `invalid`."""
     names = frozenset(scheduler_names)
     snapshot = ClusterSnapshot()
+    snapshot.storage = storage_view(claims, volumes, storage_classes, csinodes)
     for pc in priority_classes:
         snapshot.priority_classes[pc.metadata.name] = PriorityClassInfo(
             pc.metadata.name, pc.value, pc.global_default, pc.preemption_policy
@@ -188,6 +220,21 @@ def build_snapshot(
             continue
         add_task(snapshot, task, names, default_queue)
     return snapshot
+
+
+def storage_view(
+    claims: Iterable[wire.PersistentVolumeClaim],
+    volumes: Iterable[wire.PersistentVolume],
+    classes: Iterable[wire.StorageClass],
+    csinodes: Iterable[wire.CSINode],
+) -> StorageView:
+    """A StorageView of the given objects (copied into read-only mappings)."""
+    return StorageView(
+        claims=MappingProxyType({f"{c.metadata.namespace}/{c.metadata.name}": c for c in claims}),
+        volumes=MappingProxyType({v.metadata.name: v for v in volumes}),
+        classes=MappingProxyType({c.metadata.name: c for c in classes}),
+        csinodes=MappingProxyType({n.metadata.name: n for n in csinodes}),
+    )
 
 
 def add_task(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from scheduler.api import wire
 from scheduler.api.names import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
@@ -94,6 +95,12 @@ class PodPlacementSpec:
     preferred_terms: tuple[tuple[int, SelectorTerm], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
+    # The PersistentVolumeClaims the pod mounts, as "namespace/name" (persistentVolumeClaim
+    # volumes, and generic ephemeral volumes' <pod>-<volume> claims): part of the spec, so
+    # pods with different claims never share a node picker shape.
+    claims: tuple[str, ...] = ()
+    # Those of `claims` that generic ephemeral volumes use: the pod must own them.
+    ephemeral_claims: tuple[str, ...] = ()
 
 
 def _task_status(pod: wire.Pod) -> TaskStatus:
@@ -160,8 +167,28 @@ def _term(term: wire.NodeSelectorTerm) -> SelectorTerm:
     return SelectorTerm(_requirements(term.match_expressions), _requirements(term.match_fields))
 
 
-def placement_spec(spec: wire.PodSpec) -> PodPlacementSpec:
-    """The node constraints of a pod spec."""
+def pod_claims(spec: wire.PodSpec, namespace: str, pod_name: str) -> tuple[str, ...]:
+    """The claims a pod's volumes use, as "namespace/name", in volume order, once each."""
+    claims: list[str] = []
+    for volume in spec.volumes:
+        if volume.persistent_volume_claim is not None:
+            claims.append(f"{namespace}/{volume.persistent_volume_claim.claim_name}")
+        elif volume.ephemeral:
+            # kube's ephemeral.VolumeClaimName: the pod's name, a dash, the volume's name.
+            claims.append(f"{namespace}/{pod_name}-{volume.name}")
+    return tuple(dict.fromkeys(claims))
+
+
+def ephemeral_claims(spec: wire.PodSpec, namespace: str, pod_name: str) -> tuple[str, ...]:
+    """The claims of the pod's generic ephemeral volumes, as "namespace/name"."""
+    return tuple(f"{namespace}/{pod_name}-{v.name}" for v in spec.volumes if v.ephemeral)
+
+
+def placement_spec(
+    spec: wire.PodSpec, claims: tuple[str, ...] = (), ephemeral: tuple[str, ...] = ()
+) -> PodPlacementSpec:
+    """The node constraints of a pod spec (`claims` from pod_claims, `ephemeral` from
+    ephemeral_claims)."""
     required: tuple[SelectorTerm, ...] = ()
     preferred: tuple[tuple[int, SelectorTerm], ...] = ()
     node_affinity = spec.affinity.node_affinity if spec.affinity else None
@@ -192,7 +219,233 @@ def placement_spec(spec: wire.PodSpec) -> PodPlacementSpec:
         preferred_terms=preferred,
         tolerations=tolerations,
         host_ports=ports,
+        claims=claims,
+        ephemeral_claims=ephemeral,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector: every matchLabels pair and matchExpressions entry must hold
+    (an empty selector matches every label set)."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a label set satisfies the selector (metav1.LabelSelectorAsSelector)."""
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        for requirement in self.match_expressions:
+            operator = requirement.operator
+            present = requirement.key in labels
+            if operator == "In":
+                if not present or labels[requirement.key] not in requirement.values:
+                    return False
+            elif operator == "NotIn":
+                if present and labels[requirement.key] in requirement.values:
+                    return False
+            elif operator == "Exists":
+                if not present:
+                    return False
+            elif operator == "DoesNotExist":
+                if present:
+                    return False
+            else:
+                # The API server refuses other operators; a selector it let through with
+                # one (an older server) matches nothing rather than everything.
+                return False
+        return True
+
+    def anchor(self) -> tuple[str, str] | None:
+        """A label pair every matching set must carry, for index lookups, or None."""
+        if self.match_labels:
+            return self.match_labels[0]
+        for requirement in self.match_expressions:
+            if requirement.operator == "In" and len(requirement.values) == 1:
+                return (requirement.key, requirement.values[0])
+        return None
+
+    def keys(self) -> frozenset[str]:
+        """The label keys the selector reads."""
+        return frozenset(
+            [key for key, _ in self.match_labels] + [r.key for r in self.match_expressions]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A pod (anti-)affinity term, resolved against its pod: matchLabelKeys and
+    mismatchLabelKeys merged into the selector, namespaces defaulted to the pod's own."""
+
+    topology_key: str
+    # None: the term names no labelSelector and matches no pod.
+    selector: LabelSelector | None
+    namespaces: frozenset[str]
+    # None: only `namespaces`; an empty selector: every namespace.
+    namespace_selector: LabelSelector | None = None
+
+    def matches(
+        self,
+        namespace: str,
+        labels: Mapping[str, str],
+        namespace_labels: Mapping[str, Mapping[str, str]],
+    ) -> bool:
+        """Whether a pod in `namespace` with `labels` is one the term is about."""
+        if self.selector is None:
+            return False
+        if namespace not in self.namespaces:
+            chooser = self.namespace_selector
+            if chooser is None:
+                return False
+            if chooser.match_labels or chooser.match_expressions:
+                known = namespace_labels.get(namespace)
+                if known is None or not chooser.matches(known):
+                    return False
+        return self.selector.matches(labels)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A topologySpreadConstraints[] entry, resolved: matchLabelKeys merged into the
+    selector, policies and minDomains defaulted as the API defaults them."""
+
+    max_skew: int
+    topology_key: str
+    # whenUnsatisfiable DoNotSchedule (a filter); ScheduleAnyway is a score.
+    hard: bool
+    selector: LabelSelector | None
+    min_domains: int = 1
+    # nodeAffinityPolicy Honor (the default) and nodeTaintsPolicy Honor (Ignore is the default).
+    honour_node_affinity: bool = True
+    honour_node_taints: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodTopologySpec:
+    """What a pod asks of the pods around it: pod (anti-)affinity and topology spread.
+
+    Kept apart from PodPlacementSpec (the node-only constraints the session caches per
+    node); None on a task that uses none of these fields, so such pods pay nothing."""
+
+    namespace: str
+    required_affinity: tuple[PodAffinityTerm, ...] = ()
+    required_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    preferred_anti_affinity: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    # The pod's own labels under the keys its selectors read: whether it matches its own
+    # terms (kube's first-pod-of-a-group rule, spread's self match) depends on them, so
+    # pods that differ there never share a node picker shape.
+    own_labels: tuple[tuple[str, str], ...] = ()
+
+
+def _label_selector(
+    selector: wire.LabelSelector | None,
+    labels: Mapping[str, str],
+    match_keys: Iterable[str] = (),
+    mismatch_keys: Iterable[str] = (),
+) -> LabelSelector | None:
+    if selector is None:
+        return None
+    expressions = list(_requirements_of(selector.match_expressions))
+    # matchLabelKeys / mismatchLabelKeys: the pod's own values, ANDed in as In / NotIn
+    # (kube-apiserver merges them the same way; a key the pod lacks is ignored).
+    expressions.extend(
+        SelectorRequirement(key, "In", (labels[key],)) for key in match_keys if key in labels
+    )
+    expressions.extend(
+        SelectorRequirement(key, "NotIn", (labels[key],)) for key in mismatch_keys if key in labels
+    )
+    return LabelSelector(tuple(sorted(selector.match_labels.items())), tuple(expressions))
+
+
+def _requirements_of(
+    items: list[wire.LabelSelectorRequirement],
+) -> Iterable[SelectorRequirement]:
+    return (SelectorRequirement(r.key, r.operator, tuple(r.values)) for r in items)
+
+
+def _affinity_term(
+    term: wire.PodAffinityTerm, namespace: str, labels: Mapping[str, str]
+) -> PodAffinityTerm:
+    namespace_selector = (
+        _label_selector(term.namespace_selector, {}) if term.namespace_selector else None
+    )
+    namespaces = frozenset(term.namespaces)
+    if not namespaces and namespace_selector is None:
+        namespaces = frozenset({namespace})
+    return PodAffinityTerm(
+        term.topology_key,
+        _label_selector(
+            term.label_selector, labels, term.match_label_keys, term.mismatch_label_keys
+        ),
+        namespaces,
+        namespace_selector,
+    )
+
+
+def topology_spec(
+    spec: wire.PodSpec, namespace: str, labels: Mapping[str, str]
+) -> PodTopologySpec | None:
+    """The pod-to-pod constraints of a pod spec, or None when it has none."""
+    affinity = spec.affinity
+    pod_affinity = affinity.pod_affinity if affinity is not None else None
+    anti_affinity = affinity.pod_anti_affinity if affinity is not None else None
+    if pod_affinity is None and anti_affinity is None and not spec.topology_spread_constraints:
+        return None
+
+    def required(terms: wire.PodAffinity | None) -> tuple[PodAffinityTerm, ...]:
+        if terms is None:
+            return ()
+        return tuple(
+            _affinity_term(t, namespace, labels)
+            for t in terms.required_during_scheduling_ignored_during_execution
+        )
+
+    def preferred(terms: wire.PodAffinity | None) -> tuple[tuple[int, PodAffinityTerm], ...]:
+        if terms is None:
+            return ()
+        return tuple(
+            (w.weight, _affinity_term(w.pod_affinity_term, namespace, labels))
+            for w in terms.preferred_during_scheduling_ignored_during_execution
+        )
+
+    spread = tuple(
+        SpreadConstraint(
+            max_skew=c.max_skew,
+            topology_key=c.topology_key,
+            hard=c.when_unsatisfiable != "ScheduleAnyway",
+            selector=_label_selector(c.label_selector, labels, c.match_label_keys),
+            min_domains=c.min_domains if c.min_domains is not None else 1,
+            honour_node_affinity=c.node_affinity_policy != "Ignore",
+            honour_node_taints=c.node_taints_policy == "Honor",
+        )
+        for c in spec.topology_spread_constraints
+    )
+    result = PodTopologySpec(
+        namespace=namespace,
+        required_affinity=required(pod_affinity),
+        required_anti_affinity=required(anti_affinity),
+        preferred_affinity=preferred(pod_affinity),
+        preferred_anti_affinity=preferred(anti_affinity),
+        spread=spread,
+    )
+    keys: set[str] = set()
+    for term in (
+        *result.required_affinity,
+        *result.required_anti_affinity,
+        *(t for _, t in result.preferred_affinity),
+        *(t for _, t in result.preferred_anti_affinity),
+    ):
+        if term.selector is not None:
+            keys |= term.selector.keys()
+    for constraint in spread:
+        if constraint.selector is not None:
+            keys |= constraint.selector.keys()
+    own = tuple(sorted((key, labels[key]) for key in keys if key in labels))
+    return replace(result, own_labels=own)
 
 
 class TaskInfo:
@@ -202,6 +455,7 @@ class TaskInfo:
         "creation_timestamp",
         "gated",
         "job",
+        "labels",
         "name",
         "namespace",
         "node_name",
@@ -214,6 +468,7 @@ class TaskInfo:
         "role",
         "scheduler_name",
         "status",
+        "topology",
         "uid",
         "unhonoured",
     )
@@ -238,6 +493,8 @@ class TaskInfo:
         owner_uid: str = "",
         creation_timestamp: str = "",
         unhonoured: Unhonoured | None = None,
+        labels: Mapping[str, str] | None = None,
+        topology: PodTopologySpec | None = None,
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -251,6 +508,10 @@ class TaskInfo:
         self.node_name = node_name
         self.status = status
         self.placement = placement if placement is not None else _NO_CONSTRAINTS
+        # The pod's labels, which other pods' affinity and spread selectors read; and its
+        # own pod-to-pod constraints (None for most pods).
+        self.labels: Mapping[str, str] = labels if labels is not None else {}
+        self.topology = topology
         # Fields muster does not honour (api/pod_fields.py): a refused pod is never placed,
         # like a pod with scheduling gates, so `gated` covers both; job_status tells
         # them apart by `unhonoured.refusals`.
@@ -281,12 +542,18 @@ class TaskInfo:
             preemption_policy=spec.preemption_policy or "PreemptLowerPriority",
             node_name=spec.node_name,
             status=_task_status(pod),
-            placement=placement_spec(spec),
+            placement=placement_spec(
+                spec,
+                pod_claims(spec, meta.namespace, meta.name) if spec.volumes else (),
+                ephemeral_claims(spec, meta.namespace, meta.name) if spec.volumes else (),
+            ),
             gated=bool(spec.scheduling_gates),
             queue_annotation=meta.annotations.get(QUEUE_NAME_ANNOTATION, ""),
             owner_uid=owner,
             creation_timestamp=meta.creation_timestamp or "",
             unhonoured=unhonoured(spec, pod.unknown_spec_fields),
+            labels=meta.labels,
+            topology=topology_spec(spec, meta.namespace, meta.labels),
         )
 
     @property
@@ -321,6 +588,8 @@ class TaskInfo:
         twin.node_name = self.node_name
         twin.status = self.status
         twin.placement = self.placement
+        twin.labels = self.labels
+        twin.topology = self.topology
         twin.gated = self.gated
         twin.unhonoured = self.unhonoured
         twin.queue_annotation = self.queue_annotation

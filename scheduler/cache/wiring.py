@@ -60,6 +60,49 @@ def world_kinds(world: World) -> list[Kind[Any]]:
             world.upsert_podgroup,
             delete_podgroup,
         ),
+        # Storage, for pods with claims (VolumeBinding and its kin): decoded into the few
+        # fields the volume plugins read.
+        Kind(
+            "persistentvolumeclaim",
+            "/api/v1/persistentvolumeclaims",
+            wire.PersistentVolumeClaim,
+            namespaced,
+            world.upsert_claim,
+            world.delete_claim,
+        ),
+        Kind(
+            "persistentvolume",
+            "/api/v1/persistentvolumes",
+            wire.PersistentVolume,
+            lambda o: o.metadata.name,
+            world.upsert_volume,
+            world.delete_volume,
+        ),
+        Kind(
+            "storageclass",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            wire.StorageClass,
+            lambda o: o.metadata.name,
+            world.upsert_storage_class,
+            world.delete_storage_class,
+        ),
+        Kind(
+            "csinode",
+            "/apis/storage.k8s.io/v1/csinodes",
+            wire.CSINode,
+            lambda o: o.metadata.name,
+            world.upsert_csinode,
+            world.delete_csinode,
+        ),
+        # Namespace labels, for pod affinity terms' namespaceSelector.
+        Kind(
+            "namespace",
+            "/api/v1/namespaces",
+            wire.Namespace,
+            lambda o: o.metadata.name,
+            world.upsert_namespace,
+            world.delete_namespace,
+        ),
         # Pods are keyed by uid: a pod recreated under the same name is another pod.
         Kind(
             "pod",

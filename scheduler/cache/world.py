@@ -12,6 +12,8 @@ nodes' figures right; a record from a new event gets its status before it is ind
 from __future__ import annotations
 
 import logging
+from types import MappingProxyType
+from typing import Any
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
@@ -23,6 +25,7 @@ from scheduler.api.snapshot import (
     ClusterSnapshot,
     PlacementFailures,
     PriorityClassInfo,
+    StorageView,
     add_task,
     shadow_key,
 )
@@ -58,6 +61,15 @@ class World:
         self.status_generation = 0
         # Evictions sent whose watch event has not come yet: uid -> status before.
         self._releasing: dict[str, TaskStatus] = {}
+        # Storage objects by kind ("claims" keyed namespace/name, the others by name), and
+        # the read-only view sessions share, rebuilt only after one of them changed.
+        self._storage: dict[str, dict[str, Any]] = {
+            "claims": {},
+            "volumes": {},
+            "classes": {},
+            "csinodes": {},
+        }
+        self._storage_view: StorageView | None = None
 
     # Snapshots ---------------------------------------------------------------
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
@@ -65,7 +77,20 @@ class World:
         copy = self.live.clone()
         copy.invalid = list(self._invalid.values())
         copy.now = now
+        copy.storage = self.storage()
         return copy
+
+    def storage(self) -> StorageView:
+        """The storage objects as sessions read them (copied once per change, not per session)."""
+        if self._storage_view is None:
+            stores = self._storage
+            self._storage_view = StorageView(
+                claims=MappingProxyType(dict(stores["claims"])),
+                volumes=MappingProxyType(dict(stores["volumes"])),
+                classes=MappingProxyType(dict(stores["classes"])),
+                csinodes=MappingProxyType(dict(stores["csinodes"])),
+            )
+        return self._storage_view
 
     def record_session(self, result: SessionResult, now: float) -> None:
         """Keep what the next sessions need from this one: nominations, placement
@@ -99,6 +124,10 @@ class World:
             "podgroup": len(self._podgroups),
             "queue": len(self.live.queues),
             "priorityclass": len(self.live.priority_classes),
+            "persistentvolumeclaim": len(self._storage["claims"]),
+            "persistentvolume": len(self._storage["volumes"]),
+            "storageclass": len(self._storage["classes"]),
+            "csinode": len(self._storage["csinodes"]),
         }
 
     # Pods ------------------------------------------------------------------
@@ -295,6 +324,24 @@ class World:
             for task in job.tasks.values():
                 self.live.orphans[task.uid] = task
 
+    # Namespaces --------------------------------------------------------------
+    def upsert_namespace(self, namespace: wire.Namespace) -> None:
+        """A Namespace was added or changed: pod affinity's namespaceSelector reads its labels."""
+        name = namespace.metadata.name
+        labels = namespace.metadata.labels
+        if self.live.namespaces.get(name) == labels:
+            return
+        self.generation += 1
+        # Copied on write: snapshots share the mapping, sessions only read it.
+        self.live.namespaces = {**self.live.namespaces, name: dict(labels)}
+
+    def delete_namespace(self, name: str) -> None:
+        """A Namespace is gone."""
+        if name not in self.live.namespaces:
+            return
+        self.generation += 1
+        self.live.namespaces = {k: v for k, v in self.live.namespaces.items() if k != name}
+
     # Queues and priority classes ---------------------------------------------
     def upsert_queue(self, queue: wire.Queue) -> None:
         """A Queue was added or changed."""
@@ -327,6 +374,52 @@ class World:
         self.generation += 1
         self.live.priority_classes.pop(name, None)
         self._refresh_job_priorities()
+
+    # Storage: PVCs, PVs, StorageClasses, CSINodes -----------------------------
+    def upsert_claim(self, claim: wire.PersistentVolumeClaim) -> None:
+        """A PersistentVolumeClaim was added or changed."""
+        self._store("claims", f"{claim.metadata.namespace}/{claim.metadata.name}", claim)
+
+    def delete_claim(self, key: str) -> None:
+        """A PersistentVolumeClaim ("namespace/name") is gone."""
+        self._store("claims", key, None)
+
+    def upsert_volume(self, volume: wire.PersistentVolume) -> None:
+        """A PersistentVolume was added or changed."""
+        self._store("volumes", volume.metadata.name, volume)
+
+    def delete_volume(self, name: str) -> None:
+        """A PersistentVolume is gone."""
+        self._store("volumes", name, None)
+
+    def upsert_storage_class(self, storage_class: wire.StorageClass) -> None:
+        """A StorageClass was added or changed."""
+        self._store("classes", storage_class.metadata.name, storage_class)
+
+    def delete_storage_class(self, name: str) -> None:
+        """A StorageClass is gone."""
+        self._store("classes", name, None)
+
+    def upsert_csinode(self, csinode: wire.CSINode) -> None:
+        """A CSINode was added or changed."""
+        self._store("csinodes", csinode.metadata.name, csinode)
+
+    def delete_csinode(self, name: str) -> None:
+        """A CSINode is gone."""
+        self._store("csinodes", name, None)
+
+    def _store(self, kind: str, key: str, obj: Any) -> None:
+        self.generation += 1
+        table = self._storage[kind]
+        if obj is None:
+            if table.pop(key, None) is None:
+                return
+        else:
+            table[key] = obj
+        self._storage_view = None
+        # As kube-scheduler requeues pods on PV and PVC events: a pod that waited for a
+        # claim to be bound or a volume to appear is tried again at once.
+        self._room_freed()
 
     def _refresh_job_priorities(self) -> None:
         for job in self.live.jobs.values():

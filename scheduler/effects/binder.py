@@ -5,6 +5,13 @@ server together. Before a bind is sent the cache counts the pod on its node
 (Binding), so the next session cannot place it again; a bind that fails after
 the client's retries returns the pod to pending, with an event, so the next
 session places it again: a failed bind is never forgotten.
+
+Before the binding, kube-scheduler's PreBind for the pod's unbound WaitForFirstConsumer
+claims: a claim to provision gets `volume.kubernetes.io/selected-node`, a static volume
+chosen for a claim gets its claimRef (conditional on the resourceVersion the session saw,
+so two binds never take one volume). A failed PreBind fails the bind. Unlike
+kube-scheduler, the binder does not wait for the PV controller to finish binding the
+claims before binding the pod: the kubelet waits for them to be bound.
 """
 
 from __future__ import annotations
@@ -16,12 +23,15 @@ from collections.abc import Callable
 
 from scheduler.cache.world import World
 from scheduler.effects.recorder import EventRecorder, ObjectRef
-from scheduler.framework.decisions import Bind
+from scheduler.framework.decisions import Bind, ClaimBinding
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound, StatusError, TransportError
 from scheduler.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 
 
 class Binder:
@@ -102,6 +112,8 @@ class Binder:
             return
         start = time.perf_counter()
         try:
+            for claim in bind.claims:
+                await self._prebind(claim, bind.node)
             await self.client.bind(bind.namespace, bind.name, bind.uid, bind.node)
         except (StatusError, TransportError) as error:
             self.metrics.bind_duration.observe(time.perf_counter() - start)
@@ -117,6 +129,28 @@ class Binder:
             "Scheduled",
             f"Successfully assigned {bind.namespace}/{bind.name} to {bind.node}",
         )
+
+    async def _prebind(self, claim: ClaimBinding, node: str) -> None:
+        if not claim.volume:
+            path = f"/api/v1/namespaces/{claim.namespace}/persistentvolumeclaims/{claim.claim}"
+            await self.client.patch(path, {"metadata": {"annotations": {SELECTED_NODE: node}}})
+            return
+        body = {
+            "metadata": {
+                "resourceVersion": claim.volume_resource_version,
+                "annotations": {BOUND_BY_CONTROLLER: "yes"},
+            },
+            "spec": {
+                "claimRef": {
+                    "kind": "PersistentVolumeClaim",
+                    "apiVersion": "v1",
+                    "namespace": claim.namespace,
+                    "name": claim.claim,
+                    "uid": claim.claim_uid,
+                }
+            },
+        }
+        await self.client.patch(f"/api/v1/persistentvolumes/{claim.volume}", body)
 
     def _failed(self, bind: Bind, error: Exception) -> None:
         self.world.forget_bound(bind.uid)

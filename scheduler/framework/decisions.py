@@ -9,14 +9,30 @@ from scheduler.api.resources import Resource
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimBinding:
+    """PreBind for one unbound WaitForFirstConsumer claim of a pod being bound: provision
+    it on the bind's node (the claim gets volume.kubernetes.io/selected-node), or bind it
+    to a static PersistentVolume (the volume's claimRef names the claim)."""
+
+    namespace: str
+    claim: str
+    claim_uid: str
+    # A static PV to bind ("" provisions), and its resourceVersion as the session saw it:
+    # the claimRef patch is conditional on it, so two binds never take one volume.
+    volume: str = ""
+    volume_resource_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Bind:
-    """Bind a pod to a node (POST pods/NAME/binding)."""
+    """Bind a pod to a node (POST pods/NAME/binding), after its claims' PreBind."""
 
     namespace: str
     name: str
     uid: str
     node: str
     job: str
+    claims: tuple[ClaimBinding, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

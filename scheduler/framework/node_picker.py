@@ -25,19 +25,103 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from scheduler.api.node import NodeInfo
-from scheduler.api.task import PodPlacementSpec, TaskInfo
+from scheduler.api.task import PodPlacementSpec, PodTopologySpec, TaskInfo
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import FitErrors, Status
 
-Shape = tuple[PodPlacementSpec, int, int, frozenset[tuple[str, int]]]
+Shape = tuple[
+    PodPlacementSpec,
+    int,
+    int,
+    frozenset[tuple[str, int]],
+    PodTopologySpec | None,
+    tuple[str, tuple[tuple[str, str], ...], tuple[str | None, ...]] | None,
+]
 
 
-def shape_of(task: TaskInfo) -> Shape:
+@dataclass(frozen=True, slots=True)
+class Symmetry:
+    """What of a pod's labels the session's required anti-affinity selectors read: the
+    label pairs they name by value (matchLabels, In) and the keys they test otherwise
+    (NotIn, Exists, DoesNotExist). Pods alike there are kept away by the same pods."""
+
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    keys: tuple[str, ...] = ()
+
+    def of(
+        self, task: TaskInfo
+    ) -> tuple[str, tuple[tuple[str, str], ...], tuple[str | None, ...]] | None:
+        """The part of a pod's identity anti-affinity terms can tell apart, or None."""
+        if not self.pairs and not self.keys:
+            return None
+        labels = task.labels
+        pairs = self.pairs
+        named = [pair for pair in labels.items() if pair in pairs]
+        tested = tuple(map(labels.get, self.keys)) if self.keys else ()
+        if not named and all(value is None for value in tested):
+            return None  # no term can match this pod, whatever its namespace
+        named.sort()
+        return (task.namespace, tuple(named), tested)
+
+
+def shape_of(task: TaskInfo, symmetry: Symmetry | None = None) -> Shape:
     """Tasks with equal shapes get the same filter and score answers from every node."""
     request = task.request
     scalars = frozenset(request.scalars.items()) if request.scalars else frozenset()
-    return (task.placement, request.cpu, request.memory, scalars)
+    seen = symmetry.of(task) if symmetry is not None else None
+    return (task.placement, request.cpu, request.memory, scalars, task.topology, seen)
+
+
+def _turns_yes_on_placement(task: TaskInfo) -> bool:
+    """Whether a node that refused the task may take it after another pod is placed:
+    required pod affinity (a matching pod arrives in the domain) and DoNotSchedule spread
+    (the smallest domain grows)."""
+    spec = task.topology
+    return spec is not None and (bool(spec.required_affinity) or any(c.hard for c in spec.spread))
+
+
+def _scores_by_domain(task: TaskInfo) -> bool:
+    """Whether the task's own score reads pods in topology domains (so it changes on nodes
+    whose version did not): preferred pod (anti-)affinity and ScheduleAnyway spread."""
+    spec = task.topology
+    return spec is not None and bool(
+        spec.preferred_affinity
+        or spec.preferred_anti_affinity
+        or any(not c.hard for c in spec.spread)
+    )
+
+
+def pod_topology_of(session: Session) -> tuple[Symmetry, bool]:
+    """What the required anti-affinity of the session's pods (placed or pending) reads of
+    other pods' labels (empty when no pod has such terms: the common session), and whether
+    any pod has terms that score nodes (preferences, required affinity, ScheduleAnyway)."""
+    pairs: set[tuple[str, str]] = set()
+    keys: set[str] = set()
+    scored = False
+    tasks = [t for node in session.node_list for t in node.tasks.values()]
+    tasks.extend(t for job in session.jobs.values() for t in job.tasks.values())
+    for task in tasks:
+        spec = task.topology
+        if spec is None:
+            continue
+        scored = scored or bool(
+            spec.required_affinity
+            or spec.preferred_affinity
+            or spec.preferred_anti_affinity
+            or any(not c.hard for c in spec.spread)
+        )
+        for term in spec.required_anti_affinity:
+            selector = term.selector
+            if selector is None:
+                continue
+            pairs.update(selector.match_labels)
+            for requirement in selector.match_expressions:
+                if requirement.operator == "In":
+                    pairs.update((requirement.key, value) for value in requirement.values)
+                else:
+                    keys.add(requirement.key)
+    return Symmetry(frozenset(pairs), tuple(sorted(keys))), scored
 
 
 def nodes_to_score(total: int, percentage: int, minimum: int) -> int:
@@ -82,6 +166,13 @@ class _ShapeHeap:
     # The node version of each node's newest entry, so stale duplicates are dropped.
     newest: dict[str, int] = field(default_factory=dict)
     failure: str | None = None
+    # The task's verdicts depend on pods elsewhere in a topology domain: refused nodes are
+    # offered again when a placement may turn them (`reopens`) or any pod leaves (`topology`).
+    topology: bool = False
+    reopens: bool = False
+    # A task of the shape whose score reads pods elsewhere in its domains (preferred pod
+    # affinity, ScheduleAnyway spread): its heap is rescored after each placement.
+    rescored_for: TaskInfo | None = None
 
 
 class NodePicker:
@@ -95,6 +186,16 @@ class NodePicker:
         self._sequence = itertools.count()
         # Where the next shape starts reading nodes, so shapes spread over the cluster.
         self._start = 0
+        self._symmetry, self._topology_scores = pod_topology_of(session)
+        self._keys: dict[str, Shape] = {}
+        # Shapes whose refused nodes a removal may turn (see _ShapeHeap), and those with
+        # nodes refused since the last placement that a placement may turn.
+        self._topological: list[_ShapeHeap] = []
+        self._to_reopen: dict[int, _ShapeHeap] = {}
+        self._rescoring: list[_ShapeHeap] = []
+        # Shapes with pod-to-pod constraints have a shape of their own per gang, usually:
+        # they score kube's minimum sample at a time, not the shared shapes' window.
+        self._topology_window = min(self.window, minimum)
 
     def pick(self, task: TaskInfo) -> NodeInfo | None:
         """The best node with room for the task now (or once releasing pods go), else None."""
@@ -117,6 +218,8 @@ class NodePicker:
                 continue
             if not session.fits(task, node).ok:
                 shape.full[node.name] = node
+                if shape.reopens:
+                    self._to_reopen[id(shape)] = shape
                 continue
             if task.request.fits_in(node.idle):
                 chosen = node
@@ -129,17 +232,30 @@ class NodePicker:
             heapq.heappush(shape.heap, entry)
         if chosen is None:
             shape.failure = self._failure_message(task, shape)
+            if shape.reopens:
+                self._to_reopen[id(shape)] = shape
         return chosen
 
     def reconsider(self, task: TaskInfo, node: NodeInfo) -> None:
         """Score a picked node again for the task's shape: call after placing the task there
         (its room changed) or after deciding not to use it (it must not be lost)."""
-        shape = self._shapes.get(shape_of(task))
+        shape = self._shapes.get(self._shape_key(task))
         if shape is not None:
             self._push(task, shape, node)
+        if self._to_reopen and task.node_name == node.name:
+            # The task was placed: affinity and spread verdicts elsewhere may turn to yes.
+            for other in self._to_reopen.values():
+                self._reopen(other)
+            self._to_reopen.clear()
+        if self._rescoring and task.node_name == node.name:
+            for other in self._rescoring:
+                self._rescore(other)
 
     def freed(self, node: NodeInfo) -> None:
-        """Room came back on a node (a discarded statement): every shape may use it again."""
+        """Room came back on a node (a discarded statement): every shape may use it again,
+        and shapes with pod-to-pod constraints every node of theirs (its domains changed)."""
+        for shape in self._topological:
+            self._reopen(shape)
         for shape in self._shapes.values():
             if node.name not in shape.admissible.names:
                 continue
@@ -164,16 +280,66 @@ class NodePicker:
         return shape.failure or self._failure_message(task, shape)
 
     # Internals -------------------------------------------------------------
+    def _shape_key(self, task: TaskInfo) -> Shape:
+        # Memoised per task: pick and reconsider both ask, and the key reads its labels.
+        key = self._keys.get(task.uid)
+        if key is None:
+            key = self._keys[task.uid] = shape_of(task, self._symmetry)
+        return key
+
+    def _rescore(self, shape: _ShapeHeap) -> None:
+        # A placement moved the counts this shape's score reads, on nodes other than the
+        # one placed on (whose version alone changed): score its heap again.
+        task = shape.rescored_for
+        if task is None or not shape.heap:
+            return
+        nodes = {entry.node.name: entry.node for entry in shape.heap}
+        shape.heap = []
+        for name, node in nodes.items():
+            if name not in shape.full:
+                self._push(task, shape, node)
+
+    def _reopen(self, shape: _ShapeHeap) -> None:
+        if not shape.full and shape.failure is None:
+            return
+        shape.failure = None
+        for node in shape.full.values():
+            self._push_any(shape, node)
+        shape.full.clear()
+
     def _shape(self, task: TaskInfo) -> _ShapeHeap:
-        key = shape_of(task)
+        return self._shape_of_key(self._shape_key(task), task)
+
+    def _shape_of_key(self, key: Shape, task: TaskInfo) -> _ShapeHeap:
         shape = self._shapes.get(key)
         if shape is None:
             shape = _ShapeHeap(self._admissible_for(task))
-            if shape.admissible.nodes:
+            shape.topology = key[4] is not None or key[5] is not None
+            shape.reopens = key[4] is not None and _turns_yes_on_placement(task)
+            if shape.topology:
+                self._topological.append(shape)
+            if key[4] is not None and _scores_by_domain(task):
+                shape.rescored_for = task
+                self._rescoring.append(shape)
+            self._shapes[key] = shape
+            if shape.topology and not self._topology_scores:
+                # No pod's terms score nodes: this shape's scores are its plain twin's, so
+                # it starts from a copy of that heap instead of scoring a window itself.
+                self._copy_heap(task, self._shape_of_key((*key[:4], None, None), task), shape)
+            elif shape.admissible.nodes:
                 shape.cursor = self._start % len(shape.admissible.nodes)
                 self._start += self.window
-            self._shapes[key] = shape
         return shape
+
+    def _copy_heap(self, task: TaskInfo, twin: _ShapeHeap, shape: _ShapeHeap) -> None:
+        if not twin.heap and not twin.loaded:
+            # Scored with the task itself: with no scoring terms it scores as its twin.
+            self._load_window(task, twin)
+        shape.heap = list(twin.heap)
+        shape.cursor = twin.cursor
+        shape.loaded = twin.loaded
+        # `newest` starts empty: a stale copied entry is rescored once when it surfaces.
+        shape.full = dict(twin.full)
 
     def _admissible_for(self, task: TaskInfo) -> _Admissible:
         cached = self._admissible.get(task.placement)
@@ -195,7 +361,7 @@ class NodePicker:
         remaining = len(nodes) - shape.loaded
         if remaining <= 0:
             return False
-        count = min(self.window, remaining)
+        count = min(self._topology_window if shape.topology else self.window, remaining)
         for offset in range(count):
             node = nodes[(shape.cursor + offset) % len(nodes)]
             if node.name not in shape.full:

@@ -25,6 +25,7 @@ from scheduler.api.errors import ConfigError
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.reflector import ObjectList
+from scheduler.cache.wiring import world_kinds
 from scheduler.cache.world import World
 from scheduler.effects import paths
 from scheduler.engine import schedule
@@ -47,13 +48,17 @@ T = TypeVar("T")
 # is not muster's), so a script never reads a broken setup as a waiting gang.
 EXIT_NO_ANSWER = 2
 
-# The kinds a session reads, in the order the World takes them best (nodes before the
-# pods on them, priority classes before the PodGroups that name them).
-NODES = "/api/v1/nodes"
-PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+# What `muster status --watch` polls for changes.
 QUEUES = f"{paths.GROUP_PATH}/queues"
 PODGROUPS = f"{paths.GROUP_PATH}/podgroups"
-PODS = "/api/v1/pods"
+# The kinds the commands keep by name (the rest the scheduler watches are in `others`).
+_NAMED_KINDS = {
+    "node": "nodes",
+    "priorityclass": "priority_classes",
+    "queue": "queues",
+    "podgroup": "podgroups",
+    "pod": "pods",
+}
 PAGE_SIZE = 500
 
 
@@ -66,6 +71,16 @@ class ClusterObjects:
     queues: list[wire.Queue] = field(default_factory=list)
     podgroups: list[wire.PodGroup] = field(default_factory=list)
     pods: list[wire.Pod] = field(default_factory=list)
+    # Every other kind the scheduler watches (storage, namespaces), by its reflector's name.
+    others: dict[str, list[Any]] = field(default_factory=dict)
+
+    def of_kind(self, name: str) -> list[Any]:
+        """The listed objects of the kind a reflector of that name keeps."""
+        field_name = _NAMED_KINDS.get(name)
+        if field_name is not None:
+            items: list[Any] = getattr(self, field_name)
+            return items
+        return self.others.setdefault(name, [])
 
 
 @dataclass
@@ -210,14 +225,12 @@ async def _list(
 
 
 async def list_cluster(client: KubeClient) -> ClusterObjects:
-    """List every kind a session reads (GETs only)."""
-    return ClusterObjects(
-        nodes=await _list(client, NODES, wire.Node),
-        priority_classes=await _list(client, PRIORITY_CLASSES, wire.PriorityClass),
-        queues=await _list(client, QUEUES, wire.Queue),
-        podgroups=await _list(client, PODGROUPS, wire.PodGroup),
-        pods=await _list(client, PODS, wire.Pod, wire.decode_pod),
-    )
+    """List every kind the scheduler watches (GETs only), decoded as its reflectors do."""
+    objects = ClusterObjects()
+    for kind in world_kinds(World(frozenset(), DEFAULT_QUEUE)):
+        listed = await _list(client, kind.path, kind.wire_type, kind.decode)
+        objects.of_kind(kind.name).extend(listed)
+    return objects
 
 
 async def read_cluster(options: Options) -> tuple[Configuration, ClusterObjects]:
@@ -234,16 +247,11 @@ def build_world(
 ) -> World:
     """The World the scheduler's reflectors would hold after listing these objects."""
     world = World(frozenset(scheduler_names), default_queue)
-    for node in objects.nodes:
-        world.upsert_node(node)
-    for pc in objects.priority_classes:
-        world.upsert_priority_class(pc)
-    for queue in objects.queues:
-        world.upsert_queue(queue)
-    for group in objects.podgroups:
-        world.upsert_podgroup(group)
-    for pod in objects.pods:
-        world.upsert_pod(pod)
+    # the scheduler's own kinds, in its order (nodes before the pods on them, priority
+    # classes before the PodGroups that name them)
+    for kind in world_kinds(world):
+        for item in objects.of_kind(kind.name):
+            kind.upsert(item)
     return world
 
 

@@ -6,6 +6,8 @@ Each scorer gives 0..100; the plugin returns their weighted sum:
 - most-allocated: mean over cpu and memory of requested * 100 / allocatable
 - balanced allocation: 100 * (1 - standard deviation of the cpu and memory fractions)
 - node affinity: weights of the matching preferred terms * 100 / the sum of all their weights
+- pod affinity and topology spread (interpodaffinity.py, podtopologyspread.py), only in
+  sessions where some pod uses them
 
 "requested" is what the node's pods use plus this pod. As in kube-scheduler,
 least- and most-allocated count a pod with no cpu (memory) request as
@@ -17,15 +19,20 @@ close nodes are still told apart.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from scheduler.api.node import NodeInfo
+from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo
 from scheduler.framework.arguments import Arguments, Weight
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.matching import term_matches
+from scheduler.plugins.podtopologyspread import PodTopology
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
 
 # kube-scheduler's DefaultMilliCPURequest and DefaultMemoryRequest.
 DEFAULT_MILLI_CPU = 100
@@ -48,6 +55,9 @@ class NodeOrderArguments(Arguments):
     most_requested_weight: Weight = Field(0.0, alias="mostrequested.weight")
     balanced_resource_weight: Weight = Field(1.0, alias="balancedresource.weight")
     node_affinity_weight: Weight = Field(1.0, alias="nodeaffinity.weight")
+    # Volcano's defaults (kube-scheduler's too): InterPodAffinity and PodTopologySpread 2.
+    pod_affinity_weight: Weight = Field(2.0, alias="podaffinity.weight")
+    pod_topology_spread_weight: Weight = Field(2.0, alias="podtopologyspread.weight")
 
 
 class NodeOrderPlugin(Plugin[NodeOrderArguments]):
@@ -62,6 +72,25 @@ class NodeOrderPlugin(Plugin[NodeOrderArguments]):
         self.most_requested_weight = args.most_requested_weight
         self.balanced_weight = args.balanced_resource_weight
         self.node_affinity_weight = args.node_affinity_weight
+        self._pods = PodTopology(ClusterSnapshot())
+
+    def on_session_open(self, session: Session) -> None:
+        """Index the placed pods when some pod's affinity or spread is to be scored."""
+        args = self.arguments
+        self._pods = PodTopology(
+            session.snapshot,
+            affinity=args.pod_affinity_weight > 0,
+            spread=args.pod_topology_spread_weight > 0,
+            scoring=True,
+        )
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        """A placed pod counts for its neighbours' pod affinity and spread scores."""
+        self._pods.placed(task)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """An unplaced or evicted pod no longer counts."""
+        self._pods.unplaced(task)
 
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
         """The weighted sum of the enabled scorers for this task on this node."""
@@ -112,6 +141,14 @@ class NodeOrderPlugin(Plugin[NodeOrderArguments]):
                 score -= balanced_weight * abs(cpu_fraction - memory_fraction) * HALF_MAX_SCORE
         if self.node_affinity_weight and task.placement.preferred_terms:
             score += self.node_affinity_weight * _preferred_affinity(task, node)
+        if self._pods.pods is not None:
+            # InterPodAffinity and PodTopologySpread scores, only in sessions that use them.
+            score += self._pods.score(
+                task,
+                node,
+                affinity=self.arguments.pod_affinity_weight,
+                spread=self.arguments.pod_topology_spread_weight,
+            )
         return score
 
 

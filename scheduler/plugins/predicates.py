@@ -3,18 +3,28 @@
 Static checks (node_admits, cached by the session per placement spec and node)
 run in kube-scheduler's filter order: NodeUnschedulable, TaintToleration,
 NodeAffinity. Dynamic checks (node_fits) follow NodePorts, then
-NodeResourcesFit. Each reason string is the one `kubectl describe pod` shows
-for kube-scheduler, so users read the same words from muster.
+NodeResourcesFit, then (in sessions where some pod uses them) PodTopologySpread and
+InterPodAffinity (podtopologyspread.py, interpodaffinity.py). Each reason string
+is the one `kubectl describe pod` shows for kube-scheduler, so users read the same
+words from muster.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scheduler.api.node import NodeInfo, Taint
+from scheduler.api.snapshot import NO_STORAGE, ClusterSnapshot
 from scheduler.api.task import TaskInfo
-from scheduler.framework.arguments import NoArguments
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
+from scheduler.plugins.interpodaffinity import PodAffinityPredicateArguments
 from scheduler.plugins.matching import first_untolerated, required_affinity_matches, tolerated
+from scheduler.plugins.podtopologyspread import PodTopology, SpreadPredicateArguments
+from scheduler.plugins.storagefilters import StorageFilters, VolumePredicateArguments
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -34,10 +44,46 @@ _AFFINITY_MISMATCH = unresolvable(REASON_AFFINITY)
 _PORTS_TAKEN = unschedulable(REASON_PORTS)
 
 
-class PredicatesPlugin(Plugin[NoArguments]):
-    """Filters nodes by conditions, taints, node affinity, ports, pod count and resources."""
+class PredicatesArguments(
+    VolumePredicateArguments, PodAffinityPredicateArguments, SpreadPredicateArguments
+):
+    """predicates' arguments, in Volcano's spelling."""
+
+
+class PredicatesPlugin(Plugin[PredicatesArguments]):
+    """Filters nodes by conditions, taints, node affinity, ports, pod count, resources and
+    (for pods with claims) storage."""
 
     name = "predicates"
+    _storage = StorageFilters(NO_STORAGE, {}, PredicatesArguments.model_validate({}))
+    _pods = PodTopology(ClusterSnapshot())
+
+    def on_session_open(self, session: Session) -> None:
+        """Storage filters over the session's PVCs, PVs, StorageClasses and CSINodes."""
+        self._storage = StorageFilters(session.snapshot.storage, session.nodes, self.arguments)
+        args = self.arguments
+        self._pods = PodTopology(
+            session.snapshot,
+            affinity=args.pod_affinity_enable,
+            spread=args.pod_topology_spread_enable,
+        )
+
+    def on_session_close(self, session: Session) -> None:
+        """Hand each bind the PreBind of its pod's claims (the binder applies it)."""
+        result = session.result
+        result.binds[:] = self._storage.with_claim_bindings(result.binds)
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        """A placed pod with claims takes the volumes its node offers."""
+        if task.placement.claims:
+            self._storage.allocate(task)
+        self._pods.placed(task)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """An undone placement gives its volumes back."""
+        if task.placement.claims:
+            self._storage.deallocate(task)
+        self._pods.unplaced(task)
 
     def node_admits(self, task: TaskInfo, node: NodeInfo) -> Status:
         """Static filters: cordon, taints (and NotReady), nodeSelector and required affinity."""
@@ -52,6 +98,8 @@ class PredicatesPlugin(Plugin[NoArguments]):
             return unresolvable(REASON_TAINT.format(taint=taint))
         if not required_affinity_matches(placement, node):
             return _AFFINITY_MISMATCH
+        if placement.claims:
+            return self._storage.admits(task, node)
         return OK
 
     def node_fits(self, task: TaskInfo, node: NodeInfo) -> Status:
@@ -60,8 +108,15 @@ class PredicatesPlugin(Plugin[NoArguments]):
         if ports and node.used_ports and _ports_conflict(task, node):
             return _PORTS_TAKEN
         if node.pod_count < node.max_pods and task.request.fits_in(node.idle):
-            return OK
-        return _resource_verdict(task, node)
+            verdict = self._storage.fits(task, node) if task.placement.claims else OK
+        else:
+            verdict = _resource_verdict(task, node)
+            if verdict.ok and task.placement.claims:
+                verdict = self._storage.fits(task, node)
+        if verdict.ok and self._pods.pods is not None:
+            # PodTopologySpread and InterPodAffinity, only in sessions that use them.
+            return self._pods.filter(task, node)
+        return verdict
 
 
 def _ports_conflict(task: TaskInfo, node: NodeInfo) -> bool:
@@ -77,8 +132,9 @@ def _resource_verdict(task: TaskInfo, node: NodeInfo) -> Status:
     if not node.releasing.is_empty():
         # Resources of pods being deleted come back soon: the framework
         # pipelines the task onto them instead of allocating now.
+        # Pod slots come back with them too (and pipelined pods take theirs).
         available = node.future_idle()
-        if not too_many_pods and request.fits_in(available):
+        if node.future_pod_count() + 1 <= node.max_pods and request.fits_in(available):
             return OK
     reasons = [REASON_TOO_MANY_PODS] if too_many_pods else []
     reasons.extend(

@@ -22,10 +22,19 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
             ("scheduling.k8s.io", "priorityclasses"),
             ("scheduling.volcano.sh", "podgroups"),
             ("scheduling.volcano.sh", "queues"),
+            ("", "persistentvolumeclaims"),
+            ("", "persistentvolumes"),
+            ("storage.k8s.io", "storageclasses"),
+            ("storage.k8s.io", "csinodes"),
+            ("", "namespaces"),
         )
         for verb in ("list", "watch")
     },
     "effects/binder.py": {("", "pods/binding", "create")},
+    "effects/binder.py: PreBind, selected-node on claims, claimRef on static volumes": {
+        ("", "persistentvolumeclaims", "patch"),
+        ("", "persistentvolumes", "patch"),
+    },
     "effects/status_writer.py": {
         ("", "pods/status", "patch"),
         # PodGroup has no status subresource: its status is patched on the object.

@@ -10,6 +10,14 @@ from scheduler.engine import schedule
 from scheduler.framework.job_status import phase_after
 from tests.unit.actions.eviction_helpers import config, evicted_by_job
 from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot, task
+from tests.unit.plugins.topology_helpers import (
+    HOST,
+    anti_affinity,
+    gang_topology,
+    match,
+    term,
+    with_topology,
+)
 
 
 def test_high_priority_gang_evicts_exactly_enough_spare_pods_and_pipelines_onto_them() -> None:
@@ -197,3 +205,20 @@ def test_unusable_podgroup_preempts_nothing() -> None:
     high.invalid = InvalidObject("PodGroup", high.key, "spec.minMember", -1, "must be 0+")
     result = schedule(snapshot([node("n0", cpu=4)], [*low, high]), config())
     assert result.evictions == []
+
+
+def test_preemption_never_places_a_pod_against_its_required_anti_affinity() -> None:
+    # n0's room is held by a low-priority pod, beside a pod labelled app=db; the preemptor
+    # is anti-affine to app=db on the hostname: evicting the low pod would free room on
+    # the one node it must not go to, so nothing is evicted.
+    db = with_topology(task("db-0", 0.1, node_name="n0", status=TaskStatus.RUNNING), {"app": "db"})
+    low = running_gang("low", 1, cpu=3, priority=1, on=["n0"])
+    high = gang("high", 1, cpu=2, priority=100)
+    gang_topology(high, {"app": "web"}, anti_affinity(term(labelSelector=match(app="db"))))
+    snap = snapshot([node("n0", cpu=4, labels={HOST: "n0"})], [low, high])
+    snap.nodes["n0"].add_task(db)
+
+    result = schedule(snap, config())
+
+    assert result.evictions == []
+    assert result.binds == []

@@ -48,25 +48,25 @@ CASES: list[Any] = [
         containers(
             affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}
         ),
-        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
         "",
-        id="required-anti-affinity",
+        "",
+        id="required-anti-affinity-is-honoured",
     ),
     pytest.param(
         containers(
             affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}
         ),
-        "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution",
         "",
-        id="required-affinity",
+        "",
+        id="required-affinity-is-honoured",
     ),
     pytest.param(
         containers(
             affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": PREFERRED}}
         ),
         "",
-        "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-        id="preferred-affinity",
+        "",
+        id="preferred-affinity-is-honoured",
     ),
     pytest.param(
         containers(
@@ -75,8 +75,8 @@ CASES: list[Any] = [
             }
         ),
         "",
-        "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-        id="preferred-anti-affinity",
+        "",
+        id="preferred-anti-affinity-is-honoured",
     ),
     pytest.param(
         containers(
@@ -84,9 +84,9 @@ CASES: list[Any] = [
                 {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
             ]
         ),
-        "spec.topologySpreadConstraints.whenUnsatisfiable=DoNotSchedule",
         "",
-        id="spread-do-not-schedule",
+        "",
+        id="spread-do-not-schedule-is-honoured",
     ),
     pytest.param(
         containers(
@@ -95,20 +95,20 @@ CASES: list[Any] = [
             ]
         ),
         "",
-        "spec.topologySpreadConstraints.whenUnsatisfiable=ScheduleAnyway",
-        id="spread-schedule-anyway",
+        "",
+        id="spread-schedule-anyway-is-honoured",
     ),
     pytest.param(
         containers(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]),
         "",
-        "spec.volumes.persistentVolumeClaim",
-        id="pvc-volume",
+        "",
+        id="pvc-volume-is-honoured",
     ),
     pytest.param(
         containers(volumes=[{"name": "scratch", "ephemeral": CLAIM_TEMPLATE}]),
         "",
-        "spec.volumes.ephemeral",
-        id="ephemeral-volume",
+        "",
+        id="ephemeral-volume-is-honoured",
     ),
     pytest.param(
         containers(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}]),
@@ -155,15 +155,17 @@ def test_each_pod_spec_gets_the_verdict_naming_its_field(
         assert found.warnings == ()
 
 
-def test_required_anti_affinity_message_says_the_pod_is_not_placed() -> None:
+def test_pod_terms_and_spread_become_the_tasks_topology_spec() -> None:
     spec = containers(
-        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}
+        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}},
+        topologySpreadConstraints=[
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
     )
-    assert TaskInfo.from_pod(decoded(spec)).refusal == (
-        "muster does not honour "
-        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution yet: "
-        "the pod is not placed rather than placed against it"
-    )
+    task = TaskInfo.from_pod(decoded(spec))
+    assert task.topology is not None and not task.gated
+    assert [t.topology_key for t in task.topology.required_anti_affinity] == [TERM["topologyKey"]]
+    assert [(c.topology_key, c.hard) for c in task.topology.spread] == [("zone", True)]
 
 
 def test_resource_claims_message_says_muster_does_not_allocate_them() -> None:
@@ -173,14 +175,16 @@ def test_resource_claims_message_says_muster_does_not_allocate_them() -> None:
     )
 
 
-def test_pvc_warning_says_what_muster_does_not_check() -> None:
-    spec = containers(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}])
-    found = TaskInfo.from_pod(decoded(spec)).unhonoured
-    assert found is not None
-    assert (
-        "does not check PersistentVolume node affinity or WaitForFirstConsumer"
-        in (found.warnings[0])
+def test_claim_volumes_become_the_pods_claims_by_namespace() -> None:
+    spec = containers(
+        volumes=[
+            {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
+            {"name": "scratch", "ephemeral": CLAIM_TEMPLATE},
+            {"name": "cfg", "configMap": {"name": "c"}},
+        ]
     )
+    task = TaskInfo.from_pod(decoded(spec))
+    assert task.placement.claims == ("ns/d", "ns/p-scratch")
 
 
 def test_decoding_keeps_the_fields_the_rules_read() -> None:

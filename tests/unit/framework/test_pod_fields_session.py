@@ -13,15 +13,11 @@ from scheduler.api.snapshot import build_snapshot
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
 
-ANTI_AFFINITY = {
-    "podAntiAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}}}
-        ]
-    }
-}
-REQUIRED_FIELD = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-PVC = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+# Pod-level resources (PodLevelResources) are refused; spec.schedulingGroup is warned.
+POD_RESOURCES = {"requests": {"cpu": "1"}}
+REFUSED_FIELD = "spec.resources"
+WARNED = {"schedulingGroup": {"podGroupName": "g"}}
+WARNED_FIELD = "spec.schedulingGroup"
 
 
 def pod(name: str, group: str, **spec: Any) -> wire.Pod:
@@ -68,37 +64,37 @@ def run(pods: list[wire.Pod], min_member: int) -> SessionResult:
     return schedule(snap)
 
 
-def test_gang_with_one_required_anti_affinity_member_binds_nothing_and_names_the_field() -> None:
-    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", affinity=ANTI_AFFINITY)], 3)
+def test_gang_with_one_refused_member_binds_nothing_and_names_the_field() -> None:
+    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", resources=POD_RESOURCES)], 3)
     assert result.binds == []
     (update,) = result.podgroups
     condition = next(c for c in update.conditions if c.type == "Unschedulable")
     assert condition.reason == "FieldNotHonoured"
-    assert REQUIRED_FIELD in condition.message and "ns/c" in condition.message
+    assert REFUSED_FIELD in condition.message and "ns/c" in condition.message
     messages = {m.name: m for m in result.unschedulable}
     assert messages["c"].reason == "Unschedulable"
-    assert messages["c"].message.startswith(f"muster does not honour {REQUIRED_FIELD} yet")
+    assert messages["c"].message.startswith(f"muster does not honour {REFUSED_FIELD} yet")
     # the others wait for the gang, and say why
-    assert REQUIRED_FIELD in messages["a"].message
-    assert REQUIRED_FIELD in messages["b"].message
+    assert REFUSED_FIELD in messages["a"].message
+    assert REFUSED_FIELD in messages["b"].message
 
 
 def test_a_refused_extra_member_does_not_hold_back_a_gang_that_has_enough() -> None:
-    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", affinity=ANTI_AFFINITY)], 2)
+    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", resources=POD_RESOURCES)], 2)
     assert sorted(b.name for b in result.binds) == ["a", "b"]
     assert [m.name for m in result.unschedulable] == ["c"]
-    assert REQUIRED_FIELD in result.unschedulable[0].message
+    assert REFUSED_FIELD in result.unschedulable[0].message
 
 
-def test_pod_with_a_claim_is_bound_with_one_warning_naming_the_field() -> None:
-    result = run([pod("a", "g", volumes=PVC), pod("b", "g")], 2)
+def test_pod_with_a_warned_field_is_bound_with_one_warning_naming_the_field() -> None:
+    result = run([pod("a", "g", **WARNED), pod("b", "g")], 2)
     assert sorted(b.name for b in result.binds) == ["a", "b"]
     (warning,) = result.field_warnings
     assert (warning.name, warning.uid) == ("a", "uid-a")
-    assert "spec.volumes.persistentVolumeClaim" in warning.message
+    assert WARNED_FIELD in warning.message
 
 
 def test_pod_that_is_not_placed_gets_no_placement_warning() -> None:
     # the gang cannot start (minMember 3, two pods): nothing is bound, nothing is warned
-    result = run([pod("a", "g", volumes=PVC), pod("b", "g")], 3)
+    result = run([pod("a", "g", **WARNED), pod("b", "g")], 3)
     assert result.binds == [] and result.field_warnings == []

@@ -40,6 +40,23 @@ def kinds_by_name(subject: World) -> dict[str, Kind[Any]]:
             id="podgroup-all-namespaces",
         ),
         pytest.param("pod", "/api/v1/pods", wire.Pod, id="pod-all-namespaces"),
+        pytest.param("namespace", "/api/v1/namespaces", wire.Namespace, id="namespace"),
+        pytest.param(
+            "persistentvolumeclaim",
+            "/api/v1/persistentvolumeclaims",
+            wire.PersistentVolumeClaim,
+            id="pvc-all-namespaces",
+        ),
+        pytest.param(
+            "persistentvolume", "/api/v1/persistentvolumes", wire.PersistentVolume, id="pv"
+        ),
+        pytest.param(
+            "storageclass",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            wire.StorageClass,
+            id="storageclass",
+        ),
+        pytest.param("csinode", "/apis/storage.k8s.io/v1/csinodes", wire.CSINode, id="csinode"),
     ],
 )
 def test_each_kind_is_listed_cluster_wide_from_its_api_path(
@@ -49,8 +66,22 @@ def test_each_kind_is_listed_cluster_wide_from_its_api_path(
     assert (kind.path, kind.wire_type) == (path, wire_type)
 
 
-def test_exactly_the_five_kinds_are_watched() -> None:
-    assert sorted(kinds_by_name(world())) == ["node", "pod", "podgroup", "priorityclass", "queue"]
+WATCHED = [
+    "csinode",
+    "namespace",
+    "node",
+    "persistentvolume",
+    "persistentvolumeclaim",
+    "pod",
+    "podgroup",
+    "priorityclass",
+    "queue",
+    "storageclass",
+]
+
+
+def test_exactly_the_kinds_sessions_read_are_watched() -> None:
+    assert sorted(kinds_by_name(world())) == WATCHED
 
 
 def test_pods_are_keyed_by_uid_and_podgroups_by_namespace_and_name() -> None:
@@ -89,7 +120,7 @@ def test_every_reflector_shares_the_one_client() -> None:
     # One client, one connection pool and one qps budget for every watch.
     client: Any = object()
     reflectors = world_reflectors(client, world(), Metrics())
-    assert len(reflectors) == 5
+    assert sorted(r.name for r in reflectors) == WATCHED
     assert all(r.client is client for r in reflectors)
 
 
