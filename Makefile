@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck unit manifests demo bench clean
+.PHONY: venv test lint typecheck unit manifests demo bench chaos clean
 
 venv: $(STAMP)
 
@@ -33,6 +33,13 @@ demo: venv
 bench: venv
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/cluster_bench.py --nodes 1000 --pods 10000 --gang 8-64 --repeat 2
+
+# The reliability campaign's long mode (bench/chaos.py, about 1.5 hours): ten seeded trials of
+# kills, pauses and sim faults, 10,000 fuzzed objects and an hour's soak; the figures go to
+# bench/out/chaos.json. `make test` runs its short mode (tests/e2e/test_chaos.py). SEED=n
+# replays a campaign.
+chaos: venv
+	$(BIN)/python bench/chaos.py --long $(if $(SEED),--seed $(SEED))
 
 # The container image and deploy/: every YAML parses; the rendered kustomizations
 # validate against the Kubernetes schemas offline; `kubectl apply --dry-run=client`

@@ -346,6 +346,7 @@ class ApiServer:
             suffix = "".join(random.choice(_GENERATE_CHARS) for _ in range(5))
             meta["name"] = f"{meta['generateName']}{suffix}"
         admission.validate_name(kind.kind, kind.group, obj)
+        _check_annotations_size(kind, obj)
         if meta.get("resourceVersion"):
             raise internal_error("resourceVersion should not be set on objects to be created")
         name = str(meta["name"])
@@ -856,6 +857,7 @@ class ApiServer:
 
     def _validate_update(self, kind: Kind, current: Obj, new: Obj) -> None:
         name = name_of(current)
+        _check_annotations_size(kind, new)
         old_fin = set(current["metadata"].get("finalizers") or [])
         new_fin = set(new["metadata"].get("finalizers") or [])
         if current["metadata"].get("deletionTimestamp") and new_fin - old_fin:
@@ -1311,3 +1313,28 @@ def _scaled(value: Any, total: int) -> int:
     if isinstance(value, str) and value.endswith("%"):
         return math.ceil(total * int(value[:-1]) / 100)
     return int(value)
+
+
+# apimachinery's TotalAnnotationSizeLimitB: keys and values of one object's annotations
+ANNOTATIONS_SIZE_LIMIT = 256 * 1024
+
+
+def _check_annotations_size(kind: Kind, obj: Obj) -> None:
+    """422 when an object's annotations total more than 256 KiB, as ValidateObjectMeta does."""
+    annotations = obj["metadata"].get("annotations")
+    if not isinstance(annotations, dict):
+        return
+    total = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+    if total > ANNOTATIONS_SIZE_LIMIT:
+        raise invalid(
+            kind.group,
+            kind.kind,
+            str(obj["metadata"].get("name") or ""),
+            [
+                FieldError(
+                    "metadata.annotations",
+                    f"Too long: must have at most {ANNOTATIONS_SIZE_LIMIT} bytes",
+                    "FieldValueTooLong",
+                )
+            ],
+        )

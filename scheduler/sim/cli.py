@@ -114,6 +114,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=0.0,
         help="close every watch after this many seconds",
     )
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        help="append every write as an audit.k8s.io/v1 Event, one JSON line each (as "
+        "kube-apiserver's --audit-log-path); GET /sim/audit serves them from memory regardless",
+    )
+    parser.add_argument(
+        "--audit-capacity",
+        type=int,
+        default=100_000,
+        help="audit records kept in memory for GET /sim/audit (older ones: 410)",
+    )
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=run)
 
@@ -135,6 +147,11 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         raise ConfigError(
             "--insecure serves without authentication: --token and --token-auth-file would be "
             "ignored; drop them or drop --insecure"
+        )
+    if args.audit_capacity < 1:
+        raise ConfigError(
+            f"--audit-capacity {args.audit_capacity}: sim keeps at least one audit record in "
+            "memory; give 1 or more (the --audit-log file keeps every record regardless)"
         )
     if args.fault_error_rate > 0:
         faults.errors.append(
@@ -165,6 +182,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         bookmark_interval=args.bookmark_interval,
         faults=faults,
         provisioner=args.provisioner,
+        audit_log_path=args.audit_log,
+        audit_capacity=args.audit_capacity,
     )
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
-from scheduler.sim import admission, discovery, impersonation
+from scheduler.sim import admission, audit, discovery, impersonation
 from scheduler.sim.apiserver import (
     ApiServer,
     DeleteOptions,
@@ -81,8 +83,13 @@ class HttpApi:
         tokens: ServiceAccountTokens | None = None,
         bookmark_interval: float = 1.0,
         server_address: str = "",
+        audit_log: audit.AuditLog | None = None,
     ) -> None:
         self.api = api
+        self.audit = audit_log
+        # POST /sim/restart: the server's restart (serving stops, the store stays)
+        self.on_restart: Callable[[float], Awaitable[None]] | None = None
+        self._restarts: set[asyncio.Task[None]] = set()
         self.faults = faults
         # None for both: `--insecure`, every request is served unauthenticated
         self.authenticator = authenticator
@@ -98,7 +105,30 @@ class HttpApi:
         return app
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Authenticate, authorize, then serve health, admin, discovery or resource requests."""
+        """Audit writes; authenticate, authorize, then serve health, admin, discovery, resources."""
+        if (
+            self.audit is None
+            or request.method not in _WRITE_METHODS
+            or request.path.startswith("/sim/")
+        ):
+            return await self._handle(request)
+        pending = self.audit.begin(
+            request.method, request.path_qs, None, request.headers.get("User-Agent", "")
+        )
+        code = 500
+        try:
+            response = await self._handle(request)
+            code = response.status
+            return response
+        except asyncio.CancelledError:
+            # the client went away while its request waited (for its body, a webhook);
+            # nginx's 499 says so, and a write committed before it still counts as done
+            code = 200 if pending.primary is not None else 499
+            raise
+        finally:
+            self.audit.finish(pending, code)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         try:
             if self.authenticator is not None:
                 user = self._authenticate(request, self.authenticator)
@@ -106,6 +136,9 @@ class HttpApi:
                     user = impersonation.impersonate(user, request.headers, self.authorizer)
                 # for the write path: admission reviews carry the user as userInfo
                 request[USER_KEY] = user
+                pending = audit.current()
+                if pending is not None:
+                    pending.user = user
                 if self.authorizer is not None and not user.is_master:
                     self._authorize(request, user, self.authorizer)
             # clients differ on trailing slashes (the official client asks for /version/)
@@ -139,6 +172,13 @@ class HttpApi:
         if request.path.startswith("/sim/"):
             raise forbidden_error(user, Attributes(request.method.lower(), request.path))
         attrs = request_attributes(request.method, request.path, request.query)
+        pending = audit.current()
+        if pending is not None and attrs.resource_request:
+            # what the audit says of a refused request: kube resolves it before authorizing
+            pending.verb, pending.api_group = attrs.verb, attrs.api_group
+            pending.api_version, pending.resource = attrs.api_version, attrs.resource
+            pending.subresource, pending.namespace = attrs.subresource, attrs.namespace
+            pending.name = attrs.name
         allowed, reason = authorizer.authorize(user, attrs)
         if not allowed:
             raise forbidden_error(user, attrs, reason)
@@ -153,10 +193,58 @@ class HttpApi:
         if path == "/sim/compact" and request.method == "POST":
             self.api.store.compact()
             return json_response({"compactedResourceVersion": self.api.store.compacted_rv})
+        if path == "/sim/restart" and request.method == "POST":
+            return self._restart(request)
+        if path == "/sim/audit" and request.method == "GET":
+            return self._audit_records(request)
         if path == "/sim/drop-watches" and request.method == "POST":
             self.api.store.close_watchers()
             return json_response({"dropped": True})
         raise path_not_found()
+
+    def _restart(self, request: web.Request) -> web.Response:
+        """POST /sim/restart?downtime=S: answer, then go down for S seconds and come back."""
+        if self.on_restart is None:
+            raise path_not_found()
+        text = request.query.get("downtime", "1")
+        try:
+            downtime = float(text)
+        except ValueError:
+            downtime = -1.0
+        if not 0 <= downtime <= 60:
+            raise bad_request(
+                f"/sim/restart: downtime={text!r} is not a number of seconds from 0 to 60"
+            )
+        # after this answer is sent: the restart cuts every connection, this one too
+        task = asyncio.get_running_loop().create_task(self._restart_soon(downtime))
+        self._restarts.add(task)
+        task.add_done_callback(self._restarts.discard)
+        return json_response({"restarting": True, "downtime": downtime}, 202)
+
+    async def _restart_soon(self, downtime: float) -> None:
+        assert self.on_restart is not None
+        await asyncio.sleep(0.05)
+        await self.on_restart(downtime)
+
+    def _audit_records(self, request: web.Request) -> web.Response:
+        """GET /sim/audit?since=N&limit=M: the audit records after N as JSON lines."""
+        if self.audit is None:
+            raise path_not_found()
+        numbers: dict[str, int] = {}
+        for param in ("since", "limit"):
+            text = request.query.get(param, "0")
+            try:
+                numbers[param] = int(text)
+            except ValueError:
+                raise bad_request(
+                    f"/sim/audit: {param}={text!r} is not an integer; give the seq of the last "
+                    "record read (0 for all) and the most records wanted (0 for no limit)"
+                ) from None
+        lines = self.audit.since(numbers["since"], numbers["limit"])
+        body = b"".join(line + b"\n" for line in lines)
+        response = web.Response(body=body, content_type="application/jsonl")
+        response.headers["X-Sim-Audit-Seq"] = str(self.audit.seq)
+        return response
 
     async def _api(self, request: web.Request, path: str) -> web.StreamResponse:
         parts = [p for p in path.split("/") if p]
@@ -188,6 +276,9 @@ class HttpApi:
             return await self._token_request(request, rest)
         route = self._route(group, version, rest)
         verb = self._verb(request.method, route)
+        pending = audit.current()
+        if pending is not None:
+            _describe(pending, route, verb)
         if self.faults.active:
             resource = route.kind.plural + (f"/{route.subresource}" if route.subresource else "")
             await self.faults.before(verb, resource)
@@ -245,12 +336,18 @@ class HttpApi:
         user = request.get(USER_KEY)
         if verb == "create":
             body = await _body(request)
+            pending = audit.current()
+            if pending is not None and name is None and isinstance(body, dict):
+                # as kube's audit does, the created object's name comes from the request
+                pending.name = str((body.get("metadata") or {}).get("name") or "")
             if name is None:
                 if kind.key == "nodes" and isinstance(body, dict):
                     admission.taint_new_node(body)
                 write = WriteOptions.from_query(query, "CreateOptions", user)
                 created = await api.create_admitted(kind, ns, body, write)
                 return _with_warnings(json_response(created, 201), write)
+            if pending is not None and route.subresource in ("binding", "eviction"):
+                pending.request_object = body
             if route.subresource == "binding":
                 await self._admit_subresource(route, body, user, ("", "v1", "Binding"))
                 api.bind(ns or "", name, body)
@@ -392,6 +489,14 @@ class HttpApi:
             raise path_not_found()
         if request.method != "POST":
             raise method_not_allowed()
+        pending = audit.current()
+        if pending is not None:
+            pending.verb, pending.resource, pending.subresource = (
+                "create",
+                "serviceaccounts",
+                "token",
+            )
+            pending.api_version, pending.namespace, pending.name = "v1", rest[1], rest[3]
         answer = self.tokens.request(rest[1], rest[3], await _body(request))
         return json_response(answer, 201)
 
@@ -401,8 +506,26 @@ class HttpApi:
             raise method_not_allowed()
         body = await _body(request)
         name = str(((body or {}).get("metadata") or {}).get("name", ""))
+        pending = audit.current()
+        if pending is not None:
+            pending.verb, pending.resource, pending.key = "create", "pods", "pods"
+            pending.subresource, pending.api_version = "binding", "v1"
+            pending.namespace, pending.name, pending.request_object = rest[1], name, body
         self.api.bind(rest[1], name, body)
         return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
+
+
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _describe(pending: audit.PendingRequest, route: Route, verb: str) -> None:
+    """Fill the audit record's objectRef from the parsed route."""
+    kind = route.kind
+    pending.verb = verb
+    pending.api_group, pending.api_version = kind.group, kind.version
+    pending.resource, pending.key = kind.plural, kind.key
+    pending.subresource = route.subresource or ""
+    pending.namespace, pending.name = route.namespace or "", route.name or ""
 
 
 def _with_warnings(response: web.Response, options: WriteOptions) -> web.Response:

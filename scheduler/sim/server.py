@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 import tempfile
 import threading
 import uuid
@@ -18,6 +19,7 @@ import yaml
 from aiohttp import web
 
 from scheduler.sim.apiserver import CRDS, ApiServer, now_rfc3339
+from scheduler.sim.audit import AuditLog
 from scheduler.sim.authn import Authenticator, load_token_file
 from scheduler.sim.errors import ApiError
 from scheduler.sim.faults import FaultConfig, FaultInjector
@@ -67,6 +69,10 @@ class SimConfig:
     # the PV controller and an external provisioner for every StorageClass (--no-provisioner:
     # claims stay Pending unless a client binds them, as on a cluster without provisioners)
     provisioner: bool = True
+    # every write as an audit.k8s.io/v1 Event: the newest `audit_capacity` in memory (GET
+    # /sim/audit), all of them appended to `audit_log_path` when set (--audit-log)
+    audit_log_path: Path | None = None
+    audit_capacity: int = 100_000
 
     def pools(self) -> list[NodePool]:
         """The configured pools, with `--nodes` as a pool named `sim-node` in front."""
@@ -95,6 +101,10 @@ class SimServer:
         self.cert: ServingCert | None = None
         self.admin_token: str | None = None
         self.tokens: ServiceAccountTokens | None = None
+        self.audit: AuditLog | None = None
+        self._audit_flusher: asyncio.TimerHandle | None = None
+        self._http: HttpApi | None = None
+        self._ssl_context: ssl.SSLContext | None = None
         self._runner: web.AppRunner | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -108,6 +118,10 @@ class SimServer:
                 "token_auth_file would be ignored; drop them or drop insecure"
             )
         self._loop = asyncio.get_running_loop()
+        self.audit = AuditLog(config.audit_capacity, config.audit_log_path)
+        self.store.on_write = self.audit.observe
+        if config.audit_log_path is not None:
+            self._flush_audit()
         api = self.api = ApiServer(self.store, self.registry)
         self.kubelet = Kubelet(api, config.pod_start_delay, config.terminate_delay)
         self.kubelet.attach(self._loop)
@@ -150,13 +164,11 @@ class SimServer:
             tokens=self.tokens,
             bookmark_interval=config.bookmark_interval,
             server_address=f"{config.host}:{self.port}",
+            audit_log=self.audit,
         )
-        self._runner = web.AppRunner(
-            http.application(), access_log=None, handle_signals=False, shutdown_timeout=0.5
-        )
-        await self._runner.setup()
-        site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
-        await site.start()
+        http.on_restart = self.restart
+        self._http, self._ssl_context = http, ssl_context
+        await self._listen(sock)
         self.kubeconfig_path = config.kubeconfig_out or work_dir / "sim.kubeconfig"
         write_kubeconfig(self.kubeconfig_path, self.url, self.admin_token, self.ca_pem)
         log.info(
@@ -234,9 +246,49 @@ class SimServer:
                         ) from None
         log.info("loaded %d CRDs from %s", self.store.count(CRDS), directory)
 
-    async def stop(self) -> None:
-        """Close watches, stop serving, cancel kubelet timers."""
+    async def _listen(self, sock: socket.socket) -> None:
+        assert self._http is not None
+        self._runner = web.AppRunner(
+            self._http.application(), access_log=None, handle_signals=False, shutdown_timeout=0.5
+        )
+        await self._runner.setup()
+        site = web.SockSite(self._runner, sock, ssl_context=self._ssl_context)
+        await site.start()
+
+    async def restart(self, downtime: float) -> None:
+        """An API server restart that keeps etcd: stop serving (every connection and watch
+        cut, connections refused) for `downtime` seconds, then serve the same store again.
+
+        As a restarted kube-apiserver's watch cache starts from a fresh list, every watch
+        resuming from before the restart gets 410 Expired. (The process itself goes on:
+        sim's CA, tokens and kubelet timers are those of before.)
+        """
         self.store.close_watchers()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        self.store.start_watch_cache()
+        await asyncio.sleep(downtime)
+        config = self.config
+        sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((config.host, self.port))
+        await self._listen(sock)
+        log.info("muster sim restarted after %.1fs down, store kept", downtime)
+
+    def _flush_audit(self) -> None:
+        # the file is written through a buffer: push it out twice a second, as kube's
+        # batching audit backend does, so that a reader tailing it lags little
+        if self.audit is not None and self._loop is not None:
+            self.audit.flush()
+            self._audit_flusher = self._loop.call_later(0.5, self._flush_audit)
+
+    async def stop(self) -> None:
+        """Close watches, stop serving, cancel kubelet timers, close the audit file."""
+        self.store.close_watchers()
+        if self._audit_flusher is not None:
+            self._audit_flusher.cancel()
+            self._audit_flusher = None
         if self.kubelet is not None:
             self.kubelet.stop()
         if self.provisioner is not None:
@@ -244,6 +296,8 @@ class SimServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.audit is not None:
+            self.audit.close()
         if self._tmp is not None:
             # the kubeconfigs embed the CA: nothing outside needs the CA's key once sim stops
             self._tmp.cleanup()

@@ -187,6 +187,8 @@ class Store:
         self._listeners: dict[str, list[Listener]] = {}
         # owner uid -> dependents, for garbage collection through ownerReferences
         self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        # called on every committed change, before watchers hear of it (sim's audit log)
+        self.on_write: Listener | None = None
 
     # -- reads ---------------------------------------------------------------
 
@@ -305,6 +307,8 @@ class Store:
         self.start_watch_cache()
 
     def _emit(self, event: Event) -> None:
+        if self.on_write is not None:
+            self.on_write(event)
         self._history.append(event)
         if len(self._history) > 2 * self.history_size:
             drop = len(self._history) - self.history_size

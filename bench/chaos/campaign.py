@@ -1,0 +1,276 @@
+"""One trial: start the cluster, stream work and faults for a while, drain, check invariants."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from chaos.cluster import LEASE_SECONDS, LOCK_NAME, LOCK_NAMESPACE, ChaosCluster, tail_logs
+from chaos.faults import LEADER_FAULTS, SETTLE_SECONDS, Injector, LeaderLoss, Window
+from chaos.invariants import (
+    Violation,
+    double_binds,
+    eviction_ping_pong,
+    half_placed_gangs,
+    is_bind,
+    lease_exclusive,
+    node_overcommit,
+    stale_podgroup_status,
+    stuck_inqueue,
+    unexplained_pending,
+    writer,
+)
+from chaos.soak import Sampler
+from chaos.workload import NODE_CPU, NODE_MEMORY, Workload
+
+Obj = dict[str, Any]
+# a gap this long with no bind, outside every fault window, is a quiescent moment
+QUIET_SECONDS = 3.0
+# slack on top of the Inqueue timeout: a session, the status write and its retries
+INQUEUE_SLACK = 10.0
+# a PodGroup's status may trail its pods by this much (sessions, a status write, its retries)
+STATUS_LAG = 8.0
+
+
+@dataclass
+class Options:
+    """How one trial runs."""
+
+    seed: int
+    seconds: float = 45.0
+    nodes: int = 200
+    replicas: int = 3
+    work_dir: Path = Path("bench/out/chaos")
+    leader_faults: tuple[str, ...] = ("sigkill-mid-commit", "sigterm", "sigstop")
+    arrivals_per_second: float = 4.0
+    filler_gangs: int = 12
+    inqueue_timeout: float = 20.0
+    sim_faults: bool = True  # off for the soak: steady arrivals, nothing else
+    sample_every: float = 0.0  # soak: seconds between RSS / connection / session samples
+    keep_logs: bool = False
+
+
+@dataclass
+class TrialResult:
+    """What one trial did and found."""
+
+    seed: int
+    seconds: float
+    faults: dict[str, int]
+    skipped: dict[str, int]
+    violations: list[Violation]
+    takeovers: list[tuple[str, float | None]]
+    mid_commit_cuts: list[tuple[int, int]]
+    created: dict[str, int]
+    refused_writes: int
+    binds: int
+    audit_records: int
+    replicas_started: int
+    quiescent_moments: int
+    samples: list[dict[str, float]] = field(default_factory=list)
+    logs: str = ""
+
+
+def quiescent_moments(
+    records: list[Obj], windows: list[Window], start: float, end: float
+) -> list[float]:
+    """Moments QUIET_SECONDS into each bind-free gap that no fault window (+ settle) covers."""
+    binds = [float(r["time"]) for r in records if is_bind(r) and float(r["time"]) >= start]
+    moments: list[float] = []
+    marks = [start, *binds, end]
+    for before, after in itertools.pairwise(marks):
+        moment = before + QUIET_SECONDS
+        if moment >= after:
+            continue
+        if any(w.start - QUIET_SECONDS <= moment <= w.end + SETTLE_SECONDS for w in windows):
+            continue
+        moments.append(moment)
+    return moments
+
+
+def successor_bound(chaos: ChaosCluster, loss: LeaderLoss) -> bool:
+    """Whether a replica other than the one lost has bound since the loss."""
+    return any(t > loss.at and w != loss.lost_writer for t, w in reversed(chaos.binds))
+
+
+def urgent_gang(workload: Workload, size: int) -> tuple[str, str]:
+    """A high-priority gang in the big queue: the next leader has work the moment it leads."""
+    return workload.gang(size=size, cpu="100m", queue="q-gold", klass="chaos-high")
+
+
+def run_trial(options: Options, log: Callable[[str], None] = print) -> TrialResult:
+    """Run one trial and check every invariant over its audit."""
+    rng = random.Random(options.seed)
+    work_dir = options.work_dir / f"seed-{options.seed}"
+    shutil.rmtree(work_dir, ignore_errors=True)
+    chaos = ChaosCluster(
+        work_dir,
+        nodes=options.nodes,
+        replicas=options.replicas,
+        inqueue_timeout=options.inqueue_timeout,
+        node_cpu=NODE_CPU,
+        node_memory=NODE_MEMORY,
+    )
+    chaos.start()
+    try:
+        result = _drive(chaos, options, rng, log)
+    finally:
+        chaos.stop()
+    if not options.keep_logs and not result.violations:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return result
+
+
+def _drive(
+    chaos: ChaosCluster, options: Options, rng: random.Random, log: Callable[[str], None]
+) -> TrialResult:
+    workload = Workload(chaos, rng)
+    workload.setup()
+    workload.filler(options.filler_gangs)
+    injector = Injector(chaos, rng)
+    sampler = Sampler(chaos, options.sample_every) if options.sample_every else None
+    plan = Injector.schedule(rng, options.seconds, list(options.leader_faults))
+    if not options.sim_faults:
+        plan = [(at, kind) for at, kind in plan if kind in LEADER_FAULTS]
+    leader_due = [kind for _, kind in plan if kind in LEADER_FAULTS]
+    sim_plan = [(at, kind) for at, kind in plan if kind not in LEADER_FAULTS]
+    leader_times = [at for at, kind in plan if kind in LEADER_FAULTS]
+    start = time.time()
+    log(f"trial seed {options.seed}: {len(plan)} faults planned over {options.seconds:g}s")
+    huge_at = rng.uniform(0, options.seconds / 2)
+    huge_done = False
+    next_arrival = start
+    # a stopped leader is resumed only once its stop outlasted the lease, even past the end
+    while (elapsed := time.time() - start) < options.seconds or injector.resumes:
+        injector.expire_rules()
+        injector.resume_due()
+        while sim_plan and sim_plan[0][0] <= elapsed:
+            _, kind = sim_plan.pop(0)
+            try:
+                injector.sim_fault(kind)
+            except OSError:
+                # sim is down (restarting): strike a moment later
+                sim_plan.insert(0, (elapsed + 0.5, kind))
+                break
+        # one leader loss at a time: the next waits until a successor has bound, so that
+        # each loss's time to the next bind is the takeover it caused
+        recovered = not injector.losses or successor_bound(chaos, injector.losses[-1])
+        due = bool(leader_due) and leader_times[0] <= elapsed and recovered
+        if due and injector.leader_fault(leader_due[0], partial(urgent_gang, workload)):
+            log(f"  {elapsed:5.1f}s {leader_due[0]} of the leader")
+            leader_due.pop(0)
+            leader_times.pop(0)
+        if not huge_done and elapsed >= huge_at:
+            workload.huge_gang()
+            huge_done = True
+        if time.time() >= next_arrival:
+            workload.tick()
+            next_arrival += rng.expovariate(options.arrivals_per_second)
+        if sampler is not None:
+            sampler.maybe_sample()
+        chaos.read_audit()
+        time.sleep(0.02)
+    end_of_faults = time.time()
+    for kind in leader_due:
+        # never struck: no single leader (or no bind of a successor) before the end
+        injector.skipped[kind] = injector.skipped.get(kind, 0) + 1
+        log(f"  {kind} never struck: no single leader to hit before the end")
+    injector.clear()
+    _drain(chaos, log)
+    end = time.time()
+    chaos.read_audit()
+    records = chaos.audit
+    pods = chaos.pods()
+    writers = chaos.scheduler_writers()
+    moments = [*quiescent_moments(records, injector.windows, start, end_of_faults), end]
+    binds = [r for r in records if is_bind(r)]
+    for loss in injector.losses:
+        # the lost leader's own binds in flight may still land: the takeover is the first
+        # bind of another replica (the leader is the writer of the last bind before the loss)
+        loss.next_bind = next(
+            (
+                float(r["time"])
+                for r in binds
+                if float(r["time"]) > loss.at and writer(r) != loss.lost_writer
+            ),
+            None,
+        )
+    # no leader could act from each loss until a successor bound
+    pauses = [(loss.at, loss.next_bind or end) for loss in injector.losses]
+    violations = [
+        *double_binds(records),
+        *node_overcommit(records),
+        *lease_exclusive(records, LOCK_NAMESPACE, LOCK_NAME, writers),
+        *half_placed_gangs(records, moments, writers),
+        *unexplained_pending(pods),
+        *stuck_inqueue(records, end, options.inqueue_timeout + INQUEUE_SLACK, pauses),
+        *stale_podgroup_status(records, end, STATUS_LAG, pauses),
+        *eviction_ping_pong(records, writers),
+    ]
+    if options.keep_logs or violations:
+        # the evidence: every audit record, and what the driver did when
+        with (chaos.work_dir / "audit.jsonl").open("w") as out:
+            out.writelines(json.dumps(r) + "\n" for r in records)
+        (chaos.work_dir / "faults.json").write_text(
+            json.dumps(
+                {
+                    "windows": [vars(w) for w in injector.windows],
+                    "losses": [vars(loss) for loss in injector.losses],
+                    "quiescent": moments,
+                },
+                indent=1,
+            )
+        )
+    cuts = []
+    for loss in injector.losses:
+        if loss.gang is None:
+            continue
+        namespace, name = loss.gang
+        mine = [
+            r
+            for r in binds
+            if r["objectRef"].get("namespace") == namespace
+            and str(r["objectRef"].get("name", "")).startswith(f"{name}-")
+        ]
+        cuts.append((sum(1 for r in mine if float(r["time"]) <= loss.at), len(mine)))
+    return TrialResult(
+        seed=options.seed,
+        seconds=end - start,
+        faults=dict(injector.counts),
+        skipped=dict(injector.skipped),
+        violations=violations,
+        takeovers=[(loss.kind, loss.takeover) for loss in injector.losses],
+        mid_commit_cuts=cuts,
+        created=dict(workload.created),
+        refused_writes=workload.refused,
+        binds=len(binds),
+        audit_records=len(records),
+        replicas_started=chaos.started,
+        quiescent_moments=len(moments),
+        samples=sampler.samples if sampler is not None else [],
+        logs=tail_logs(chaos.processes) if violations else "",
+    )
+
+
+def _drain(chaos: ChaosCluster, log: Callable[[str], None], timeout: float = 40.0) -> None:
+    """Wait for a leader, then until no bind for QUIET_SECONDS and every pending pod says why."""
+    deadline = time.time() + timeout
+    while chaos.leader() is None and time.time() < deadline:
+        time.sleep(0.2)
+    last_bind = time.time()
+    while time.time() < deadline:
+        for record in chaos.read_audit():
+            if is_bind(record):
+                last_bind = float(record["time"])
+        if time.time() - last_bind >= QUIET_SECONDS and not unexplained_pending(chaos.pods()):
+            return
+        time.sleep(0.5)
+    log(f"  drain: still settling after {timeout:g}s (lease {LEASE_SECONDS:g}s)")

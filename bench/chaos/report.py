@@ -1,0 +1,134 @@
+"""The campaign's figures: a table over trials, and JSON for the record."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from chaos.campaign import TrialResult
+from chaos.cluster import LEASE_SECONDS
+from chaos.faults import NOT_INJECTED
+from chaos.soak import growth, session_trend
+
+TAKEOVER_TARGET = LEASE_SECONDS + 2.0
+
+
+def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every figure the campaign reports, as plain data."""
+    faults: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    violations: Counter[str] = Counter()
+    takeovers: list[float] = []
+    missing_takeovers = 0
+    for trial in trials:
+        faults.update(trial.faults)
+        skipped.update(trial.skipped)
+        violations.update(v.invariant for v in trial.violations)
+        for _, seconds in trial.takeovers:
+            if seconds is None:
+                missing_takeovers += 1
+            else:
+                takeovers.append(seconds)
+    doc: dict[str, Any] = {
+        "trials": sum(1 for t in trials if not t.samples),
+        "soak_runs": sum(1 for t in trials if t.samples),
+        "seeds": [t.seed for t in trials],
+        "faults": dict(sorted(faults.items())),
+        "faults_not_injected": list(NOT_INJECTED),
+        "faults_skipped": dict(skipped),
+        "violations": sum(violations.values()),
+        "violations_by_invariant": dict(violations),
+        "takeover_seconds": sorted(takeovers),
+        "takeover_max": max(takeovers) if takeovers else None,
+        "takeover_target": TAKEOVER_TARGET,
+        "leader_losses_without_a_bind_after": missing_takeovers,
+        "mid_commit_cuts": [c for t in trials for c in t.mid_commit_cuts],
+        "binds": sum(t.binds for t in trials),
+        "created": dict(sum((Counter(t.created) for t in trials), Counter())),
+        "refused_writes": sum(t.refused_writes for t in trials),
+        "audit_records": sum(t.audit_records for t in trials),
+        "quiescent_moments": sum(t.quiescent_moments for t in trials),
+    }
+    samples = [s for t in trials for s in t.samples]
+    if samples:
+        trend = session_trend(samples)
+        doc["soak"] = {
+            "samples": len(samples),
+            "rss_growth_after_warmup": growth(samples, "rss", warmup=300.0),
+            "sockets_first_last": (samples[0]["sockets"], samples[-1]["sockets"]),
+            "threads_first_last": (samples[0]["threads"], samples[-1]["threads"]),
+            "session_median_first_last_third": trend,
+        }
+    if fuzz is not None:
+        doc["fuzz"] = fuzz
+    return doc
+
+
+def table(doc: dict[str, Any]) -> str:
+    """The figures as a Markdown table."""
+    takeover = doc["takeover_max"]
+    rows = [
+        ("trials run", str(doc["trials"])),
+        ("faults injected", ", ".join(f"{k} {v}" for k, v in doc["faults"].items())),
+        ("faults not injected", ", ".join(doc["faults_not_injected"]) or "none"),
+        ("invariant violations (target 0)", str(doc["violations"])),
+        (
+            f"leader loss to next bind, max (target <= {doc['takeover_target']:g}s)",
+            "n/a"
+            if takeover is None
+            else f"{takeover:.1f}s (all: {', '.join(f'{s:.1f}' for s in doc['takeover_seconds'])})",
+        ),
+        ("binds", str(doc["binds"])),
+        ("objects created", ", ".join(f"{k} {v}" for k, v in sorted(doc["created"].items()))),
+        ("writes refused by injected faults", str(doc["refused_writes"])),
+        ("audit records checked", str(doc["audit_records"])),
+    ]
+    if doc["violations_by_invariant"]:
+        rows.append(
+            (
+                "violations by invariant",
+                ", ".join(f"{k} {v}" for k, v in doc["violations_by_invariant"].items()),
+            )
+        )
+    soak = doc.get("soak")
+    if soak:
+        rss = soak["rss_growth_after_warmup"]
+        rows.append(("soak: RSS growth after warm-up", "n/a" if rss is None else f"{rss:+.1%}"))
+        rows.append(("soak: sockets first/last", "{:g} / {:g}".format(*soak["sockets_first_last"])))
+        rows.append(("soak: threads first/last", "{:g} / {:g}".format(*soak["threads_first_last"])))
+        trend = soak["session_median_first_last_third"]
+        rows.append(
+            (
+                "soak: median session first/last third",
+                "n/a" if trend is None else f"{trend[0] * 1000:.1f} / {trend[1] * 1000:.1f} ms",
+            )
+        )
+    fuzz = doc.get("fuzz")
+    if fuzz:
+        rows.append(("fuzzed objects sent", str(fuzz["sent"])))
+        rows.append(("fuzz: accepted / refused", f"{fuzz['accepted']} / {fuzz['refused']}"))
+        rows.append(("fuzz: muster crashes or stalls (target 0)", str(fuzz["crashes"])))
+        rows.append(("fuzz: sim 5xx answers (target 0)", str(fuzz["sim_5xx"])))
+        rows.append(
+            (
+                "fuzz: accepted bad objects not explained (target 0)",
+                f"{len(fuzz['unexplained'])} of {fuzz['accepted_bad']}",
+            )
+        )
+    width = max(len(k) for k, _ in rows)
+    lines = [f"| {'figure'.ljust(width)} | value |", f"|{'-' * (width + 2)}|-------|"]
+    lines += [f"| {k.ljust(width)} | {v} |" for k, v in rows]
+    return "\n".join(lines)
+
+
+def write(path: Path, doc: dict[str, Any], trials: list[TrialResult]) -> None:
+    """The figures and every violation, as JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    full = dict(doc)
+    full["violation_details"] = [
+        {"seed": t.seed, **asdict(v)} for t in trials for v in t.violations
+    ]
+    path.write_text(json.dumps(full, indent=2, default=str))
