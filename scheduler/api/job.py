@@ -26,11 +26,14 @@ class PodGroupPhase(enum.Enum):
 
 
 # Fields of a PodGroup spec muster accepts but does not honour yet, and what it does instead.
+PRIORITY_CLASS_FIELD = "spec.priorityClassName"
 NOT_HONOURED: dict[str, str] = {
     "spec.networkTopology": "the gang's pods go on any nodes that fit, whatever their "
     "network topology (hypernodes are not read)",
     "spec.subGroupPolicy": "the whole PodGroup is one gang (minMember and minTaskMember); "
     "sub-groups are not gang-scheduled on their own",
+    PRIORITY_CLASS_FIELD: "it names no PriorityClass, so the PodGroup has the global default "
+    "priority (0 without one); create the class or fix the name",
 }
 
 
@@ -192,6 +195,15 @@ class JobInfo:
             elif condition.reason == INQUEUE_TIMEOUT:
                 job.timed_out_since = since
         return job
+
+    def set_priority(self, value: int, *, class_known: bool) -> None:
+        """The PodGroup's priority, from its PriorityClass; a class name that names none is
+        said on the PodGroup (with the other fields not honoured), never ignored."""
+        self.priority = value
+        fields = tuple(f for f in self.unhonoured if f != PRIORITY_CLASS_FIELD)
+        if self.priority_class_name and not class_known:
+            fields += (PRIORITY_CLASS_FIELD,)
+        self.unhonoured = fields
 
     @classmethod
     def read(cls, group: wire.PodGroup, priority: int, default_queue: str) -> JobInfo:

@@ -82,6 +82,11 @@ class ClusterSnapshot:
     # Read-only in sessions (shared by clones).
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
+    def resolve_priority(self, job: JobInfo) -> None:
+        """Give a PodGroup's job the priority its PriorityClass names (or the default)."""
+        name = job.priority_class_name
+        job.set_priority(self.priority_of(name), class_known=name in self.priority_classes)
+
     def priority_of(self, class_name: str) -> int:
         """The value of a PriorityClass; the global default (or 0) when unnamed or unknown."""
         if class_name:
@@ -211,6 +216,8 @@ def build_snapshot(
         )
         if job.invalid is not None:
             snapshot.invalid.append(job.invalid)
+        else:
+            snapshot.resolve_priority(job)
         snapshot.jobs[job.key] = job
     for pod in pods:
         try:

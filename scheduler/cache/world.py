@@ -298,6 +298,7 @@ class World:
         if job.invalid is not None:
             self._invalid[("PodGroup", key)] = job.invalid
         else:
+            live.resolve_priority(job)
             self._invalid.pop(("PodGroup", key), None)
         old = live.jobs.get(key)
         if previous is None or previous.spec != group.spec:
@@ -423,8 +424,8 @@ class World:
 
     def _refresh_job_priorities(self) -> None:
         for job in self.live.jobs.values():
-            if not job.shadow:
-                job.priority = self.live.priority_of(job.priority_class_name)
+            if not job.shadow and job.invalid is None:
+                self.live.resolve_priority(job)
 
 
 def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:
