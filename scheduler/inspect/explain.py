@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
+
+import yaml
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
@@ -21,6 +24,7 @@ from scheduler.api.snapshot import shadow_key
 from scheduler.api.task import TaskInfo
 from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.decisions import Evict
 from scheduler.framework.session import Session as FrameworkSession
 from scheduler.inspect.cluster import (
     Observed,
@@ -32,7 +36,7 @@ from scheduler.inspect.cluster import (
     run_session,
 )
 from scheduler.inspect.config import EVICTING_ACTIONS, Configuration
-from scheduler.inspect.figures import ReasonFigure, figures
+from scheduler.inspect.figures import ReasonFigure, amount, figures
 from scheduler.inspect.room import Room, otherwise_fitting_nodes, room
 from scheduler.inspect.views import (
     GroupView,
@@ -150,6 +154,77 @@ def room_lines(found: Room) -> list[str]:
     return lines
 
 
+def explain_document(
+    view: GroupView,
+    queue: QueueView | None,
+    session: Session,
+    ahead: list[tuple[str, str, str]],
+    *,
+    configuration: Configuration | None = None,
+    reasons: list[tuple[list[str], list[ReasonFigure]]] | None = None,
+    room_found: Room | None = None,
+    pod_lines: list[str] | None = None,
+) -> dict[str, Any]:
+    """The report as one JSON/YAML document (-o json|yaml): the same findings as the text."""
+    key = view.key
+    waits = verdict(view, session.result) == "waits"
+    evictions = [e for e in session.result.evictions if f" {key} (priority " in e.reason]
+    document: dict[str, Any] = {
+        "podgroup": view.as_dict(session.now),
+        "configuration": configuration.describe() if configuration is not None else None,
+        "queue": queue.as_dict() if queue is not None else None,
+        "placement": {
+            "pods": dict(sorted(pod_messages(session.result, key).items())),
+            "reasons": [
+                {"pods": pods, "figures": [asdict(figure) for figure in found]}
+                for pods, found in reasons or []
+            ],
+            "evictions": [_eviction(e) for e in evictions],
+        },
+        "ahead": [{"podgroup": k, "phase": phase, "reason": reason} for k, phase, reason in ahead]
+        if waits
+        else [],
+        "wouldLetItRun": _room_document(room_found) if waits and room_found else None,
+        "members": {
+            pod: {"node": node, "status": status}
+            for pod, (node, status) in sorted(member_nodes(session, key).items())
+        },
+        "verdict": verdict(view, session.result),
+    }
+    if pod_lines is not None:
+        document["pod"] = [line for line in pod_lines if line]
+    return document
+
+
+def _eviction(eviction: Evict) -> dict[str, str]:
+    return {
+        "pod": f"{eviction.namespace}/{eviction.name}",
+        "node": eviction.node,
+        "reason": eviction.reason,
+    }
+
+
+def _room_document(found: Room) -> dict[str, Any]:
+    return {
+        "nodes": found.nodes,
+        "resources": found.resources,
+        "holders": [
+            {
+                "name": h.key,
+                "kind": h.kind,
+                "queue": h.queue,
+                "priority": h.priority,
+                "held": {name: amount(name, h.held.get(name)) for name in found.resources},
+                "nodes": h.nodes,
+            }
+            for h in found.holders
+        ],
+        "addedActions": found.added,
+        "evictions": [_eviction(e) for e in found.evictions],
+        "wouldRun": found.would_run,
+    }
+
+
 def explain_text(
     view: GroupView,
     queue: QueueView | None,
@@ -246,6 +321,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("name", help="NAMESPACE/NAME, or NAME with -n")
     parser.add_argument("-n", "--namespace", help="the object's namespace")
+    parser.add_argument("-o", "--output", choices=("json", "yaml"), help="a document, not text")
     add_cluster_arguments(parser)
     parser.set_defaults(func=main)
 
@@ -385,18 +461,22 @@ def main(args: argparse.Namespace) -> int:
     lacking = lacking_resources(reasons)
     waits = verdict(view, session.result) == "waits"
     room_found = room(world, configuration, session, key, lacking) if waits and lacking else None
-    text = explain_text(
-        view,
-        queue,
-        session,
-        world,
-        ahead,
-        configuration=configuration,
-        reasons=reasons,
-        room_found=room_found,
-        pod_lines=answer.lines if answer is not None else None,
-    )
-    print(text)
+    findings: dict[str, Any] = {
+        "configuration": configuration,
+        "reasons": reasons,
+        "room_found": room_found,
+        "pod_lines": answer.lines if answer is not None else None,
+    }
+    output = getattr(args, "output", None)
+    if output is None:
+        print(explain_text(view, queue, session, world, ahead, **findings))
+    else:
+        document = explain_document(view, queue, session, ahead, **findings)
+        print(
+            json.dumps(document, indent=2)
+            if output == "json"
+            else yaml.safe_dump(document, sort_keys=False).rstrip("\n")
+        )
     if answer is not None:
         return 1 if answer.waits else 0
     return 1 if waits else 0

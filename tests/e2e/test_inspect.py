@@ -348,6 +348,25 @@ def test_explain_of_a_waiting_gang_gives_its_figures_and_who_holds_the_room_it_l
         assert f"{namespace}/{name} on {placements[name]}: preempted by {namespace}/big" in room
     assert set(cluster.placements(namespace)) >= set(low_pods), "explain evicted nothing"
 
+    # the same findings as one document, as kubectl's -o json
+    document = json.loads(
+        muster(cluster, "explain", "podgroup", f"{namespace}/big", "-o", "json").stdout
+    )
+    assert document["verdict"] == "waits"
+    assert document["podgroup"]["name"] == "big"
+    figures = [f for r in document["placement"]["reasons"] for f in r["figures"]]
+    assert {"reason": "Insufficient cpu", "need": "1500m", "largest_free": "500m"}.items() <= (
+        next(f for f in figures if f["resource"] == "cpu").items()
+    )
+    room_document = document["wouldLetItRun"]
+    assert {h["name"] for h in room_document["holders"]} == {
+        f"{namespace}/{name}" for name in low_pods
+    }
+    assert room_document["wouldRun"] is True
+    assert sorted(e["pod"] for e in room_document["evictions"]) == sorted(
+        f"{namespace}/{name}" for name in low_pods
+    )
+
 
 @pytest.mark.nodes(2, "2")
 def test_explain_pod_names_its_group_and_place_and_refuses_a_pod_not_of_muster(
