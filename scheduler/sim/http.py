@@ -47,6 +47,26 @@ USER_KEY = web.RequestKey("muster.sim.user", UserInfo)
 _DEFAULT_WATCH_TIMEOUT = 1800.0
 
 
+# The built-in registries that answer a finished DELETE with the deleted object rather than
+# a Status (kube-apiserver's ReturnDeletedObject: true), by storage key.
+RETURNS_DELETED_OBJECT = frozenset(
+    {
+        "pods",
+        "namespaces",
+        "persistentvolumes",
+        "persistentvolumeclaims",
+        "podtemplates",
+        "resourcequotas",
+        "services",
+        "serviceaccounts",
+        "csidrivers.storage.k8s.io",
+        "csinodes.storage.k8s.io",
+        "storageclasses.storage.k8s.io",
+        "volumeattachments.storage.k8s.io",
+    }
+)
+
+
 def json_response(obj: Any, status: int = 200) -> web.Response:
     """A JSON body encoded with msgspec."""
     return web.Response(body=_encode(obj), status=status, content_type=_JSON)
@@ -407,8 +427,8 @@ class HttpApi:
             obj, gone = api.get(kind, ns, name or ""), True
         else:
             obj, gone = api.delete(kind, ns, name or "", options)
-        if gone and kind.key != "pods" and kind.key != "namespaces":
-            # most built-in registries answer a finished delete with a Status, pods with the pod
+        if gone and kind.key not in RETURNS_DELETED_OBJECT:
+            # most registries answer a finished delete with a Status; some with the object
             details: Obj = {"name": name}
             if kind.group:
                 details["group"] = kind.group

@@ -168,3 +168,40 @@ def test_namespace_deletion_removes_its_contents(raw: Raw, core: client.CoreV1Ap
     assert code == 403 and "because it is being terminated" in refused["message"]
     wait_for(lambda: _gone(raw, f"/api/v1/namespaces/{ns}"))
     assert _gone(raw, f"/api/v1/namespaces/{ns}/configmaps/c")
+
+
+def test_a_finished_delete_answers_the_object_or_a_status_as_each_registry_does(raw: Raw) -> None:
+    # kube-apiserver's registries with ReturnDeletedObject answer with the object (the
+    # official client's delete_persistent_volume decodes one); the others with a Status.
+    claim, volume, klass, config = (unique(k) for k in ("pvc", "pv", "sc", "cm"))
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    created = [
+        ("/api/v1/namespaces/default/persistentvolumeclaims", claim, {"spec": spec}),
+        (
+            "/api/v1/persistentvolumes",
+            volume,
+            {
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "hostPath": {"path": "/data"},
+                }
+            },
+        ),
+        ("/apis/storage.k8s.io/v1/storageclasses", klass, {"provisioner": "example.com/x"}),
+        ("/api/v1/namespaces/default/configmaps", config, {}),
+    ]
+    answers = {}
+    for path, name, body in created:
+        code, _ = raw.json("POST", path, {"metadata": {"name": name}, **body})
+        assert code == 201, (path, code)
+        code, answer = raw.json("DELETE", f"{path}/{name}")
+        assert code == 200, (path, code, answer)
+        answers[name] = answer["kind"]
+
+    assert answers == {
+        claim: "PersistentVolumeClaim",
+        volume: "PersistentVolume",
+        klass: "StorageClass",
+        config: "Status",
+    }
