@@ -341,6 +341,11 @@ class PodTopologySpec:
     own_labels: tuple[tuple[str, str], ...] = ()
 
 
+def label_selector(selector: wire.LabelSelector) -> LabelSelector:
+    """A wire LabelSelector compiled for matching label sets (a claim's volume selector)."""
+    return _label_selector(selector, {}) or LabelSelector()
+
+
 def _label_selector(
     selector: wire.LabelSelector | None,
     labels: Mapping[str, str],

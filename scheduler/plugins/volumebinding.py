@@ -31,7 +31,13 @@ from scheduler.api.errors import InvalidQuantity
 from scheduler.api.node import NodeInfo
 from scheduler.api.quantity import parse_quantity
 from scheduler.api.snapshot import StorageView
-from scheduler.api.task import SelectorRequirement, SelectorTerm, TaskInfo, TaskStatus
+from scheduler.api.task import (
+    SelectorRequirement,
+    SelectorTerm,
+    TaskInfo,
+    TaskStatus,
+    label_selector,
+)
 from scheduler.framework.decisions import ClaimBinding
 from scheduler.framework.status import OK, Status, unresolvable
 from scheduler.plugins.matching import term_matches
@@ -63,32 +69,6 @@ def volume_class(volume: wire.PersistentVolume) -> str:
     if annotated is not None:
         return annotated
     return volume.spec.storage_class_name
-
-
-def label_selector_matches(selector: wire.LabelSelector, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelectorAsSelector(selector).Matches(labels); an unknown operator
-    matches nothing (the API server refuses one)."""
-    for key, value in selector.match_labels.items():
-        if labels.get(key) != value:
-            return False
-    for requirement in selector.match_expressions:
-        present = requirement.key in labels
-        operator = requirement.operator
-        if operator == "In":
-            if not present or labels[requirement.key] not in requirement.values:
-                return False
-        elif operator == "NotIn":
-            if present and labels[requirement.key] in requirement.values:
-                return False
-        elif operator == "Exists":
-            if not present:
-                return False
-        elif operator == "DoesNotExist":
-            if present:
-                return False
-        else:
-            return False
-    return True
 
 
 def _terms(selector: wire.NodeSelector) -> tuple[SelectorTerm, ...]:
@@ -362,8 +342,8 @@ class VolumeBinding:
             if volume.status.phase != "Available" or volume.spec.claim_ref is not None:
                 continue
             selector = claim.spec.selector
-            if selector is not None and not label_selector_matches(
-                selector, volume.metadata.labels
+            if selector is not None and not label_selector(selector).matches(
+                volume.metadata.labels
             ):
                 continue
             if volume_class(volume) != wanted_class or not node_ok:

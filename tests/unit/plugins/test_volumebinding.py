@@ -11,7 +11,7 @@ from scheduler.api import wire
 from scheduler.api.names import GROUP_NAME_ANNOTATION
 from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import StorageView, build_snapshot, storage_view
-from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.api.task import TaskInfo, TaskStatus, label_selector
 from scheduler.engine import schedule
 from scheduler.framework.decisions import ClaimBinding
 from scheduler.framework.status import Code, Status
@@ -23,7 +23,6 @@ from scheduler.plugins.volumebinding import (
     REASON_UNBOUND_IMMEDIATE,
     VolumeBinding,
     claim_class,
-    label_selector_matches,
 )
 from scheduler.plugins.volumezone import REASON_ZONE_CONFLICT
 from tests.unit.builders import node
@@ -439,7 +438,7 @@ def test_claim_class_reads_the_beta_annotation_first(
 def test_claim_selector_matching(
     selector: dict[str, Any], labels: dict[str, str], expected: bool
 ) -> None:
-    assert label_selector_matches(wire.from_dict(selector, wire.LabelSelector), labels) is expected
+    assert label_selector(wire.from_dict(selector, wire.LabelSelector)).matches(labels) is expected
 
 
 # A whole session: a gang of three, each with its own WaitForFirstConsumer claim.
