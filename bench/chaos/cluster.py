@@ -42,6 +42,7 @@ from tests.e2e.harness import (  # noqa: E402
     Process,
     Scheduler,
     Sim,
+    controller_argv,
     free_port,
     kubeconfig_access,
     scheduler_conf,
@@ -263,25 +264,8 @@ class ChaosCluster:
         """`muster controller` as its ServiceAccount, standalone, webhooks on a local port."""
         health, webhook = free_port(), free_port()
         ca = self.work_dir / "webhook-ca.pem"
-        argv = [
-            MUSTER,
-            "controller",
-            "--kubeconfig",
-            str(self.identities.kubeconfig("controller")),
-            "--standalone",
-            "--webhook-address",
-            "127.0.0.1",
-            "--webhook-port",
-            str(webhook),
-            "--webhook-cadump",
-            str(ca),
-            "--health-address",
-            f"127.0.0.1:{health}",
-            "--metrics-address",
-            f"127.0.0.1:{free_port()}",
-            "--log-level",
-            "info",
-        ]
+        kubeconfig = self.identities.kubeconfig("controller")
+        argv = controller_argv(kubeconfig, health=health, webhook=webhook, ca=ca)
         process = Process("muster controller", argv, self.work_dir / "controller.log")
         self.processes.append(process)
         self.controller = Controller(process, health, webhook, ca)

@@ -28,6 +28,7 @@ from tests.e2e.harness import (
     Process,
     Scheduler,
     Sim,
+    controller_argv,
     environ_kubeconfig,
     free_port,
     scheduler_conf,
@@ -226,28 +227,9 @@ def start_controller(
     def start(*, names: Sequence[str] = ("muster",), extra: Sequence[str] = ()) -> Controller:
         health, webhook = free_port(), free_port()
         ca = tmp_path / "webhook-ca.pem"
-        argv = [
-            MUSTER,
-            "controller",
-            "--kubeconfig",
-            str(identities.kubeconfig("controller")),
-            "--standalone",
-            "--webhook-address",
-            "127.0.0.1",
-            "--webhook-port",
-            str(webhook),
-            "--webhook-cadump",
-            str(ca),
-            "--health-address",
-            f"127.0.0.1:{health}",
-            # its own port: tests (and other suites on the machine) run controllers side by side
-            "--metrics-address",
-            f"127.0.0.1:{free_port()}",
-            "--log-format",
-            "text",
-            "--log-level",
-            "info",
-        ]
+        kubeconfig = identities.kubeconfig("controller")
+        argv = controller_argv(kubeconfig, health=health, webhook=webhook, ca=ca)
+        argv += ["--log-format", "text"]
         for name in names:
             argv += ["--scheduler-name", name]
         process = Process("muster controller", [*argv, *extra], tmp_path / "controller.log")

@@ -779,6 +779,31 @@ def environ_kubeconfig() -> Path | None:
 # ---------------------------------------------------------------- the controller
 
 
+def controller_argv(kubeconfig: Path, *, health: int, webhook: int, ca: Path) -> list[str]:
+    """`muster controller` as the suites run it: standalone, its webhook server on
+    127.0.0.1:`webhook` with its CA written to `ca`, /healthz on `health`, and metrics on a
+    port of its own (suites on one machine run controllers side by side)."""
+    return [
+        MUSTER,
+        "controller",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--standalone",
+        "--webhook-address",
+        "127.0.0.1",
+        "--webhook-port",
+        str(webhook),
+        "--webhook-cadump",
+        str(ca),
+        "--health-address",
+        f"127.0.0.1:{health}",
+        "--metrics-address",
+        f"127.0.0.1:{free_port()}",
+        "--log-level",
+        "info",
+    ]
+
+
 class Controller:
     """A `muster controller` subprocess, its liveness endpoint and its HTTPS webhook server."""
 
