@@ -9,6 +9,7 @@ from typing import Any
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
+from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.job import JobInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
@@ -81,6 +82,8 @@ class ClusterSnapshot:
     # Namespace labels by namespace name, for pod affinity terms' namespaceSelector.
     # Read-only in sessions (shared by clones).
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # HyperNodes by name, for gangs with a network topology. Read-only in sessions.
+    hypernodes: Mapping[str, HyperNodeInfo] = field(default_factory=_empty)
 
     def resolve_priority(self, job: JobInfo) -> None:
         """Give a PodGroup's job the priority its PriorityClass names (or the default)."""
@@ -152,6 +155,7 @@ class ClusterSnapshot:
             timed_out_at=self.timed_out_at,
             storage=self.storage,
             namespaces=self.namespaces,
+            hypernodes=self.hypernodes,
         )
 
 
