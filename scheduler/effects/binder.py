@@ -6,6 +6,12 @@ server together. Before a bind is sent the cache counts the pod on its node
 the client's retries returns the pod to pending, with an event, so the next
 session places it again: a failed bind is never forgotten.
 
+A bind that failed for a reason that passes (5xx, 429, a broken connection, after the
+client's own retries) is sent again to the same node, with backoff, for up to
+RETRY_SECONDS: the pod keeps its room on that node meanwhile. Returning it to pending
+instead would let other work take the room while the rest of its gang is bound, leaving
+the gang short of minMember for good.
+
 Before the binding, kube-scheduler's PreBind for the pod's unbound WaitForFirstConsumer
 claims: a claim to provision gets `volume.kubernetes.io/selected-node`, a static volume
 chosen for a claim gets its claimRef (conditional on the resourceVersion the session saw,
@@ -21,17 +27,22 @@ import logging
 import time
 from collections.abc import Callable
 
+from scheduler.api.task import TaskStatus
 from scheduler.cache.world import World
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import Bind, ClaimBinding
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import NotFound, StatusError, TransportError
+from scheduler.kube.errors import Fenced, NotFound, StatusError, TransportError, is_retryable
 from scheduler.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+# How long a bind failing for a passing reason keeps its node's room and is sent again.
+RETRY_SECONDS = 60.0
+RETRY_BASE = 0.5
+RETRY_MAX = 5.0
 
 
 class Binder:
@@ -56,6 +67,9 @@ class Binder:
         # A fixed pool of workers on one queue: a 10,000-pod backlog costs no
         # 10,000 task objects, and the members of one gang leave together, in order.
         self._queue: asyncio.Queue[Bind] = asyncio.Queue()
+        # Binds waiting to be sent again: when each was first tried, and its timer.
+        self._first_tried: dict[str, tuple[float, int]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._workers: list[asyncio.Task[None]] = []
         self._unanswered = 0
         self._settled = asyncio.Event()
@@ -85,6 +99,11 @@ class Binder:
 
     async def close(self) -> None:
         """Stop the workers (after drain, on shutdown)."""
+        for uid in list(self._timers):
+            self._timers.pop(uid).cancel()
+            self._first_tried.pop(uid, None)
+            self.world.forget_bound(uid)
+            self._answered()
         for worker in self._workers:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
@@ -100,25 +119,37 @@ class Binder:
                 log.exception("bind crashed", extra={"pod": f"{bind.namespace}/{bind.name}"})
                 self.world.forget_bound(bind.uid)
             finally:
-                self._unanswered -= 1
-                if self._unanswered == 0:
-                    self._settled.set()
+                if bind.uid not in self._timers:
+                    self._answered()
+
+    def _answered(self) -> None:
+        self._unanswered -= 1
+        if self._unanswered == 0:
+            self._settled.set()
 
     async def _bind(self, bind: Bind) -> None:
         if not self.may_bind():
-            # Leadership was lost while this bind waited: another replica decides now.
-            self.world.forget_bound(bind.uid)
-            self.metrics.binds.labels("abandoned").inc()
+            self._abandoned(bind)
             return
         start = time.perf_counter()
         try:
             for claim in bind.claims:
                 await self._prebind(claim, bind.node)
-            await self.client.bind(bind.namespace, bind.name, bind.uid, bind.node)
+            # The lease is asked again as each request is written (the gate), not only
+            # here: a bind can wait for a connection, a retry or a SIGSTOP past the term.
+            await self.client.bind(
+                bind.namespace, bind.name, bind.uid, bind.node, gate=self.may_bind
+            )
+        except Fenced:
+            self._abandoned(bind)
+            return
         except (StatusError, TransportError) as error:
             self.metrics.bind_duration.observe(time.perf_counter() - start)
-            self._failed(bind, error)
+            if not self._retry_later(bind, error):
+                self._first_tried.pop(bind.uid, None)
+                self._failed(bind, error)
             return
+        self._first_tried.pop(bind.uid, None)
         self.metrics.bind_duration.observe(time.perf_counter() - start)
         self.world.confirm_bound(bind.uid)
         self.metrics.binds.labels("success").inc()
@@ -133,7 +164,8 @@ class Binder:
     async def _prebind(self, claim: ClaimBinding, node: str) -> None:
         if not claim.volume:
             path = f"/api/v1/namespaces/{claim.namespace}/persistentvolumeclaims/{claim.claim}"
-            await self.client.patch(path, {"metadata": {"annotations": {SELECTED_NODE: node}}})
+            selected = {"metadata": {"annotations": {SELECTED_NODE: node}}}
+            await self.client.patch(path, selected, gate=self.may_bind)
             return
         body = {
             "metadata": {
@@ -150,7 +182,53 @@ class Binder:
                 }
             },
         }
-        await self.client.patch(f"/api/v1/persistentvolumes/{claim.volume}", body)
+        await self.client.patch(
+            f"/api/v1/persistentvolumes/{claim.volume}", body, gate=self.may_bind
+        )
+
+    def _retry_later(self, bind: Bind, error: Exception) -> bool:
+        """Send the bind again later, keeping its room, when the failure may pass."""
+        passing = isinstance(error, TransportError) or (
+            isinstance(error, StatusError) and is_retryable(error.code)
+        )
+        now = time.monotonic()
+        first, tries = self._first_tried.get(bind.uid, (now, 0))
+        if not passing or now - first >= RETRY_SECONDS or not self._holds_room(bind):
+            return False
+        self._first_tried[bind.uid] = (first, tries + 1)
+        delay = min(RETRY_MAX, RETRY_BASE * 2**tries)
+        self.metrics.binds.labels("retried").inc()
+        log.info(
+            "bind failed, sending it again in %.1fs: %s",
+            delay,
+            error,
+            extra={"pod": f"{bind.namespace}/{bind.name}", "node": bind.node},
+        )
+        self._timers[bind.uid] = asyncio.get_running_loop().call_later(
+            delay, self._send_again, bind
+        )
+        return True
+
+    def _holds_room(self, bind: Bind) -> bool:
+        # Still ours to send: the pod is counted on that node, which still exists (a pod
+        # deleted, or a node removed, meanwhile ends the retries).
+        task = self.world.tasks.get(bind.uid)
+        return (
+            task is not None
+            and task.status is TaskStatus.BINDING
+            and task.node_name == bind.node
+            and bind.node in self.world.live.nodes
+        )
+
+    def _send_again(self, bind: Bind) -> None:
+        self._timers.pop(bind.uid, None)
+        self._queue.put_nowait(bind)
+
+    def _abandoned(self, bind: Bind) -> None:
+        # Leadership was lost while this bind waited: another replica decides now, and
+        # this pod is pending again in this replica's cache.
+        self.world.forget_bound(bind.uid)
+        self.metrics.binds.labels("abandoned").inc()
 
     def _failed(self, bind: Bind, error: Exception) -> None:
         self.world.forget_bound(bind.uid)

@@ -13,6 +13,7 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -21,7 +22,13 @@ import yarl
 from kubernetes import client as k8s_client
 
 from scheduler.kube.config import auth_headers, ssl_context
-from scheduler.kube.errors import StatusError, TransportError, is_retryable, status_error
+from scheduler.kube.errors import (
+    Fenced,
+    StatusError,
+    TransportError,
+    is_retryable,
+    status_error,
+)
 from scheduler.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -30,6 +37,29 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _encoder = msgspec.json.Encoder()
+
+# A gate is asked once a request has its connection, just before its first byte is
+# written; False stops the request (Fenced).
+Gate = Callable[[], bool]
+
+
+async def _ask_gate(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+) -> None:
+    # aiohttp calls this when the request has its connection, pooled or new, with no await
+    # left before the request is written: a bind queued behind a full pool, a rate limiter
+    # or a retry's backoff (or a process stopped with SIGSTOP meanwhile) is decided on the
+    # lease as it is at sending, not as it was at dispatch.
+    gate: Gate | None = context.trace_request_ctx
+    if gate is not None and not gate():
+        raise Fenced("the request's gate closed before it was sent")
+
+
+def _gate_trace() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(_ask_gate)
+    trace.on_connection_create_end.append(_ask_gate)
+    return trace
 
 
 class KubeClient:
@@ -52,6 +82,7 @@ class KubeClient:
         self._connections = connections
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._gated: aiohttp.ClientSession | None = None
         self._headers: dict[str, str] = {}
         self._headers_at = 0.0
         self._request_timeout = aiohttp.ClientTimeout(total=timeout)
@@ -62,17 +93,28 @@ class KubeClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _pool(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
+    def _pool(self, gated: bool = False) -> aiohttp.ClientSession:
+        # Two sessions on one connection pool: the gated one carries the trace hook that
+        # asks a request's gate, so requests without a gate pay nothing for it.
+        if self._session is None or self._session.closed or self._gated is None:
             connector = aiohttp.TCPConnector(
                 limit=self._connections, ssl=ssl_context(self.configuration), keepalive_timeout=60
             )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-                json_serialize=lambda value: _encoder.encode(value).decode(),
-            )
-        return self._session
+            self._session = self._session_on(connector, owner=True, traces=[])
+            self._gated = self._session_on(connector, owner=False, traces=[_gate_trace()])
+        return self._gated if gated else self._session
+
+    @staticmethod
+    def _session_on(
+        connector: aiohttp.TCPConnector, *, owner: bool, traces: list[aiohttp.TraceConfig]
+    ) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            connector=connector,
+            connector_owner=owner,
+            trace_configs=traces,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            json_serialize=lambda value: _encoder.encode(value).decode(),
+        )
 
     def _auth(self, refresh: bool = False) -> dict[str, str]:
         # Tokens can rotate (in-cluster projected tokens, exec plugins): ask the
@@ -85,6 +127,9 @@ class KubeClient:
 
     async def close(self) -> None:
         """Close the connection pool."""
+        if self._gated is not None:
+            await self._gated.close()
+            self._gated = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -98,11 +143,13 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         retry: bool = True,
+        gate: Gate | None = None,
     ) -> bytes:
         """Send one request; return the body of a 2xx answer or raise a StatusError.
 
         429, 5xx and connection errors are retried with exponential backoff and
-        jitter (and Retry-After when the server gives one).
+        jitter (and Retry-After when the server gives one). With a `gate`, each attempt
+        is sent only if the gate still says yes once it has its connection; else Fenced.
         """
         data = _encoder.encode(body) if body is not None else None
         # Paths are built from API object names, which are already URL-safe: telling
@@ -115,13 +162,14 @@ class KubeClient:
             headers = self._auth()
             headers = {**headers, "Content-Type": content_type} if data is not None else headers
             try:
-                async with self._pool().request(
+                async with self._pool(gated=gate is not None).request(
                     method,
                     url,
                     params=params,
                     data=data,
                     headers=headers,
                     timeout=self._request_timeout,
+                    trace_request_ctx=gate,
                 ) as response:
                     payload = await response.read()
                     code = response.status
@@ -186,7 +234,9 @@ class KubeClient:
         except (TimeoutError, aiohttp.ClientError, OSError) as error:
             raise TransportError(f"WATCH {path}: {error!r}") from error
 
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, *, gate: Gate | None = None
+    ) -> None:
         """POST pods/NAME/binding; a pod already on that node counts as bound."""
         body = {
             "apiVersion": "v1",
@@ -196,15 +246,22 @@ class KubeClient:
         }
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
         try:
-            await self.request("POST", path, body=body)
+            await self.request("POST", path, body=body, gate=gate)
         except StatusError as error:
             if error.code == 409 and f'node "{node}"' in error.message:
                 return
             raise
 
-    async def patch(self, path: str, body: Any, *, content_type: str = MERGE_PATCH) -> bytes:
+    async def patch(
+        self,
+        path: str,
+        body: Any,
+        *,
+        content_type: str = MERGE_PATCH,
+        gate: Gate | None = None,
+    ) -> bytes:
         """PATCH an object or subresource."""
-        return await self.request("PATCH", path, body=body, content_type=content_type)
+        return await self.request("PATCH", path, body=body, content_type=content_type, gate=gate)
 
     async def create(self, path: str, body: Any) -> bytes:
         """POST a new object to a collection."""

@@ -55,6 +55,11 @@ class TransportError(ApiError):
     """The connection failed before an answer came back."""
 
 
+class Fenced(ApiError):
+    """A request its gate stopped at the last moment before it was written (a bind of a
+    replica that lost its lease while the bind waited): nothing reached the API server."""
+
+
 _BY_CODE: dict[int, type[StatusError]] = {404: NotFound, 409: Conflict, 410: Gone, 429: Retryable}
 
 

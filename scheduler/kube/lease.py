@@ -79,13 +79,17 @@ class LeaderElector:
             async with self._attempt:
                 if self._stopped:
                     return
+                # The term is counted from before the renewal was sent: others count
+                # theirs from when they saw it, which is later, however long the answer
+                # took (or however long this process was stopped waiting for it).
+                started = time.monotonic()
                 try:
                     acquired = await self._try_acquire_or_renew()
                 except (StatusError, TransportError) as error:
                     log.warning("lease %s/%s: %s", self.namespace, self.name, error)
                     acquired = False
             if acquired:
-                self._renewed_at = time.monotonic()
+                self._renewed_at = started
                 self._set_leading(True)
             elif self._leading and time.monotonic() - self._renewed_at > self.renew_deadline:
                 self._set_leading(False)

@@ -17,7 +17,7 @@ from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
-from scheduler.kube.errors import Conflict
+from scheduler.kube.errors import Conflict, Fenced
 from scheduler.kube.lease import LeaderElector
 from scheduler.sim import SimConfig, SimServer
 
@@ -198,3 +198,60 @@ def test_two_electors_one_leader_and_release_hands_over_at_once(sim: SimServer) 
             await asyncio.gather(*tasks, return_exceptions=True)
 
     run(sim, work)
+
+
+def test_a_bind_whose_gate_closes_while_it_waits_for_a_connection_is_never_sent(
+    sim: SimServer,
+) -> None:
+    async def work(client: KubeClient) -> tuple[bool, str]:
+        pod = await create_pod(client, "fenced")
+        async with KubeClient(
+            load_configuration(str(sim.kubeconfig_path)), connections=1
+        ) as narrow:
+            # The one connection is held by a watch, so the bind queues for it.
+            opened = asyncio.Event()
+
+            async def hold() -> None:
+                params = {"timeoutSeconds": "1"}
+                async for _ in narrow.watch(
+                    "/api/v1/namespaces/default/pods", params, timeout=1, on_open=opened.set
+                ):
+                    pass
+
+            holder = asyncio.get_running_loop().create_task(hold())
+            await opened.wait()
+            leading = [True]
+            bind = asyncio.get_running_loop().create_task(
+                narrow.bind(
+                    "default",
+                    "fenced",
+                    pod["metadata"]["uid"],
+                    "sim-node-0",
+                    gate=lambda: leading[0],
+                )
+            )
+            await asyncio.sleep(0.05)  # the bind is now queued behind the watch
+            assert not bind.done()
+            leading[0] = False  # the lease is lost while the bind waits
+            fenced = False
+            try:
+                await bind
+            except Fenced:
+                fenced = True
+            await holder
+        got = await client.get_json("/api/v1/namespaces/default/pods/fenced")
+        return fenced, str(got["spec"].get("nodeName", ""))
+
+    assert run(sim, work) == (True, "")
+
+
+def test_a_bind_whose_gate_stays_open_is_sent(sim: SimServer) -> None:
+    async def work(client: KubeClient) -> str:
+        pod = await create_pod(client, "gated")
+        await client.bind(
+            "default", "gated", pod["metadata"]["uid"], "sim-node-1", gate=lambda: True
+        )
+        got = await client.get_json("/api/v1/namespaces/default/pods/gated")
+        return str(got["spec"].get("nodeName", ""))
+
+    assert run(sim, work) == "sim-node-1"

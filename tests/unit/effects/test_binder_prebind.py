@@ -1,5 +1,6 @@
 """The binder's PreBind: claims get selected-node or their static volume before the pod is
-bound, and a PreBind the API server refuses fails the bind (the pod is pending again)."""
+bound, and a PreBind the API server refuses fails the bind (the pod is pending again). And
+its fence: a replica that loses its lease while a bind is under way sends no more of it."""
 
 from __future__ import annotations
 
@@ -7,32 +8,48 @@ import asyncio
 from typing import Any
 
 import msgspec
+import pytest
 
 from scheduler.api import wire
 from scheduler.api.task import TaskStatus
 from scheduler.cache.world import World
+from scheduler.effects import binder as binder_module
 from scheduler.effects.binder import Binder
 from scheduler.effects.recorder import ObjectRef
 from scheduler.framework.decisions import Bind, ClaimBinding
-from scheduler.kube.errors import StatusError
+from scheduler.kube.client import Gate
+from scheduler.kube.errors import Fenced, StatusError
 from scheduler.metrics import Metrics
 
 
 class FakeClient:
-    """Records PATCHes and bindings in order; refuses PATCHes of the paths in `refuse`."""
+    """Records PATCHes and bindings in order; refuses PATCHes of the paths in `refuse`;
+    asks a request's gate as the real client does when the request is about to be written,
+    and after each request it sent runs `after_each` (a lease lost meanwhile)."""
 
-    def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, refuse: frozenset[str] = frozenset(), after_each: Any = lambda: None
+    ) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.refuse = refuse
+        self.after_each = after_each
 
-    async def patch(self, path: str, body: Any) -> bytes:
-        self.calls.append(("PATCH", path, body))
+    def _send(self, gate: Gate | None, call: tuple[str, str, Any]) -> None:
+        if gate is not None and not gate():
+            raise Fenced("the request's gate closed before it was sent")
+        self.calls.append(call)
+        self.after_each()
+
+    async def patch(self, path: str, body: Any, *, gate: Gate | None = None) -> bytes:
+        self._send(gate, ("PATCH", path, body))
         if path in self.refuse:
             raise StatusError(409, "Conflict", "the object has been modified", "PATCH", path)
         return b"{}"
 
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        self.calls.append(("BIND", f"{namespace}/{name}", node))
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, *, gate: Gate | None = None
+    ) -> None:
+        self._send(gate, ("BIND", f"{namespace}/{name}", node))
 
 
 class FakeRecorder:
@@ -54,12 +71,22 @@ def pending_world() -> World:
     return world
 
 
-def run(client: FakeClient, bind: Bind) -> tuple[World, FakeRecorder]:
+def run(
+    client: FakeClient, bind: Bind, leading: list[bool] | None = None
+) -> tuple[World, FakeRecorder]:
     world = pending_world()
     recorder = FakeRecorder()
+    lease = leading if leading is not None else [True]
 
     async def main() -> None:
-        binder = Binder(client, world, recorder, Metrics(), concurrency=1)  # type: ignore[arg-type]
+        binder = Binder(
+            client,  # type: ignore[arg-type]
+            world,
+            recorder,  # type: ignore[arg-type]
+            Metrics(),
+            concurrency=1,
+            may_bind=lambda: lease[0],
+        )
         binder.dispatch([bind])
         await binder.drain()
         await binder.close()
@@ -121,3 +148,86 @@ def test_a_bind_without_claims_posts_only_the_binding() -> None:
     client = FakeClient()
     run(client, Bind("ns", "p", "uid-p", "n1", "ns/g"))
     assert client.calls == [("BIND", "ns/p", "n1")]
+
+
+def test_a_lease_lost_after_the_prebind_stops_the_binding_and_the_pod_is_pending_again() -> None:
+    leading = [True]
+
+    def lose_lease() -> None:
+        leading[0] = False
+
+    client = FakeClient(after_each=lose_lease)
+    world, recorder = run(client, Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,)), leading)
+    assert [call[0] for call in client.calls] == ["PATCH"]  # the binding was never sent
+    task = world.tasks["uid-p"]
+    assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
+    assert recorder.events == []  # not a failure to report: another replica decides now
+
+
+def test_a_bind_dispatched_by_a_replica_that_no_longer_leads_sends_nothing() -> None:
+    client = FakeClient()
+    world, recorder = run(client, Bind("ns", "p", "uid-p", "n1", "ns/g"), [False])
+    assert client.calls == []
+    assert world.tasks["uid-p"].status is TaskStatus.PENDING
+    assert recorder.events == []
+
+
+class FlakyBinds(FakeClient):
+    """Answers the first `failures` bindings with 503, recording the pod's state in the
+    cache at each failure."""
+
+    def __init__(self, failures: int, world_of: Any) -> None:
+        super().__init__()
+        self.failures = failures
+        self.world_of = world_of
+        self.seen: list[tuple[TaskStatus, str]] = []
+
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, *, gate: Gate | None = None
+    ) -> None:
+        self._send(gate, ("BIND", f"{namespace}/{name}", node))
+        if self.failures > 0:
+            self.failures -= 1
+            task = self.world_of().tasks[uid]
+            self.seen.append((task.status, task.node_name))
+            path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+            raise StatusError(503, "ServiceUnavailable", "try again", "POST", path)
+
+
+def run_flaky(
+    monkeypatch: pytest.MonkeyPatch, failures: int, during_failure: Any = None
+) -> tuple[World, FlakyBinds]:
+    monkeypatch.setattr(binder_module, "RETRY_BASE", 0.001)
+    world = pending_world()
+    client = FlakyBinds(failures, lambda: world)
+    if during_failure is not None:
+        client.after_each = lambda: during_failure(world)
+
+    async def main() -> None:
+        binder = Binder(client, world, FakeRecorder(), Metrics(), concurrency=1)  # type: ignore[arg-type]
+        binder.dispatch([Bind("ns", "p", "uid-p", "n1", "ns/g")])
+        await binder.drain()
+        await binder.close()
+
+    asyncio.run(main())
+    return world, client
+
+
+def test_a_bind_failing_with_5xx_keeps_its_room_and_is_sent_again_to_the_same_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world, client = run_flaky(monkeypatch, failures=3)
+    assert client.calls == [("BIND", "ns/p", "n1")] * 4
+    # between the tries the pod stayed counted on n1: nobody else could take its room
+    assert client.seen == [(TaskStatus.BINDING, "n1")] * 3
+    task = world.tasks["uid-p"]
+    assert (task.status, task.node_name) == (TaskStatus.BOUND, "n1")
+
+
+def test_retries_end_when_the_node_is_gone_and_the_pod_is_pending_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world, client = run_flaky(monkeypatch, failures=5, during_failure=lambda w: w.delete_node("n1"))
+    assert len(client.calls) == 1
+    task = world.tasks["uid-p"]
+    assert (task.status, task.node_name) == (TaskStatus.PENDING, "")

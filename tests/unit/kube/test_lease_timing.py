@@ -3,6 +3,7 @@ when that comes sooner (so a takeover does not wait up to one more retry period)
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -34,3 +35,38 @@ def test_next_attempt(
     subject._expires_at = None if expires_in is None else 100.0 + expires_in
 
     assert subject._next_attempt_in(acquired) == pytest.approx(wait)
+
+
+class SlowRenewal:
+    """A lease this replica holds; the renewal's answer takes `delay` seconds of the clock."""
+
+    def __init__(self, clock: list[float], delay: float) -> None:
+        self.clock = clock
+        self.delay = delay
+
+    async def get_json(self, path: str) -> dict[str, Any]:
+        return {"spec": {"holderIdentity": "me", "renewTime": "t", "leaseDurationSeconds": 15}}
+
+    async def request(self, method: str, path: str, **_: Any) -> bytes:
+        self.clock[0] += self.delay
+        return b"{}"
+
+
+def test_the_term_counts_from_before_the_renewal_was_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Others count the term from when they saw the renewal, which may be as early as it
+    # was sent: an answer that took 8 s (or a process stopped meanwhile) must not lengthen
+    # this replica's term by 8 s.
+    clock = [100.0]
+    monkeypatch.setattr(lease.time, "monotonic", lambda: clock[0])
+    client: Any = SlowRenewal(clock, delay=8.0)
+    subject = LeaderElector(client, namespace="ns", name="lock", identity="me", renew_deadline=10.0)
+
+    async def stop_after_one_attempt(_: float) -> None:
+        subject._stopped = True
+
+    monkeypatch.setattr(lease.asyncio, "sleep", stop_after_one_attempt)
+    asyncio.run(subject.run())
+
+    assert subject.is_leader  # 108: 8 s into a 10 s term
+    clock[0] = 110.5
+    assert not subject.is_leader  # the term ran from 100, not from the answer at 108
