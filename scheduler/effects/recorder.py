@@ -117,7 +117,7 @@ class EventRecorder:
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
-                "name": f"{ref.name}.{secrets.token_hex(8)}",
+                "name": event_name(ref.name, secrets.token_hex(8)),
                 "namespace": namespace,
             },
             "involvedObject": {
@@ -141,3 +141,15 @@ class EventRecorder:
             await self.client.create(paths.events(namespace), body)
         except (StatusError, TransportError) as error:
             log.warning("could not write event %s on %s/%s: %s", reason, namespace, ref.name, error)
+
+
+# An Event's name is a DNS subdomain of at most 253 characters.
+MAX_NAME = 253
+
+
+def event_name(object_name: str, suffix: str) -> str:
+    """`<object>.<suffix>`, the object's name cut short enough for the whole to be a valid
+    name (client-go does not cut, and an object named near the limit then gets no event)."""
+    room = MAX_NAME - len(suffix) - 1
+    stem = object_name[:room].rstrip("-.") or "object"
+    return f"{stem}.{suffix}"
