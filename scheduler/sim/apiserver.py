@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from scheduler.sim import admission, storage_admission, webhooks
+from scheduler.sim import admission, storage_admission, typed_decode, webhooks
 from scheduler.sim.errors import (
     STALE,
     ApiError,
@@ -391,6 +391,8 @@ class ApiServer:
             )
         obj["kind"] = kind.kind
         obj["apiVersion"] = kind.api_version
+        if not kind.from_crd:
+            typed_decode.check(kind.kind, kind.api_version, obj)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             meta = obj["metadata"] = {}
