@@ -11,6 +11,13 @@ With --mixed F, it also times the same backlog where a fraction F of the gangs u
 pod-to-pod constraints (half required anti-affinity to their own gang on hostname,
 half DoNotSchedule zone spread with maxSkew 1), and prints its ratio to the plain
 session of the same run. Target (issue 13): at most 1.5x.
+
+With --topology F, the nodes sit in 5 zones x 10 racks (labels example.com/rack and
+topology.kubernetes.io/zone, tiers 1 and 2 of the network-topology-aware plugin) and a
+fraction F of the gangs (0.5 for issue 14) are hard-constrained to one rack
+(spec.networkTopology mode hard, highestTierAllowed 1); it prints that session's ratio
+to the unconstrained one (the same cluster and backlog, no gang constrained, the
+default config) in the same run. Target (issue 14): at most 1.5x.
 """
 
 from __future__ import annotations
@@ -20,18 +27,33 @@ import statistics
 import time
 
 from scheduler.api import wire
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo, NetworkTopology, PodGroupPhase
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo, topology_spec
-from scheduler.engine import default_config, schedule
+from scheduler.engine import default_config, load_config, schedule
+from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
 
 GIB = 2**30
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 ZONES = 10
+RACK = "example.com/rack"
+# The topology mode's cluster: 5 zones of 10 racks each.
+TOPOLOGY_ZONES = 5
+RACKS_PER_ZONE = 10
+LABEL_TIERS = f"[{{tier: 1, nodeLabel: {RACK}}}, {{tier: 2, nodeLabel: {ZONE}}}]"
+TOPOLOGY_CONFIG = (
+    f"{DEFAULT_CONFIG_YAML}  - name: network-topology-aware\n"
+    f"    arguments: {{tiers: {LABEL_TIERS}}}\n"
+)
+
+
+def topology_config() -> SchedulerConfig:
+    """The default config with network-topology-aware placing by rack and zone labels."""
+    return load_config(TOPOLOGY_CONFIG)
 
 
 def _constraints(group: int, name: str) -> dict[str, object]:
@@ -48,15 +70,31 @@ def _constraints(group: int, name: str) -> dict[str, object]:
     return {"topologySpreadConstraints": [{**spread, "labelSelector": selector}]}
 
 
-def build(pods: int, nodes: int, gang: int, mixed: float = 0.0) -> ClusterSnapshot:
+def build(
+    pods: int,
+    nodes: int,
+    gang: int,
+    mixed: float = 0.0,
+    *,
+    racks: bool = False,
+    constrained: float = 0.0,
+) -> ClusterSnapshot:
     """Nodes of 32 cpu / 128Gi in ZONES zones; gangs of 1-cpu / 2Gi pods over two queues,
-    all pending; a `mixed` fraction of the gangs with pod-to-pod constraints."""
+    all pending; a `mixed` fraction of the gangs with pod-to-pod constraints. With
+    `racks`, the nodes are in 5 zones x 10 racks instead, and a `constrained` fraction
+    of the gangs keeps to one rack (hard)."""
     snapshot = ClusterSnapshot()
+    per_rack = max(1, nodes // (TOPOLOGY_ZONES * RACKS_PER_ZONE))
     for index in range(nodes):
         name = f"node-{index:05d}"
         labels = {HOST: name, ZONE: f"zone-{index % ZONES}"}
+        if racks:
+            rack = min(index // per_rack, TOPOLOGY_ZONES * RACKS_PER_ZONE - 1)
+            labels[RACK] = f"rack-{rack:02d}"
+            labels[ZONE] = f"zone-{rack // RACKS_PER_ZONE}"
         snapshot.nodes[name] = NodeInfo(name, Resource(32_000, 128 * GIB), labels=labels)
     every = round(1 / mixed) if mixed > 0 else 0
+    hard_every = round(1 / constrained) if constrained > 0 else 0
     for name, weight in (("default", 1), ("team-a", 3)):
         snapshot.queues[name] = QueueInfo(name, weight=weight)
     for group in range(pods // gang):
@@ -71,6 +109,8 @@ def build(pods: int, nodes: int, gang: int, mixed: float = 0.0) -> ClusterSnapsh
             phase=PodGroupPhase.PENDING,
             creation_timestamp=f"2026-01-01T00:{group // 60 % 60:02d}:{group % 60:02d}Z",
         )
+        if hard_every and group % hard_every == 0:
+            job.network_topology = NetworkTopology("hard", 1)
         labels = {"gang": job.name}
         topology = None
         if every and group % every == 0:
@@ -93,10 +133,19 @@ def build(pods: int, nodes: int, gang: int, mixed: float = 0.0) -> ClusterSnapsh
     return snapshot
 
 
-def measure(pods: int, nodes: int, gang: int, repeat: int, mixed: float = 0.0) -> tuple[float, int]:
+def measure(
+    pods: int,
+    nodes: int,
+    gang: int,
+    repeat: int,
+    mixed: float = 0.0,
+    *,
+    racks: bool = False,
+    constrained: float = 0.0,
+) -> tuple[float, int]:
     """Median session seconds and pods bound, over `repeat` sessions on fresh clones."""
-    snapshot = build(pods, nodes, gang, mixed)
-    config = default_config()
+    snapshot = build(pods, nodes, gang, mixed, racks=racks, constrained=constrained)
+    config = topology_config() if constrained > 0 else default_config()
     times = []
     bound = 0
     for _ in range(repeat):
@@ -105,6 +154,33 @@ def measure(pods: int, nodes: int, gang: int, repeat: int, mixed: float = 0.0) -
         times.append(time.perf_counter() - start)
         bound = len(result.binds)
     return statistics.median(times), bound
+
+
+def measure_topology(
+    pods: int, nodes: int, gang: int, repeat: int, constrained: float
+) -> tuple[float, int, float, int]:
+    """Median seconds and pods bound of the unconstrained session (default config) and of
+    the one with a `constrained` fraction of rack-bound gangs, alternated repeat by
+    repeat so that both see the same load on a shared machine."""
+    plain_snapshot = build(pods, nodes, gang, racks=True)
+    kept_snapshot = build(pods, nodes, gang, racks=True, constrained=constrained)
+    plain_config, kept_config = default_config(), topology_config()
+    plain_times: list[float] = []
+    kept_times: list[float] = []
+    plain_bound = kept_bound = 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        plain_bound = len(schedule(plain_snapshot, plain_config).binds)
+        plain_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        kept_bound = len(schedule(kept_snapshot, kept_config).binds)
+        kept_times.append(time.perf_counter() - start)
+    return (
+        statistics.median(plain_times),
+        plain_bound,
+        statistics.median(kept_times),
+        kept_bound,
+    )
 
 
 def main() -> None:
@@ -116,7 +192,22 @@ def main() -> None:
     parser.add_argument(
         "--mixed", type=float, default=0.0, help="fraction of gangs with affinity or spread"
     )
+    parser.add_argument(
+        "--topology", type=float, default=0.0, help="fraction of gangs kept to one rack (hard)"
+    )
     args = parser.parse_args()
+    if args.topology > 0:
+        plain, plain_bound, kept, kept_bound = measure_topology(
+            args.pods, args.nodes, args.gang, args.repeat, args.topology
+        )
+        print(f"{'workload':>10} {'pods':>8} {'nodes':>6} {'bound':>7} {'session ms':>11}")
+        for label, seconds, bound in (
+            ("plain", plain, plain_bound),
+            ("topology", kept, kept_bound),
+        ):
+            print(f"{label:>10} {args.pods:>8} {args.nodes:>6} {bound:>7} {seconds * 1000:>11.1f}")
+        print(f"topology / plain: {kept / plain:.2f}x (target at most 1.5x)")
+        return
     if args.mixed > 0:
         plain, plain_bound = measure(args.pods, args.nodes, args.gang, args.repeat)
         mixed, mixed_bound = measure(args.pods, args.nodes, args.gang, args.repeat, args.mixed)

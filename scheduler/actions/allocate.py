@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 
 from pydantic import Field
 
 from scheduler.actions.eviction import Backoff, retry_due
 from scheduler.api.gang_state import may_place
-from scheduler.api.job import JobInfo
+from scheduler.api.job import JobInfo, NetworkTopology
+from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import (
+    NO_TOPOLOGY_DOMAIN_FITS,
     NOT_ENOUGH_RESOURCES,
     QUEUE_SHARE_EXCEEDED,
     queue_share_held,
     queue_share_would_exceed,
+)
+from scheduler.api.task import TaskInfo
+from scheduler.api.topology import (
+    SessionTopology,
+    gang_request,
+    no_room_message,
+    ordered_candidates,
+    placed_nodes,
 )
 from scheduler.framework.action import Action
 from scheduler.framework.arguments import Count
@@ -98,35 +109,19 @@ class Allocate(Action[AllocateArguments]):
 
     @staticmethod
     def _allocate_job(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
-        statement = Statement(session)
-        for task in session.sorted_tasks(job.pending_tasks()):
-            node = picker.pick(task)
-            if node is None:
-                message = picker.failure(task)
-                job.fit_errors[task.uid] = message
-                job.wait(NOT_ENOUGH_RESOURCES, message)
-                break
-            # Checked after the pick so that a full cluster is reported as such,
-            # not as the queue's share (which is capped by the cluster's size).
-            if not session.allocatable(queue, task):
-                picker.reconsider(task, node)
-                job.wait(QUEUE_SHARE_EXCEEDED, queue_share_would_exceed(queue.name))
-                break
-            if task.request.fits_in(node.idle):
-                statement.allocate(task, node)
-            else:
-                statement.pipeline(task, node)
-            picker.reconsider(task, node)
-        if session.job_ready(job):
-            session.record_attempt(job, placed=len(statement) > 0)
-            statement.commit()
+        view = session.topology
+        spec = job.network_topology
+        # A soft gang whose domains all refuse it falls through to the plain placement.
+        if (
+            view is not None
+            and spec is not None
+            and (spec.hard or view.prefer)
+            and _allocate_in_domain(session, picker, queue, job, view, spec)
+        ):
             return
-        if session.job_pipelined(job):
-            # Room is promised on releasing resources: keep it, bind nothing yet. The
-            # members placed on idle room hold it for this session and are pipelined when
-            # it closes, so that none counts as running.
-            session.keep_pipelined(statement)
-            session.record_attempt(job, placed=True)
+        statement = Statement(session)
+        _place(session, picker, queue, job, session.sorted_tasks(job.pending_tasks()), statement)
+        if _keep(session, job, statement):
             return
         session.record_attempt(job, placed=False)
         placed = picker.discard(statement)
@@ -135,3 +130,140 @@ class Allocate(Action[AllocateArguments]):
                 NOT_ENOUGH_RESOURCES,
                 f"only {placed} of the {job.min_member} pods the gang needs could be placed",
             )
+
+
+class _Outcome(enum.Enum):
+    """How placing a list of tasks ended."""
+
+    PLACED = "placed"
+    NO_NODE = "no node"
+    QUEUE_FULL = "queue full"
+
+
+def _place(
+    session: Session,
+    picker: NodePicker,
+    queue: QueueInfo,
+    job: JobInfo,
+    tasks: list[TaskInfo],
+    statement: Statement,
+    *,
+    explain: bool = True,
+) -> _Outcome:
+    """Place the tasks in order on the picker's best nodes until one finds none or the
+    queue refuses it; `explain` records why on the job (a domain attempt does not: the
+    next domain may hold the gang)."""
+    for task in tasks:
+        node = picker.pick(task)
+        if node is None:
+            if explain:
+                message = picker.failure(task)
+                job.fit_errors[task.uid] = message
+                job.wait(NOT_ENOUGH_RESOURCES, message)
+            return _Outcome.NO_NODE
+        # Checked after the pick so that a full cluster is reported as such,
+        # not as the queue's share (which is capped by the cluster's size).
+        if not session.allocatable(queue, task):
+            picker.reconsider(task, node)
+            job.wait(QUEUE_SHARE_EXCEEDED, queue_share_would_exceed(queue.name))
+            return _Outcome.QUEUE_FULL
+        if task.request.fits_in(node.idle):
+            statement.allocate(task, node)
+        else:
+            statement.pipeline(task, node)
+        picker.reconsider(task, node)
+    return _Outcome.PLACED
+
+
+def _keep(session: Session, job: JobInfo, statement: Statement) -> bool:
+    """Commit the job's placements when its gang is ready, or keep them pipelined when it
+    can start once releasing pods go; False when neither (the caller discards)."""
+    if session.job_ready(job):
+        session.record_attempt(job, placed=len(statement) > 0)
+        statement.commit()
+        return True
+    if session.job_pipelined(job):
+        # Room is promised on releasing resources: keep it, bind nothing yet. The
+        # members placed on idle room hold it for this session and are pipelined when
+        # it closes, so that none counts as running.
+        session.keep_pipelined(statement)
+        session.record_attempt(job, placed=True)
+        return True
+    return False
+
+
+def _allocate_in_domain(
+    session: Session,
+    picker: NodePicker,
+    queue: QueueInfo,
+    job: JobInfo,
+    view: SessionTopology,
+    spec: NetworkTopology,
+) -> bool:
+    """Place a topology gang inside one domain, trying the admissible domains in order
+    (lowest tier, then tightest fit); True when it is settled (placed, or waits as hard
+    mode says), False when a soft gang falls back to being placed anywhere.
+
+    A gang with members already placed (a later member, a scale-up) tries only the
+    domains that hold all of them; a fresh gang tries those whose free room holds all its
+    pending pods, so the search is linear in domains and never tries a hopeless one."""
+    tasks = session.sorted_tasks(job.pending_tasks())
+    if not tasks:
+        return True
+    limit = view.limit(spec) if spec.hard else view.topology.highest_tier
+    placed = placed_nodes(job)
+    if placed:
+        joining = True
+        first = tasks[0].request
+        candidates = [
+            domain
+            for domain in view.topology.containing(placed, limit)
+            if first.fits_in(view.idle(domain)[1])
+        ]
+    else:
+        joining = False
+        candidates = ordered_candidates(view.topology.domains(limit), view, gang_request(tasks))
+    for domain in candidates:
+        statement = Statement(session)
+        inner = picker.within(domain.name, view.node_list(domain))
+        outcome = _place(session, inner, queue, job, tasks, statement, explain=False)
+        whole = outcome is _Outcome.PLACED or (joining and len(statement) > 0)
+        if whole and _keep(session, job, statement):
+            return True
+        inner.discard(statement)
+        if outcome is _Outcome.QUEUE_FULL:
+            # The queue's share refuses the gang wherever it goes: it waits, as any gang.
+            session.record_attempt(job, placed=False)
+            return True
+    if not spec.hard:
+        return False
+    session.record_attempt(job, placed=False)
+    job.wait(NO_TOPOLOGY_DOMAIN_FITS, _why_no_domain(session, view, limit, tasks, placed))
+    return True
+
+
+def _why_no_domain(
+    session: Session,
+    view: SessionTopology,
+    limit: int,
+    tasks: list[TaskInfo],
+    placed: set[str],
+) -> str:
+    def admits(task: TaskInfo, node: NodeInfo) -> bool:
+        return session.admits(task, node).ok
+
+    topology = view.topology
+    if not placed:
+        return no_room_message(topology, limit, tasks, session.nodes, admits)
+    holding = topology.containing(placed, limit)
+    what = topology.describe_tiers(limit)
+    if not holding:
+        return (
+            f"the gang's placed pods are not all inside one {what}, so its {len(tasks)} "
+            f"other pods cannot join them (hard mode); they wait"
+        )
+    names = ", ".join(domain.name for domain in holding)
+    return (
+        f"no {what} holding the gang's placed pods ({names}) has room for its "
+        f"{len(tasks)} other pods"
+    )

@@ -20,12 +20,19 @@ from dataclasses import dataclass, field
 from pydantic import Field
 
 from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place
-from scheduler.api.job import JobInfo
+from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import WAITING_FOR_EVICTIONS
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.api.topology import (
+    Domain,
+    SessionTopology,
+    gang_request,
+    leftover,
+    placed_nodes,
+)
 from scheduler.framework.arguments import Arguments, Seconds
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -128,9 +135,12 @@ class GangEvictor:
         unit_allowed: Callable[[TaskInfo, Unit, list[Unit]], bool] | None = None,
         may_evict_for: Callable[[TaskInfo], bool] | None = None,
         whole_gangs: bool = False,
+        nodes: list[NodeInfo] | None = None,
     ) -> None:
         self.session = session
         self.statement = statement
+        # The nodes the gang may go on: every node, or one topology domain's.
+        self.nodes = nodes if nodes is not None else session.node_list
         self.in_scope = in_scope
         self.allowed = allowed
         self.reason = reason
@@ -173,7 +183,7 @@ class GangEvictor:
     # Internals -------------------------------------------------------------
     def _admitted_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         session = self.session
-        return [node for node in session.node_list if session.admits(task, node).ok]
+        return [node for node in self.nodes if session.admits(task, node).ok]
 
     def _free_node(self, task: TaskInfo) -> NodeInfo | None:
         best: NodeInfo | None = None
@@ -325,21 +335,60 @@ def evict_for(
     whole_gangs: bool = False,
 ) -> None:
     """Place the whole gang on room its evictions free, or evict nothing at all;
-    `may_evict_for` says whether room may be released for a task at all."""
-    statement = Statement(session)
-    evictor = GangEvictor(
-        session,
-        statement,
-        in_scope=in_scope,
-        allowed=allowed,
-        reason=reason,
-        unit_allowed=unit_allowed,
-        may_evict_for=may_evict_for,
-        whole_gangs=whole_gangs,
-    )
-    if evictor.place_gang(job) and evictor.evicted:
-        statement.commit()
-        mark_waiting(job, evictor.evicted)
-        session.record_attempt(job, placed=True)
-    else:
+    `may_evict_for` says whether room may be released for a task at all.
+
+    A gang with spec.networkTopology (and the network-topology-aware plugin on) is
+    placed inside one admissible domain: the domains are tried in turn, and the first
+    where the whole gang fits after its evictions wins; a soft gang that fits in none is
+    then placed anywhere, a hard one evicts nothing."""
+
+    def attempt(nodes: list[NodeInfo] | None) -> bool | None:
+        statement = Statement(session)
+        evictor = GangEvictor(
+            session,
+            statement,
+            in_scope=in_scope,
+            allowed=allowed,
+            reason=reason,
+            unit_allowed=unit_allowed,
+            may_evict_for=may_evict_for,
+            whole_gangs=whole_gangs,
+            nodes=nodes,
+        )
+        placed = evictor.place_gang(job)
+        if placed and evictor.evicted:
+            statement.commit()
+            mark_waiting(job, evictor.evicted)
+            session.record_attempt(job, placed=True)
+            return True
         statement.discard()
+        # Placed without evicting anything: allocate places it, not eviction (None).
+        return None if placed else False
+
+    view = session.topology
+    spec = job.network_topology
+    if view is None or spec is None or not (spec.hard or view.prefer):
+        attempt(None)
+        return
+    for domain in eviction_domains(view, spec, job):
+        if attempt(view.node_list(domain)) is not False:
+            return
+    if not spec.hard:
+        attempt(None)
+
+
+def eviction_domains(view: SessionTopology, spec: NetworkTopology, job: JobInfo) -> list[Domain]:
+    """The domains a topology gang's evictions may be made in, in the order to try them:
+    those holding its placed members (if it has any), else every domain of an admissible
+    tier; lowest tier first, then the most free room (the fewest evictions), then name."""
+    limit = view.limit(spec) if spec.hard else view.topology.highest_tier
+    placed = placed_nodes(job)
+    if placed:
+        return view.topology.containing(placed, limit)
+    need = gang_request(job.pending_tasks())
+
+    def order(domain: Domain) -> tuple[int, float, float, str]:
+        scarcest, total = leftover(view.idle(domain)[1], need)
+        return (domain.tier, -scarcest, -total, domain.name)
+
+    return sorted(view.topology.domains(limit), key=order)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
@@ -27,14 +29,84 @@ class PodGroupPhase(enum.Enum):
 
 # Fields of a PodGroup spec muster accepts but does not honour yet, and what it does instead.
 PRIORITY_CLASS_FIELD = "spec.priorityClassName"
+NETWORK_TOPOLOGY_FIELD = "spec.networkTopology"
 NOT_HONOURED: dict[str, str] = {
-    "spec.networkTopology": "the gang's pods go on any nodes that fit, whatever their "
-    "network topology (hypernodes are not read)",
+    # Honoured by the network-topology-aware plugin, which takes it off the list when the
+    # scheduler config enables it (plugins/networktopology.py).
+    NETWORK_TOPOLOGY_FIELD: "the network-topology-aware plugin is not enabled in the "
+    "scheduler config, so the gang's pods go on any nodes that fit, whatever their network "
+    "topology; add network-topology-aware to a tier of the config to honour it",
     "spec.subGroupPolicy": "the whole PodGroup is one gang (minMember and minTaskMember); "
     "sub-groups are not gang-scheduled on their own",
     PRIORITY_CLASS_FIELD: "it names no PriorityClass, so the PodGroup has the global default "
     "priority (0 without one); create the class or fix the name",
 }
+
+
+TopologyMode = Literal["hard", "soft"]
+_NETWORK_TOPOLOGY_KEYS = ("mode", "highestTierAllowed", "highestTierName")
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkTopology:
+    """spec.networkTopology: keep the whole gang inside one domain of tier at most
+    `highest_tier` (or the tier named `highest_tier_name`); `hard` waits rather than
+    crossing, `soft` prefers the lowest tier that holds the gang and falls back.
+    Neither tier field: any tier (one domain of the highest tier there is)."""
+
+    mode: TopologyMode = "hard"
+    highest_tier: int | None = None
+    highest_tier_name: str = ""
+
+    @property
+    def hard(self) -> bool:
+        """Whether the gang waits rather than crossing its highest tier."""
+        return self.mode == "hard"
+
+    @classmethod
+    def read(cls, key: str, raw: Mapping[str, Any]) -> NetworkTopology:
+        """The spec of a PodGroup (`key` names it); InvalidObject naming the field when a
+        value cannot be used (Volcano's types: mode hard|soft, highestTierAllowed an
+        integer of 0 or more, highestTierName a string, not both tier fields)."""
+        field = NETWORK_TOPOLOGY_FIELD
+        if not isinstance(raw, Mapping):
+            raise InvalidObject("PodGroup", key, field, raw, "must be an object")
+        unknown = sorted(str(name) for name in raw if name not in _NETWORK_TOPOLOGY_KEYS)
+        if unknown:
+            raise InvalidObject(
+                "PodGroup",
+                key,
+                f"{field}.{unknown[0]}",
+                raw[unknown[0]],
+                f"is not a field of networkTopology (known: {', '.join(_NETWORK_TOPOLOGY_KEYS)})"
+                "; remove it",
+            )
+        mode = raw.get("mode") or "hard"
+        if mode not in ("hard", "soft"):
+            raise InvalidObject("PodGroup", key, f"{field}.mode", mode, 'must be "hard" or "soft"')
+        tier = raw.get("highestTierAllowed")
+        name = raw.get("highestTierName")
+        if tier is not None and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
+            raise InvalidObject(
+                "PodGroup",
+                key,
+                f"{field}.highestTierAllowed",
+                tier,
+                "must be an integer of 0 or more (a HyperNode tier)",
+            )
+        if name is not None and not isinstance(name, str):
+            raise InvalidObject(
+                "PodGroup", key, f"{field}.highestTierName", name, "must be a string"
+            )
+        if tier is not None and name:
+            raise InvalidObject(
+                "PodGroup",
+                key,
+                f"{field}.highestTierName",
+                name,
+                f"cannot be set with highestTierAllowed ({tier}); set one of the two",
+            )
+        return cls("soft" if mode == "soft" else "hard", tier, name or "")
 
 
 def _phase(value: str) -> PodGroupPhase:
@@ -62,6 +134,7 @@ class JobInfo:
         "min_task_member",
         "name",
         "namespace",
+        "network_topology",
         "observed_phase",
         "phase",
         "pipelined",
@@ -138,6 +211,8 @@ class JobInfo:
         self.timed_out_since: float | None = None
         # Spec fields present on the PodGroup that muster does not honour (NOT_HONOURED).
         self.unhonoured: tuple[str, ...] = ()
+        # spec.networkTopology, when the PodGroup sets it.
+        self.network_topology: NetworkTopology | None = None
 
     @classmethod
     def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:
@@ -175,10 +250,12 @@ class JobInfo:
             conditions=tuple(group.status.conditions),
             creation_timestamp=meta.creation_timestamp or "",
         )
+        if spec.network_topology is not None:
+            job.network_topology = NetworkTopology.read(key, spec.network_topology)
         job.unhonoured = tuple(
             field
             for field, present in (
-                ("spec.networkTopology", spec.network_topology is not None),
+                (NETWORK_TOPOLOGY_FIELD, spec.network_topology is not None),
                 ("spec.subGroupPolicy", spec.sub_group_policy is not None),
             )
             if present

@@ -7,6 +7,10 @@ other error (a bug) it logs it, backs off and lists again, so the task never
 ends while the process lives. One object that does not decode is skipped and
 reported, never the whole list or watch. How long the watch has been broken is
 kept for the readiness probe (scheduler/health.py).
+
+An optional kind (one whose CRD most clusters lack, as HyperNodes) that answers 404 is
+not served: the reflector counts as synced with no objects, says so once in the log, and
+lists again every `absent_recheck` seconds, so a CRD installed later is picked up.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import msgspec
 
 from scheduler.api import wire
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import Gone, StatusError, TransportError
+from scheduler.kube.errors import Gone, NotFound, StatusError, TransportError
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +79,9 @@ class Kind(Generic[T]):
     # A decoder of the kind's own (pods: one that names spec fields newer than muster's
     # list, api/pod_fields.py); None decodes into wire_type.
     decode: Callable[[msgspec.Raw], T] | None = None
+    # A kind the cluster may not serve at all (its CRD not installed): a 404 means "none
+    # of them", not a broken watch (see the module docstring).
+    optional: bool = False
 
 
 class Reflector(Generic[T]):
@@ -90,6 +97,7 @@ class Reflector(Generic[T]):
         on_restart: Callable[[str], None] = lambda reason: None,
         on_undecodable: Callable[[str], None] = lambda message: None,
         clock: Callable[[], float] = time.monotonic,
+        absent_recheck: float = 60.0,
     ) -> None:
         self.client = client
         self.kind = kind
@@ -98,10 +106,13 @@ class Reflector(Generic[T]):
         self.on_restart = on_restart
         self.on_undecodable = on_undecodable
         self.clock = clock
+        self.absent_recheck = absent_recheck
         self.synced = asyncio.Event()
         self.resource_version = ""
         self._known: set[str] = set()
         self._broken_since: float | None = None
+        # Whether the optional kind answered 404 last time (said once per change).
+        self._absent = False
         self._decoder: Callable[[msgspec.Raw], T] = (
             kind.decode or msgspec.json.Decoder(kind.wire_type).decode
         )
@@ -136,6 +147,11 @@ class Reflector(Generic[T]):
                 self.resource_version = ""
                 self.on_restart("relist")
             except (TransportError, StatusError) as error:
+                if self.kind.optional and isinstance(error, NotFound):
+                    failures = 0
+                    self._not_served()
+                    await asyncio.sleep(self.absent_recheck)
+                    continue
                 failures += 1
                 self._broken()
                 log.warning("list/watch failed: %s", error, extra={"resource": self.kind.name})
@@ -150,6 +166,24 @@ class Reflector(Generic[T]):
                 self.resource_version = ""
                 self.on_restart("crash")
                 await asyncio.sleep(_backoff(failures))
+
+    def _not_served(self) -> None:
+        # The kind is not served: there are none of it, which is a synced, working cache.
+        if not self._absent:
+            log.info(
+                "%s is not served by the API server (its CRD is not installed): none are"
+                " used; checking again every %.0fs",
+                self.kind.path,
+                self.absent_recheck,
+                extra={"resource": self.kind.name},
+            )
+        self._absent = True
+        self.resource_version = ""
+        for key in self._known:
+            self._safely(self.kind.delete, key)
+        self._known = set()
+        self._working()
+        self.synced.set()
 
     def _broken(self) -> None:
         if self._broken_since is None:
@@ -175,6 +209,9 @@ class Reflector(Generic[T]):
                 self.resource_version = page.metadata.resource_version
                 break
             params = {"limit": str(self.page_size), "continue": page.metadata.next_page}
+        if self._absent:
+            log.info("%s is served now", self.kind.path, extra={"resource": self.kind.name})
+            self._absent = False
         for key in self._known - seen:
             self.kind.delete(key)
         self._known = seen

@@ -8,12 +8,16 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from scheduler.api import wire
+from scheduler.api import hypernode, wire
+from scheduler.api.hypernode import HyperNode
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
 from scheduler.effects import paths
 from scheduler.kube.client import KubeClient
 from scheduler.metrics import Metrics
+
+# HyperNodes (network topology), from Volcano's CRD or muster's crds/hypernode.yaml.
+HYPERNODES_PATH = f"/apis/{hypernode.API_VERSION}/hypernodes"
 
 
 def world_kinds(world: World) -> list[Kind[Any]]:
@@ -102,6 +106,17 @@ def world_kinds(world: World) -> list[Kind[Any]]:
             lambda o: o.metadata.name,
             world.upsert_namespace,
             world.delete_namespace,
+        ),
+        # HyperNodes, for gangs with a network topology. Optional: most clusters do not
+        # have the CRD, and a cluster without it simply has none.
+        Kind(
+            "hypernode",
+            HYPERNODES_PATH,
+            HyperNode,
+            lambda o: o.metadata.name,
+            world.upsert_hypernode,
+            world.delete_hypernode,
+            optional=True,
         ),
         # Pods are keyed by uid: a pod recreated under the same name is another pod.
         Kind(

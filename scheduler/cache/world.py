@@ -12,11 +12,13 @@ nodes' figures right; a record from a new event gets its status before it is ind
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
+from scheduler.api.hypernode import HyperNode, HyperNodeInfo
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
@@ -70,6 +72,10 @@ class World:
             "csinodes": {},
         }
         self._storage_view: StorageView | None = None
+        # HyperNodes by name, and the read-only mapping sessions share, rebuilt only after
+        # one of them changed (as storage's).
+        self._hypernodes: dict[str, HyperNodeInfo] = {}
+        self._hypernodes_view: Mapping[str, HyperNodeInfo] | None = None
 
     # Snapshots ---------------------------------------------------------------
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
@@ -78,6 +84,7 @@ class World:
         copy.invalid = list(self._invalid.values())
         copy.now = now
         copy.storage = self.storage()
+        copy.hypernodes = self.hypernodes()
         return copy
 
     def storage(self) -> StorageView:
@@ -91,6 +98,12 @@ class World:
                 csinodes=MappingProxyType(dict(stores["csinodes"])),
             )
         return self._storage_view
+
+    def hypernodes(self) -> Mapping[str, HyperNodeInfo]:
+        """The HyperNodes as sessions read them (copied once per change, not per session)."""
+        if self._hypernodes_view is None:
+            self._hypernodes_view = MappingProxyType(dict(self._hypernodes))
+        return self._hypernodes_view
 
     def record_session(self, result: SessionResult, now: float) -> None:
         """Keep what the next sessions need from this one: nominations, placement
@@ -128,6 +141,7 @@ class World:
             "persistentvolume": len(self._storage["volumes"]),
             "storageclass": len(self._storage["classes"]),
             "csinode": len(self._storage["csinodes"]),
+            "hypernode": len(self._hypernodes),
         }
 
     # Pods ------------------------------------------------------------------
@@ -408,6 +422,44 @@ class World:
     def delete_csinode(self, name: str) -> None:
         """A CSINode is gone."""
         self._store("csinodes", name, None)
+
+    # HyperNodes ----------------------------------------------------------------
+    def upsert_hypernode(self, hypernode: HyperNode) -> None:
+        """A HyperNode was added or changed; one muster cannot use is reported, not used."""
+        name = hypernode.metadata.name
+        key = ("HyperNode", name)
+        try:
+            info = HyperNodeInfo.from_wire(hypernode)
+        except InvalidObject as error:
+            # A session reports it (snapshot.invalid): worth one even when nothing else moved.
+            self.generation += 1
+            self._invalid[key] = error
+            self._forget_hypernode(name)
+            return
+        was_invalid = self._invalid.pop(key, None) is not None
+        if self._hypernodes.get(name) == info:
+            # Mostly Volcano's controller writing status.nodeCount: no decision changes.
+            if was_invalid:
+                self.generation += 1
+            return
+        self._hypernodes[name] = info
+        self._topology_changed()
+
+    def delete_hypernode(self, name: str) -> None:
+        """A HyperNode is gone."""
+        if self._invalid.pop(("HyperNode", name), None) is not None:
+            self.generation += 1
+        self._forget_hypernode(name)
+
+    def _forget_hypernode(self, name: str) -> None:
+        if self._hypernodes.pop(name, None) is not None:
+            self._topology_changed()
+
+    def _topology_changed(self) -> None:
+        self.generation += 1
+        self._hypernodes_view = None
+        # A gang that waited for a domain with room may fit the new topology: retry it now.
+        self._room_freed()
 
     def _store(self, kind: str, key: str, obj: Any) -> None:
         self.generation += 1

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from scheduler.api.hypernode import API_VERSION as HYPERNODE_API_VERSION
 from scheduler.api.names import GROUP, VERSION
 from scheduler.api.reasons import FIELD_NOT_HONOURED
 from scheduler.effects import paths
@@ -36,6 +37,12 @@ from scheduler.kube.errors import NotFound, StatusError, TransportError
 log = logging.getLogger(__name__)
 
 _API_VERSION = f"{GROUP}/{VERSION}"
+# The apiVersion of each kind whose objects get events, but core's "v1".
+_API_VERSIONS = {
+    "PodGroup": _API_VERSION,
+    "Queue": _API_VERSION,
+    "HyperNode": HYPERNODE_API_VERSION,
+}
 # The reason of events on objects muster cannot use at all.
 INVALID_OBJECT = "InvalidObject"
 
@@ -121,7 +128,7 @@ class StatusWriter:
                     continue
                 self._warned.add(key)
             namespace, _, name = report.name.rpartition("/")
-            api_version = _API_VERSION if report.kind in ("PodGroup", "Queue") else "v1"
+            api_version = _API_VERSIONS.get(report.kind, "v1")
             self.recorder.record(
                 ObjectRef(report.kind, api_version, namespace, name),
                 "Warning",

@@ -31,7 +31,6 @@ VOLCANO_ONLY_PLUGINS: dict[str, str] = {
     "numaaware": "remove it; muster does not place pods by NUMA topology",
     "deviceshare": "remove it; muster schedules whole devices (extended resources) only",
     "task-topology": "remove it; use required node affinity on the pods instead",
-    "network-topology-aware": "remove it; muster does not place by network topology yet",
     "nodegroup": "remove it; use the queue's pods' node affinity instead",
     "usage": "remove it; muster scores nodes by requests (nodeorder, binpack), not usage",
     "rescheduling": "remove it; muster does not move running pods",

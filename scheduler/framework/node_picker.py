@@ -178,24 +178,63 @@ class _ShapeHeap:
 class NodePicker:
     """Best-node selection for the allocate-style actions of one session."""
 
-    def __init__(self, session: Session, *, percentage: int = 0, minimum: int = 100) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        percentage: int = 0,
+        minimum: int = 100,
+        nodes: list[NodeInfo] | None = None,
+        pod_terms: tuple[Symmetry, bool] | None = None,
+    ) -> None:
         self.session = session
-        self.window = nodes_to_score(len(session.node_list), percentage, minimum)
+        # The nodes this picker chooses among: every node, or one topology domain's.
+        self.nodes = nodes if nodes is not None else session.node_list
+        self._percentage = percentage
+        self._minimum = minimum
+        self.window = nodes_to_score(len(self.nodes), percentage, minimum)
         self._admissible: dict[PodPlacementSpec, _Admissible] = {}
         self._shapes: dict[Shape, _ShapeHeap] = {}
         self._sequence = itertools.count()
         # Where the next shape starts reading nodes, so shapes spread over the cluster.
         self._start = 0
-        self._symmetry, self._topology_scores = pod_topology_of(session)
+        self._symmetry, self._topology_scores = (
+            pod_terms if pod_terms is not None else pod_topology_of(session)
+        )
         self._keys: dict[str, Shape] = {}
         # Shapes whose refused nodes a removal may turn (see _ShapeHeap), and those with
         # nodes refused since the last placement that a placement may turn.
         self._topological: list[_ShapeHeap] = []
         self._to_reopen: dict[int, _ShapeHeap] = {}
         self._rescoring: list[_ShapeHeap] = []
+        # Pickers over one topology domain each, by domain (see within).
+        self._children: dict[str, NodePicker] = {}
         # Shapes with pod-to-pod constraints have a shape of their own per gang, usually:
         # they score kube's minimum sample at a time, not the shared shapes' window.
         self._topology_window = min(self.window, minimum)
+
+    def within(self, key: str, nodes: list[NodeInfo]) -> NodePicker:
+        """A picker over only `nodes` (the topology domain `key`'s, in name order) that
+        reads pod terms as this one does, kept for the session like this one's heaps.
+
+        Its heaps are its own and stay valid as this one's do: a node's version tells
+        either what the other placed, and room only comes back by discarding a statement
+        through the picker that placed it, before any other picker picks again. Pod
+        terms that a placement elsewhere may turn to yes (required affinity, spread) are
+        reopened each time the picker is handed out."""
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = NodePicker(
+                self.session,
+                percentage=self._percentage,
+                minimum=self._minimum,
+                nodes=nodes,
+                pod_terms=(self._symmetry, self._topology_scores),
+            )
+        else:
+            for shape in child._topological:
+                child._reopen(shape)
+        return child
 
     def pick(self, task: TaskInfo) -> NodeInfo | None:
         """The best node with room for the task now (or once releasing pods go), else None."""
@@ -346,7 +385,7 @@ class NodePicker:
         if cached is None:
             nodes: list[NodeInfo] = []
             refusals: list[Status] = []
-            for node in self.session.node_list:
+            for node in self.nodes:
                 status = self.session.admits(task, node)
                 if status.ok:
                     nodes.append(node)
@@ -381,7 +420,7 @@ class NodePicker:
         heapq.heappush(shape.heap, _HeapEntry(float("-inf"), next(self._sequence), -1, node))
 
     def _failure_message(self, task: TaskInfo, shape: _ShapeHeap) -> str:
-        errors = FitErrors(len(self.session.node_list))
+        errors = FitErrors(len(self.nodes))
         errors.add_all(shape.admissible.refusals)
         for node in shape.admissible.nodes:
             status = self.session.fits(task, node)

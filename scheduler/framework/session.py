@@ -19,6 +19,7 @@ from scheduler.api.reasons import INVALID_PODGROUP
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus
+from scheduler.api.topology import SessionTopology
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import (
     Bind,
@@ -88,6 +89,9 @@ class Session:
         self._on_allocate = [fn for tier in self._points["on_allocate"] for fn in tier]
         self._on_deallocate = [fn for tier in self._points["on_deallocate"] for fn in tier]
         self._admit_cache: dict[tuple[PodPlacementSpec, str], Status] = {}
+        # Set by the network-topology-aware plugin when it opens: the session's domains
+        # and their free room. None without it: topology gangs are placed as any others.
+        self.topology: SessionTopology | None = None
         for plugin in self.plugins:
             # A monotonic clock, for metrics only: no decision reads it.
             start = time.perf_counter()

@@ -39,7 +39,7 @@ from scheduler.inspect.config import (
     read_config_map,
 )
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import StatusError, TransportError
+from scheduler.kube.errors import NotFound, StatusError, TransportError
 
 T = TypeVar("T")
 
@@ -228,7 +228,13 @@ async def list_cluster(client: KubeClient) -> ClusterObjects:
     """List every kind the scheduler watches (GETs only), decoded as its reflectors do."""
     objects = ClusterObjects()
     for kind in world_kinds(World(frozenset(), DEFAULT_QUEUE)):
-        listed = await _list(client, kind.path, kind.wire_type, kind.decode)
+        try:
+            listed = await _list(client, kind.path, kind.wire_type, kind.decode)
+        except NotFound:
+            if not kind.optional:
+                raise
+            # A kind the cluster does not serve (HyperNodes without their CRD): none.
+            listed = []
         objects.of_kind(kind.name).extend(listed)
     return objects
 

@@ -10,6 +10,7 @@ from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.conformance import ConformancePlugin
 from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
+from scheduler.plugins.networktopology import NetworkTopologyPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
@@ -29,6 +30,7 @@ PLUGINS: dict[str, type[Plugin[Any]]] = {
         NodeOrderPlugin,
         BinpackPlugin,
         OvercommitPlugin,
+        NetworkTopologyPlugin,
     )
 }
 

@@ -3,12 +3,15 @@
 A line is `<Kind> <path> <type> [constraint ...]`: the path is dotted, `[]` stands for
 an array's items and `*` for a map's values (additionalProperties); the type is the
 schema's, or `int-or-string` for a quantity; each constraint is `name=value` (a list
-`name[a,b]`). The same function reads muster's CRDs and Volcano's, so the two compare
-line for line. Regenerate the Volcano list from a checkout of volcano-sh/volcano with
+`name[a,b]`; a CEL rule of x-kubernetes-validations with its whitespace taken out, for
+the rules compare, not their messages). The same function reads muster's CRDs and
+Volcano's, so the two compare line for line. Regenerate the Volcano list from a checkout
+of volcano-sh/volcano with
 
     python -m tests.manifests.crd_fields \\
         config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml \\
-        config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml
+        config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml \\
+        config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ SCALAR_CONSTRAINTS = (
     "x-kubernetes-embedded-resource",
 )
 LIST_CONSTRAINTS = ("enum", "required", "x-kubernetes-list-map-keys")
+# CEL validation rules: what the API server refuses beyond the schema.
+VALIDATIONS = "x-kubernetes-validations"
 # Keys that say where the children are, handled by walking them.
 STRUCTURE = {"type", "properties", "items", "additionalProperties", "anyOf"}
 
@@ -88,6 +93,10 @@ def _constraints(node: Schema) -> tuple[tuple[str, str], ...]:
     for name in LIST_CONSTRAINTS:
         if name in node:
             found.append((name, "[" + ",".join(_text(v) for v in node[name]) + "]"))
+    if VALIDATIONS in node:
+        # A line is split on whitespace; no rule here has a string literal with a space.
+        rules = ["".join(str(v["rule"]).split()) for v in node[VALIDATIONS]]
+        found.append((VALIDATIONS, "[" + ",".join(rules) + "]"))
     return tuple(sorted(found))
 
 
@@ -108,15 +117,19 @@ def fields_of_schema(kind: str, schema: Schema, path: str = "") -> list[Field]:
     return found
 
 
-def crd_schema(crd: Schema, version: str = "v1beta1") -> Schema:
-    """The openAPIV3Schema of one version of a CRD."""
-    (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
+def crd_schema(crd: Schema, version: str | None = None) -> Schema:
+    """The openAPIV3Schema of one version of a CRD (by default, its storage version)."""
+    (served,) = [
+        v
+        for v in crd["spec"]["versions"]
+        if (v["name"] == version if version is not None else v.get("storage"))
+    ]
     schema: Schema = served["schema"]["openAPIV3Schema"]
     return schema
 
 
-def fields_of_crd(crd: Schema, version: str = "v1beta1") -> list[Field]:
-    """Every field of one version of a CRD."""
+def fields_of_crd(crd: Schema, version: str | None = None) -> list[Field]:
+    """Every field of one version of a CRD (by default, its storage version)."""
     return fields_of_schema(crd["spec"]["names"]["kind"], crd_schema(crd, version))
 
 

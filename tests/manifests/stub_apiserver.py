@@ -72,6 +72,7 @@ SERVED = (
     ),
     Served("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True),
     Served("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False),
+    Served("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False),
     Served("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor", True),
     Served("cert-manager.io", "v1", "issuers", "Issuer", True),
     Served("cert-manager.io", "v1", "certificates", "Certificate", True),

@@ -1,4 +1,5 @@
-"""crds/ has every field of Volcano's PodGroup and Queue CRDs, typed and constrained as theirs.
+"""crds/ has every field of Volcano's PodGroup, Queue and HyperNode CRDs, typed and
+constrained as theirs (CEL rules included).
 
 What Volcano's clients write (KubeRay's spec.networkTopology, Kubeflow Trainer's
 server-side apply, kubectl) must be stored, not pruned or refused: the API server drops
@@ -43,14 +44,26 @@ DELIBERATE_DIFFERENCES: dict[tuple[str, str, str], tuple[str | None, str | None,
 VOLCANO_RESOURCES = {
     "PodGroup": {
         "name": "podgroups.scheduling.volcano.sh",
+        "group": "scheduling.volcano.sh",
+        "version": "v1beta1",
         "scope": "Namespaced",
         "shortNames": ["pg", "podgroup-v1beta1"],
         "status_subresource": False,
     },
     "Queue": {
         "name": "queues.scheduling.volcano.sh",
+        "group": "scheduling.volcano.sh",
+        "version": "v1beta1",
         "scope": "Cluster",
         "shortNames": ["q", "queue-v1beta1"],
+        "status_subresource": True,
+    },
+    "HyperNode": {
+        "name": "hypernodes.topology.volcano.sh",
+        "group": "topology.volcano.sh",
+        "version": "v1alpha1",
+        "scope": "Cluster",
+        "shortNames": ["hn"],
         "status_subresource": True,
     },
 }
@@ -85,9 +98,9 @@ def differences(volcano: Field, mine: Field) -> list[tuple[str, str | None, str 
     ]
 
 
-def test_the_volcano_field_list_covers_both_kinds_and_the_fields_clients_write() -> None:
+def test_the_volcano_field_list_covers_every_kind_and_the_fields_clients_write() -> None:
     volcano = volcanos()
-    assert {kind for kind, _ in volcano} == {"PodGroup", "Queue"}
+    assert {kind for kind, _ in volcano} == set(VOLCANO_RESOURCES)
     # Read by the scheduler, or written by KubeRay (network-topology labels) and kubectl.
     for path in (
         "spec.minMember",
@@ -99,6 +112,17 @@ def test_the_volcano_field_list_covers_both_kinds_and_the_fields_clients_write()
         assert ("PodGroup", path) in volcano, path
     for path in ("spec.weight", "spec.dequeueStrategy", "spec.affinity.nodeGroupAffinity"):
         assert ("Queue", path) in volcano, path
+    # Read by the scheduler (api/hypernode.py).
+    for path in (
+        "spec.tier",
+        "spec.tierName",
+        "spec.members[].type",
+        "spec.members[].selector.exactMatch.name",
+        "spec.members[].selector.regexMatch.pattern",
+        "spec.members[].selector.labelMatch.matchLabels.*",
+        "spec.members[].selector.labelMatch.matchExpressions[].operator",
+    ):
+        assert ("HyperNode", path) in volcano, path
 
 
 def test_every_volcano_field_is_in_our_crds() -> None:
@@ -143,10 +167,10 @@ def test_names_scope_and_status_subresource_are_volcanos(kind: str) -> None:
     facts = VOLCANO_RESOURCES[kind]
     (version,) = crd["spec"]["versions"]
     assert crd["metadata"]["name"] == facts["name"]
-    assert crd["spec"]["group"] == "scheduling.volcano.sh"
+    assert crd["spec"]["group"] == facts["group"]
     assert crd["spec"]["scope"] == facts["scope"]
     assert crd["spec"]["names"]["shortNames"] == facts["shortNames"]
-    assert version["name"] == "v1beta1" and version["served"] and version["storage"]
+    assert version["name"] == facts["version"] and version["served"] and version["storage"]
     subresources = version.get("subresources") or {}
     assert ("status" in subresources) == facts["status_subresource"]
 
@@ -240,6 +264,53 @@ def test_a_network_topology_mode_outside_hard_and_soft_is_refused() -> None:
     podgroup = {"spec": {"networkTopology": {"mode": "strict"}}}
     with pytest.raises(jsonschema.ValidationError, match="strict"):
         jsonschema.Draft4Validator(_without_defaults(schema)).validate(podgroup)
+
+
+def test_the_hypernode_member_selector_keeps_volcanos_cel_rules() -> None:
+    # Exactly one of exactMatch, regexMatch and labelMatch: the API server refuses the
+    # rest, and api/hypernode.py relies on it for a selector that is there.
+    selector = crd_schema(our_crds()["HyperNode"])["properties"]["spec"]["properties"]["members"][
+        "items"
+    ]["properties"]["selector"]
+    rules = [v["rule"] for v in selector["x-kubernetes-validations"]]
+    assert rules == [
+        "has(self.exactMatch) || has(self.regexMatch) || has(self.labelMatch)",
+        "(has(self.exactMatch) ? 1 : 0) + (has(self.regexMatch) ? 1 : 0)"
+        " + (has(self.labelMatch) ? 1 : 0) <= 1",
+    ]
+    assert all(v["message"] for v in selector["x-kubernetes-validations"])
+
+
+def test_a_hypernode_of_each_selector_is_stored_whole() -> None:
+    # Tier-2 spine over two racks: by exact name, by regular expression, by labels.
+    hypernode = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "spine-0"},
+        "spec": {
+            "tier": 2,
+            "tierName": "spine",
+            "members": [
+                {"type": "HyperNode", "selector": {"exactMatch": {"name": "rack-0"}}},
+                {"type": "Node", "selector": {"regexMatch": {"pattern": "^gpu-[0-9]+$"}}},
+                {
+                    "type": "Node",
+                    "selector": {
+                        "labelMatch": {
+                            "matchLabels": {"example.com/rack": "1"},
+                            "matchExpressions": [
+                                {"key": "gpu", "operator": "In", "values": ["h100"]}
+                            ],
+                        }
+                    },
+                },
+            ],
+        },
+        "status": {"nodeCount": 12},
+    }
+    schema = crd_schema(our_crds()["HyperNode"])
+    assert prune(hypernode, schema) == hypernode
+    jsonschema.Draft4Validator(_without_defaults(schema)).validate(hypernode)
 
 
 def prune(value: Any, node: Schema, root: bool = True) -> Any:

@@ -31,6 +31,7 @@ CRD_KINDS = {
     # Ours: their CRDs in crds/ carry the schema.
     "PodGroup": "muster's own CRD (crds/)",
     "Queue": "muster's own CRD (crds/)",
+    "HyperNode": "muster's own CRD (crds/)",
     # Not ours to vendor; the fields that matter are checked by tests here.
     "ServiceMonitor": "the Prometheus Operator's CRD (test_servicemonitor checks it)",
     "ClusterKopfPeering": "kopf's CRD (deploy/base/controller/peering.yaml)",
@@ -96,6 +97,7 @@ def test_the_base_installs_the_crds_the_scheduler_and_the_controller() -> None:
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
     assert ("CustomResourceDefinition", "podgroups.scheduling.volcano.sh") in kinds
     assert ("CustomResourceDefinition", "queues.scheduling.volcano.sh") in kinds
+    assert ("CustomResourceDefinition", "hypernodes.topology.volcano.sh") in kinds
     assert ("Namespace", "muster-system") in kinds
     assert ("CustomResourceDefinition", "clusterkopfpeerings.kopf.dev") in kinds
     assert ("Deployment", "muster-controller") in kinds
@@ -135,7 +137,9 @@ def test_the_crds_in_deploy_are_the_files_in_crds_and_the_third_party_ones_liste
     for doc in on_disk:
         assert by_name[doc["metadata"]["name"]] == doc
     ours = {d["spec"]["group"] for d in on_disk if d["metadata"]["name"] not in THIRD_PARTY_CRDS}
-    assert ours == {"scheduling.volcano.sh"}, "a CRD of muster's API belongs in crds/"
+    assert ours == {"scheduling.volcano.sh", "topology.volcano.sh"}, (
+        "a CRD of muster's API belongs in crds/"
+    )
 
 
 @pytest.mark.parametrize("kustomization", KUSTOMIZATIONS)

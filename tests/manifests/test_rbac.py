@@ -27,6 +27,9 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
             ("storage.k8s.io", "storageclasses"),
             ("storage.k8s.io", "csinodes"),
             ("", "namespaces"),
+            # Optional: a cluster without the CRD answers 404, which the reflector reads
+            # as "no HyperNodes" (a 403 would not be: the grant must be there).
+            ("topology.volcano.sh", "hypernodes"),
         )
         for verb in ("list", "watch")
     },

@@ -8,6 +8,7 @@ import msgspec
 import pytest
 
 from scheduler.api import wire
+from scheduler.api.hypernode import HyperNode
 from scheduler.cache.reflector import Kind
 from scheduler.cache.wiring import world_kinds, world_reflectors
 from scheduler.cache.world import World
@@ -57,6 +58,9 @@ def kinds_by_name(subject: World) -> dict[str, Kind[Any]]:
             id="storageclass",
         ),
         pytest.param("csinode", "/apis/storage.k8s.io/v1/csinodes", wire.CSINode, id="csinode"),
+        pytest.param(
+            "hypernode", "/apis/topology.volcano.sh/v1alpha1/hypernodes", HyperNode, id="hypernode"
+        ),
     ],
 )
 def test_each_kind_is_listed_cluster_wide_from_its_api_path(
@@ -68,6 +72,7 @@ def test_each_kind_is_listed_cluster_wide_from_its_api_path(
 
 WATCHED = [
     "csinode",
+    "hypernode",
     "namespace",
     "node",
     "persistentvolume",

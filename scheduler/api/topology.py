@@ -1,0 +1,600 @@
+"""Network topology as a session reads it: tiers of domains (sets of nodes), resolved once.
+
+A domain is a HyperNode (topology.volcano.sh/v1alpha1) with every node it holds, its
+nested HyperNodes' nodes included; or, on a cluster with no HyperNodes, the nodes that
+share the value of a node label the scheduler config names for a tier (for example tier
+1 `example.com/rack`, tier 2 `topology.kubernetes.io/zone`). A node is in no domain of
+a tier it has no label or HyperNode for: nothing is guessed.
+
+What cannot be used (a cycle of HyperNodes, a member HyperNode whose tier is not below
+its parent's, a regular expression that does not compile) is never raised: the HyperNode
+is left out of placement and the problem is listed in `Topology.problems`, for the
+caller to turn into an event.
+
+This module also holds the arithmetic the placement of a topology gang asks of domains
+(their free room, the order to try them in, how many of a gang's pods they could take),
+so that allocate, preempt and reclaim share one definition of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scheduler.api.hypernode import HyperNodeInfo, MemberSelector
+from scheduler.api.job import JobInfo, NetworkTopology
+from scheduler.api.node import NodeInfo
+from scheduler.api.resources import Resource
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+
+# Why a HyperNode is left out of placement (the reason of its Warning event).
+HYPERNODE_IGNORED = "HyperNodeIgnored"
+# A HyperNode member muster reads differently from how it was probably meant.
+HYPERNODE_MEMBER_UNUSED = "HyperNodeMemberUnused"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelTier:
+    """A tier derived from a node label: nodes with equal values share a domain."""
+
+    tier: int
+    node_label: str
+    tier_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """A set of nodes close on the network: a HyperNode, or a node label's value."""
+
+    name: str
+    tier: int
+    tier_name: str
+    nodes: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyProblem:
+    """Something in the topology muster cannot use, on the object that has it."""
+
+    kind: str
+    name: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """The domains of every tier (lowest tier first), and where they came from."""
+
+    # Per tier, its domains in name order; tiers ascending.
+    tiers: Mapping[int, tuple[Domain, ...]]
+    # "HyperNode" or "label": what a domain is called in messages.
+    source: str
+    problems: tuple[TopologyProblem, ...] = ()
+    # tierName -> tier, for spec.networkTopology.highestTierName.
+    tier_names: Mapping[str, int] = field(default_factory=dict)
+    # Per tier of a label source, the label (for messages).
+    labels: Mapping[int, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        """Whether there is no domain at all."""
+        return not any(self.tiers.values())
+
+    @property
+    def highest_tier(self) -> int:
+        """The highest tier that has a domain (0 when none has)."""
+        return max((tier for tier, domains in self.tiers.items() if domains), default=0)
+
+    def domains(self, up_to: int) -> list[Domain]:
+        """Every domain of a tier at most `up_to`, lowest tier first."""
+        return [d for tier in sorted(self.tiers) if tier <= up_to for d in self.tiers[tier]]
+
+    def containing(self, nodes: Iterable[str], up_to: int) -> list[Domain]:
+        """The domains of tier at most `up_to` that hold every one of `nodes`, lowest
+        tier first (a gang's placed members: its later members join one of these)."""
+        wanted = frozenset(nodes)
+        return [d for d in self.domains(up_to) if wanted <= d.nodes]
+
+    def describe_tiers(self, up_to: int) -> str:
+        """How messages name the domains of tiers up to `up_to`: "tier-1 HyperNode",
+        "HyperNode of tier 1 to 2", "tier-1 domain (example.com/rack)"."""
+        tiers = [tier for tier in sorted(self.tiers) if tier <= up_to and self.tiers[tier]]
+        if self.source == "label":
+            labels = ", ".join(self.labels[tier] for tier in tiers if tier in self.labels)
+            suffix = f" ({labels})" if labels else ""
+            noun = "domain"
+        else:
+            suffix = ""
+            noun = "HyperNode"
+        if len(tiers) <= 1:
+            tier = tiers[0] if tiers else up_to
+            return f"tier-{tier} {noun}{suffix}"
+        return f"{noun} of tier {tiers[0]} to {tiers[-1]}{suffix}"
+
+
+# Resolution ------------------------------------------------------------------
+
+
+def resolve(
+    hypernodes: Mapping[str, HyperNodeInfo],
+    nodes: Mapping[str, NodeInfo],
+    label_tiers: Sequence[LabelTier] = (),
+) -> Topology:
+    """The topology of a snapshot: from its HyperNodes when it has any, else from the node
+    labels the config names; linear in nodes x (tiers or member selectors)."""
+    if hypernodes:
+        topology = _from_hypernodes(hypernodes, nodes)
+        if label_tiers:
+            labels = ", ".join(t.node_label for t in label_tiers)
+            problem = TopologyProblem(
+                "HyperNode",
+                min(hypernodes),
+                HYPERNODE_MEMBER_UNUSED,
+                f"the cluster has HyperNodes, so the network-topology-aware plugin's label "
+                f"tiers ({labels}) are not used; remove the plugin's tiers argument, or "
+                f"delete the HyperNodes to place by node labels",
+            )
+            return Topology(
+                topology.tiers,
+                topology.source,
+                (*topology.problems, problem),
+                topology.tier_names,
+            )
+        return topology
+    return _from_labels(nodes, label_tiers)
+
+
+_CACHE: list[tuple[object, tuple[LabelTier, ...], tuple[tuple[str, int], ...], Topology]] = []
+
+
+def resolve_cached(
+    hypernodes: Mapping[str, HyperNodeInfo],
+    nodes: Mapping[str, NodeInfo],
+    label_tiers: Sequence[LabelTier] = (),
+) -> Topology:
+    """`resolve`, reused while the HyperNodes mapping is the same object and every node
+    keeps the same labels object (sessions clone nodes but share their labels): the
+    regular expressions and selectors of HyperNodes are matched once, not every cycle."""
+    tiers = tuple(label_tiers)
+    # The labels objects are kept alive by the snapshot holding them, so an id is not
+    # reused while its node is in the key.
+    key = tuple((name, id(node.labels)) for name, node in nodes.items())
+    for cached_hypernodes, cached_tiers, cached_key, topology in _CACHE:
+        if cached_hypernodes is hypernodes and cached_tiers == tiers and cached_key == key:
+            return topology
+    topology = resolve(hypernodes, nodes, tiers)
+    # One entry: the scheduler runs one world; tests and tools get a fresh resolve.
+    _CACHE[:] = [(hypernodes, tiers, key, topology)]
+    return topology
+
+
+def _from_labels(nodes: Mapping[str, NodeInfo], label_tiers: Sequence[LabelTier]) -> Topology:
+    tiers: dict[int, tuple[Domain, ...]] = {}
+    names: dict[str, int] = {}
+    labels: dict[int, str] = {}
+    for spec in sorted(label_tiers, key=lambda t: t.tier):
+        groups: dict[str, set[str]] = {}
+        for name, node in nodes.items():
+            value = node.labels.get(spec.node_label)
+            if value is not None:
+                groups.setdefault(value, set()).add(name)
+        tiers[spec.tier] = tuple(
+            Domain(f"{spec.node_label}={value}", spec.tier, spec.tier_name, frozenset(members))
+            for value, members in sorted(groups.items())
+        )
+        labels[spec.tier] = spec.node_label
+        if spec.tier_name:
+            names[spec.tier_name] = spec.tier
+    return Topology(tiers, "label", (), names, labels)
+
+
+def _from_hypernodes(
+    hypernodes: Mapping[str, HyperNodeInfo], nodes: Mapping[str, NodeInfo]
+) -> Topology:
+    problems: list[TopologyProblem] = []
+    compiled: dict[str, re.Pattern[str] | None] = {}
+
+    def pattern(owner: str, text: str) -> re.Pattern[str] | None:
+        if text not in compiled:
+            try:
+                compiled[text] = re.compile(text)
+            except re.error as error:
+                compiled[text] = None
+                problems.append(
+                    TopologyProblem(
+                        "HyperNode",
+                        owner,
+                        HYPERNODE_MEMBER_UNUSED,
+                        f"HyperNode {owner}: spec.members[].selector.regexMatch.pattern="
+                        f"{text!r} is not a valid regular expression ({error}); the member "
+                        f"matches nothing; fix the pattern",
+                    )
+                )
+        return compiled[text]
+
+    direct: dict[str, set[str]] = {}
+    children: dict[str, list[str]] = {}
+    for name, info in hypernodes.items():
+        direct[name] = set()
+        children[name] = []
+        for index, member in enumerate(info.members):
+            if member.type == "Node":
+                direct[name].update(_matching_nodes(name, member, nodes, pattern))
+            else:
+                children[name].extend(
+                    _matching_hypernodes(name, index, member, hypernodes, problems)
+                )
+    ignored = _ignored_hypernodes(hypernodes, children, problems)
+    resolved: dict[str, frozenset[str]] = {}
+
+    def nodes_of(name: str) -> frozenset[str]:
+        # Kept HyperNodes form a DAG whose tiers fall along every edge: the recursion is
+        # at most as deep as there are tiers.
+        known = resolved.get(name)
+        if known is None:
+            union = set(direct[name])
+            for child in children[name]:
+                if child not in ignored:
+                    union |= nodes_of(child)
+            known = resolved[name] = frozenset(union)
+        return known
+
+    by_tier: dict[int, list[Domain]] = {}
+    tier_names: dict[str, int] = {}
+    for name in sorted(hypernodes):
+        if name in ignored:
+            continue
+        info = hypernodes[name]
+        members = nodes_of(name)
+        if members:
+            by_tier.setdefault(info.tier, []).append(
+                Domain(name, info.tier, info.tier_name, members)
+            )
+        if info.tier_name:
+            known_tier = tier_names.setdefault(info.tier_name, info.tier)
+            if known_tier != info.tier:
+                problems.append(
+                    TopologyProblem(
+                        "HyperNode",
+                        name,
+                        HYPERNODE_MEMBER_UNUSED,
+                        f"HyperNode {name}: spec.tierName={info.tier_name!r} names tier "
+                        f"{known_tier} on other HyperNodes but tier {info.tier} here; "
+                        f"highestTierName means tier {known_tier}; give each tier one name",
+                    )
+                )
+    tiers = {tier: tuple(by_tier[tier]) for tier in sorted(by_tier)}
+    return Topology(tiers, "HyperNode", tuple(problems), tier_names)
+
+
+def _matching_nodes(
+    owner: str,
+    member: MemberSelector,
+    nodes: Mapping[str, NodeInfo],
+    pattern: Callable[[str, str], re.Pattern[str] | None],
+) -> Iterable[str]:
+    if member.exact_name is not None:
+        return [member.exact_name] if member.exact_name in nodes else []
+    if member.pattern is not None:
+        compiled = pattern(owner, member.pattern)
+        if compiled is None:
+            return []
+        # Volcano matches with Go's Regexp.MatchString, which is not anchored: the
+        # pattern may match any part of the name ("rack-a" matches "rack-a-node-3").
+        return [name for name in nodes if compiled.search(name)]
+    selector = member.labels
+    if selector is None or (not selector.match_labels and not selector.match_expressions):
+        # Volcano: an empty labelMatch selects no node (not every node).
+        return []
+    return [name for name, node in nodes.items() if selector.matches(node.labels)]
+
+
+def _matching_hypernodes(
+    owner: str,
+    index: int,
+    member: MemberSelector,
+    hypernodes: Mapping[str, HyperNodeInfo],
+    problems: list[TopologyProblem],
+) -> list[str]:
+    if member.exact_name is not None:
+        if member.exact_name not in hypernodes:
+            problems.append(
+                TopologyProblem(
+                    "HyperNode",
+                    owner,
+                    HYPERNODE_MEMBER_UNUSED,
+                    f"HyperNode {owner}: spec.members[{index}] names HyperNode "
+                    f"{member.exact_name!r}, which does not exist; its nodes are not in "
+                    f"{owner} until it is created",
+                )
+            )
+            return []
+        return [member.exact_name]
+    # Volcano adds a child HyperNode by exactMatch only; a regexMatch or labelMatch there
+    # chooses no child (api/hypernode.py refuses one on read; this keeps the rule whole).
+    chooser = "regexMatch" if member.pattern is not None else "labelMatch"
+    problems.append(
+        TopologyProblem(
+            "HyperNode",
+            owner,
+            HYPERNODE_MEMBER_UNUSED,
+            f"HyperNode {owner}: spec.members[{index}] chooses HyperNodes by {chooser}, "
+            f"which chooses Nodes only (as in Volcano); the member adds no child; list each "
+            f"child HyperNode by exactMatch",
+        )
+    )
+    return []
+
+
+def _ignored_hypernodes(
+    hypernodes: Mapping[str, HyperNodeInfo],
+    children: Mapping[str, list[str]],
+    problems: list[TopologyProblem],
+) -> set[str]:
+    """HyperNodes on a cycle of members, or with a member HyperNode of a tier not below
+    their own: both are left out of placement (their nodes would be ill-defined)."""
+    ignored: set[str] = set()
+    for name, members in children.items():
+        tier = hypernodes[name].tier
+        for child in members:
+            child_tier = hypernodes[child].tier
+            if child_tier >= tier:
+                ignored.add(name)
+                problems.append(
+                    TopologyProblem(
+                        "HyperNode",
+                        name,
+                        HYPERNODE_IGNORED,
+                        f"HyperNode {name} (tier {tier}) has member HyperNode {child} of tier "
+                        f"{child_tier}, which is not below it; {name} is not used for "
+                        f"placement; give members a lower tier than their parent",
+                    )
+                )
+                break
+    for cycle in _cycles(children):
+        fresh = [name for name in cycle if name not in ignored]
+        ignored.update(cycle)
+        if not fresh:
+            continue
+        path = " -> ".join([*cycle, cycle[0]])
+        for name in fresh:
+            problems.append(
+                TopologyProblem(
+                    "HyperNode",
+                    name,
+                    HYPERNODE_IGNORED,
+                    f"HyperNode {name} is on a cycle of members ({path}); it is not used "
+                    f"for placement; a HyperNode may not contain itself",
+                )
+            )
+    return ignored
+
+
+def _cycles(children: Mapping[str, list[str]]) -> list[list[str]]:
+    """Each cycle of the member graph once (as the path found first), iteratively."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    cycles: list[list[str]] = []
+    for root in sorted(children):
+        if root in state:
+            continue
+        path: list[str] = []
+        stack: list[tuple[str, int]] = [(root, 0)]
+        while stack:
+            name, index = stack.pop()
+            if index == 0:
+                state[name] = 1
+                path.append(name)
+            members = children.get(name, [])
+            if index < len(members):
+                stack.append((name, index + 1))
+                child = members[index]
+                if state.get(child) == 1:
+                    cycles.append(path[path.index(child) :])
+                elif child not in state:
+                    stack.append((child, 0))
+                continue
+            state[name] = 2
+            path.pop()
+    return cycles
+
+
+# Room in domains ----------------------------------------------------------------
+
+# A domain's place in the candidate order: tier, whether it holds the gang only once
+# releasing pods go, how much room it keeps (scarcest, sum), name.
+_Key = tuple[int, bool, tuple[float, float], str]
+
+
+class SessionTopology:
+    """A session's topology and each domain's free room, summed over its nodes and kept
+    up to date cheaply: a placement marks its node's domains stale (`touched`), and a
+    stale sum is recomputed when next asked for (one domain costs its size once per
+    change, not per question)."""
+
+    def __init__(
+        self, topology: Topology, nodes: Mapping[str, NodeInfo], *, prefer: bool = True
+    ) -> None:
+        self.topology = topology
+        self.nodes = nodes
+        # Whether soft gangs are placed domain by domain (the plugin's weight is not 0).
+        self.prefer = prefer
+        self._lists: dict[str, list[NodeInfo]] = {}
+        self._of_node: dict[str, list[Domain]] = {}
+        for domains in topology.tiers.values():
+            for domain in domains:
+                for name in domain.nodes:
+                    self._of_node.setdefault(name, []).append(domain)
+        self._idle: dict[str, tuple[Resource, Resource]] = {}
+        # Per domain, its place in the candidate order for a request, while its room holds.
+        self._keys: dict[str, tuple[Resource, _Key | None]] = {}
+
+    def limit(self, spec: NetworkTopology) -> int:
+        """The highest tier the gang may be kept in: highestTierAllowed, the tier that
+        highestTierName names (0, none, when no tier has that name), else any tier."""
+        if spec.highest_tier is not None:
+            return spec.highest_tier
+        if spec.highest_tier_name:
+            return self.topology.tier_names.get(spec.highest_tier_name, 0)
+        return self.topology.highest_tier
+
+    def node_list(self, domain: Domain) -> list[NodeInfo]:
+        """The domain's nodes in name order (the order the session lists nodes in)."""
+        known = self._lists.get(domain.name)
+        if known is None:
+            nodes = self.nodes
+            known = self._lists[domain.name] = [
+                nodes[name] for name in sorted(domain.nodes) if name in nodes
+            ]
+        return known
+
+    def touched(self, node_name: str) -> None:
+        """A node's accounting changed: its domains' sums are stale."""
+        for domain in self._of_node.get(node_name, ()):
+            self._idle.pop(domain.name, None)
+            self._keys.pop(domain.name, None)
+
+    def candidate_key(
+        self, domain: Domain, need: Resource, needed: list[tuple[str, int]]
+    ) -> _Key | None:
+        """Where the domain goes in the candidate order for `need`, None when its room
+        cannot hold it; remembered until the domain's room changes (gangs alike ask alike)."""
+        known = self._keys.get(domain.name)
+        if known is not None and known[0] == need:
+            return known[1]
+        now, future = self.idle(domain)
+        key: _Key | None = None
+        if need.fits_in(now):
+            key = (domain.tier, False, _leftover(now, need, needed), domain.name)
+        elif need.fits_in(future):
+            key = (domain.tier, True, _leftover(future, need, needed), domain.name)
+        self._keys[domain.name] = (need, key)
+        return key
+
+    def idle(self, domain: Domain) -> tuple[Resource, Resource]:
+        """The domain's idle room now, and what it has once releasing pods go (less what
+        is already promised): both summed over its nodes. Read-only results."""
+        known = self._idle.get(domain.name)
+        if known is None:
+            # Summed field by field: this runs for every stale domain of every topology
+            # gang, where a vector per node (future_idle) shows up.
+            now = Resource()
+            gone = Resource()
+            for node in self.node_list(domain):
+                now.add(node.idle)
+                gone.add(node.releasing).sub(node.pipelined)
+            known = self._idle[domain.name] = (now, now.clone().add(gone))
+        return known
+
+
+def placed_nodes(job: JobInfo) -> set[str]:
+    """The nodes the job's members hold room on (placed, pipelined, bound or running):
+    later members of the gang join a domain that holds all of them."""
+    return {
+        task.node_name
+        for task in job.tasks.values()
+        if task.node_name
+        and task.status is not TaskStatus.PENDING
+        and task.status not in TERMINAL_STATUSES
+    }
+
+
+def gang_request(tasks: Iterable[TaskInfo]) -> Resource:
+    """The sum of the tasks' requests."""
+    total = Resource()
+    for task in tasks:
+        total.add(task.request)
+    return total
+
+
+def leftover(idle: Resource, need: Resource) -> tuple[float, float]:
+    """How much room a domain keeps after the gang, in copies of the gang's request: the
+    scarcest resource first, then their sum (smaller is a tighter fit)."""
+    return _leftover(idle, need, _needed(need))
+
+
+def _needed(need: Resource) -> list[tuple[str, int]]:
+    return [(name, need.get(name)) for name in sorted(need.names())]
+
+
+def _leftover(idle: Resource, need: Resource, needed: list[tuple[str, int]]) -> tuple[float, float]:
+    if not needed:
+        return (0.0, 0.0)
+    scarcest = float("inf")
+    total = 0.0
+    for name, wanted in needed:
+        ratio = (idle.get(name) - wanted) / wanted
+        total += ratio
+        if ratio < scarcest:
+            scarcest = ratio
+    return (scarcest, total)
+
+
+def ordered_candidates(
+    domains: Iterable[Domain], room: SessionTopology, need: Resource
+) -> list[Domain]:
+    """The domains whose free room (now or once releasing pods go) can hold `need`,
+    lowest tier first, then those that hold it on idle room, then the tightest fit, then
+    by name; the others are skipped without trying (their sum already refuses)."""
+    needed = _needed(need)
+    keyed: list[tuple[_Key, Domain]] = []
+    for domain in domains:
+        key = room.candidate_key(domain, need, needed)
+        if key is not None:
+            keyed.append((key, domain))
+    keyed.sort(key=lambda entry: entry[0])
+    return [domain for _, domain in keyed]
+
+
+def pods_room(
+    domain: Domain,
+    nodes: Mapping[str, NodeInfo],
+    tasks: Sequence[TaskInfo],
+    admits: Callable[[TaskInfo, NodeInfo], bool],
+) -> int:
+    """How many of `tasks` (in order) the domain's nodes could take on their idle room,
+    filling node after node: an estimate for messages, not a placement."""
+    placed = 0
+    for name in sorted(domain.nodes):
+        node = nodes.get(name)
+        if node is None:
+            continue
+        free = node.idle.clone()
+        pods = node.pod_count
+        while placed < len(tasks):
+            task = tasks[placed]
+            if pods >= node.max_pods or not task.request.fits_in(free):
+                break
+            if not admits(task, node):
+                break
+            free.sub(task.request)
+            pods += 1
+            placed += 1
+        if placed == len(tasks):
+            break
+    return placed
+
+
+def no_room_message(
+    topology: Topology,
+    up_to: int,
+    tasks: Sequence[TaskInfo],
+    nodes: Mapping[str, NodeInfo],
+    admits: Callable[[TaskInfo, NodeInfo], bool],
+) -> str:
+    """Why a topology gang waits: "no tier-1 HyperNode has room for 16 pods (largest
+    free: rack-a, 12 pods' room)"."""
+    what = topology.describe_tiers(up_to)
+    count = len(tasks)
+    best: tuple[int, str] | None = None
+    for domain in topology.domains(up_to):
+        room = pods_room(domain, nodes, tasks, admits)
+        if best is None or room > best[0]:
+            best = (room, domain.name)
+    if best is None:
+        return (
+            f"no {what} exists for {count} pods; describe the topology with HyperNodes "
+            f"or with the network-topology-aware plugin's label tiers"
+        )
+    return f"no {what} has room for {count} pods (largest free: {best[1]}, {best[0]} pods' room)"

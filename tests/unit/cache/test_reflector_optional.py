@@ -1,0 +1,171 @@
+"""An optional kind (a CRD most clusters lack, as HyperNodes): a 404 is "none of them",
+synced and working, said once in the log; the kind is listed again later, so a CRD
+installed after start brings its objects in. No sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import pytest
+
+from scheduler.cache.reflector import Kind, Reflector
+from scheduler.kube.errors import NotFound
+from tests.unit.cache.test_reflector import Item, item
+
+
+def not_served(method: str = "GET") -> NotFound:
+    return NotFound(
+        404, "NotFound", "the server could not find the requested resource", method, "/things"
+    )
+
+
+class CrdLaterClient:
+    """Answers each list as `served` says (True: the items; False: 404), its last answer
+    for every list after; each watch plays the next script (an exception is raised),
+    then stays open."""
+
+    def __init__(
+        self,
+        served: list[bool],
+        items: list[Any],
+        watches: list[list[Any] | Exception] | None = None,
+    ) -> None:
+        self.served = served
+        self.items = items
+        self.watches = watches or []
+        self.lists = 0
+
+    async def request(self, method: str, path: str, params: Mapping[str, str]) -> bytes:
+        answer = self.served[min(self.lists, len(self.served) - 1)]
+        self.lists += 1
+        if not answer:
+            raise not_served()
+        return json.dumps({"metadata": {"resourceVersion": "5"}, "items": self.items}).encode()
+
+    async def watch(
+        self,
+        path: str,
+        params: Mapping[str, str],
+        *,
+        timeout: float,
+        on_open: Callable[[], None] = lambda: None,
+    ) -> AsyncIterator[bytes]:
+        if not self.watches:
+            await asyncio.sleep(3600)
+        script = self.watches.pop(0)
+        if isinstance(script, Exception):
+            raise script
+        on_open()
+        for event in script:
+            yield json.dumps(event).encode()
+
+
+NEVER_SERVED = [False]
+
+
+def reflector_for(
+    client: CrdLaterClient,
+    store: dict[str, int],
+    *,
+    optional: bool = True,
+    deleted: list[str] | None = None,
+) -> tuple[Reflector[Item], list[str]]:
+    restarts: list[str] = []
+    forgotten = deleted if deleted is not None else []
+
+    def delete(key: str) -> None:
+        forgotten.append(key)
+        store.pop(key, None)
+
+    kind = Kind(
+        "thing",
+        "/things",
+        Item,
+        lambda o: o.metadata["name"],
+        lambda o: store.__setitem__(o.metadata["name"], o.size),
+        delete,
+        optional=optional,
+    )
+    fake: Any = client
+    reflector = Reflector(fake, kind, on_restart=restarts.append, absent_recheck=0.001)
+    return reflector, restarts
+
+
+async def run_until(reflector: Reflector[Item], done: Callable[[], bool]) -> None:
+    task = asyncio.get_running_loop().create_task(reflector.run())
+    for _ in range(3000):
+        if done():
+            break
+        await asyncio.sleep(0.001)
+    assert not task.done(), "the reflector task must never end"
+    task.cancel()
+
+
+def test_an_optional_kind_not_served_is_synced_with_nothing_and_not_broken() -> None:
+    store: dict[str, int] = {}
+    client = CrdLaterClient(NEVER_SERVED, [item("a", 1)])
+    reflector, restarts = reflector_for(client, store)
+    asyncio.run(run_until(reflector, lambda: client.lists >= 3))
+    assert reflector.is_synced()
+    assert reflector.broken_since() is None
+    assert store == {}
+    assert restarts == [], "a kind that is not served is not a failing watch"
+
+
+def test_an_optional_kind_is_said_to_be_not_served_once_however_often_it_is_checked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = CrdLaterClient(NEVER_SERVED, [])
+    reflector, _ = reflector_for(client, {})
+    with caplog.at_level(logging.INFO, logger="scheduler.cache.reflector"):
+        asyncio.run(run_until(reflector, lambda: client.lists >= 5))
+    said = [r for r in caplog.records if "is not served" in r.getMessage()]
+    assert len(said) == 1
+    assert "/things" in said[0].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_objects_arrive_when_the_crd_is_installed_later() -> None:
+    store: dict[str, int] = {}
+    events = [{"type": "ADDED", "object": item("b", 2)}]
+    client = CrdLaterClient([False, False, False, True], [item("a", 1)], [events])
+    reflector, _ = reflector_for(client, store)
+    asyncio.run(run_until(reflector, lambda: "b" in store))
+    assert store == {"a": 1, "b": 2}
+    assert client.lists == 4
+    assert reflector.resource_version == "5"
+
+
+def test_objects_leave_when_the_crd_is_removed_and_come_back_with_it() -> None:
+    store: dict[str, int] = {}
+    deleted: list[str] = []
+    # Served, then the watch answers 404 (the CRD was deleted), two lists answer 404,
+    # then the CRD is back.
+    client = CrdLaterClient([True, False, False, True], [item("a", 1)], [not_served("WATCH")])
+    reflector, _ = reflector_for(client, store, deleted=deleted)
+    asyncio.run(run_until(reflector, lambda: client.lists >= 4 and "a" in store))
+    assert deleted == ["a"], "the objects of a kind no longer served are forgotten"
+    assert store == {"a": 1}, "and listed again once it is served again"
+    assert reflector.is_synced() and reflector.broken_since() is None
+
+
+def test_a_kind_that_is_not_optional_answering_404_is_a_broken_watch() -> None:
+    client = CrdLaterClient(NEVER_SERVED, [])
+    reflector, restarts = reflector_for(client, {}, optional=False)
+
+    async def scenario() -> None:
+        task = asyncio.get_running_loop().create_task(reflector.run())
+        for _ in range(2000):
+            if restarts:
+                break
+            await asyncio.sleep(0.001)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert not reflector.is_synced()
+    assert reflector.broken_since() is not None
+    assert restarts[:1] == ["error"]
