@@ -24,6 +24,7 @@ import jsonschema
 from jsonschema import Draft4Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
+from scheduler.sim.cel_rules import rule_errors
 from scheduler.sim.errors import FieldError
 
 Obj = dict[str, Any]
@@ -265,6 +266,9 @@ class CrdSchema:
             if old is not None and _unchanged(obj, old, parts):
                 continue
             errors.append(_field_error(error, path_text(parts)))
+        if not errors:
+            # The CEL rules run over a value the schema accepted (their types hold).
+            errors = rule_errors(self.schema, obj, old)
         return _deduplicated(errors)
 
 
