@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.api import wire
@@ -25,6 +28,40 @@ class Taint:
         return f"{{{self.key}: {self.value}}}"
 
 
+class NodeImages:
+    """The images a node holds (status.images), one entry per name, kept compactly.
+
+    kube-scheduler keys images by each name the kubelet reports, as reported (the pod's
+    side is normalised, see task.normalized_image_name). Names are interned, so nodes
+    that hold the same image share its strings, and sizes are packed 8 bytes each: with
+    the kubelet's 50 images of two names a node costs about 1.8 KB more, and a node
+    that reports none costs nothing (NodeInfo.images is None).
+    """
+
+    __slots__ = ("names", "sizes")
+
+    def __init__(self, names: tuple[str, ...], sizes: array[int]) -> None:
+        self.names = names
+        self.sizes = sizes
+
+    @classmethod
+    def from_wire(cls, images: Iterable[wire.ContainerImage]) -> NodeImages | None:
+        """The node's images, or None when it reports none; a name listed twice keeps its
+        first size, as kube-scheduler's per-node image summary does."""
+        sizes: dict[str, int] = {}
+        for image in images:
+            for name in image.names:
+                if name not in sizes:
+                    sizes[sys.intern(name)] = image.size_bytes
+        if not sizes:
+            return None
+        return cls(tuple(sizes), array("q", sizes.values()))
+
+    def size_of(self, name: str) -> int:
+        """The size of the image the node knows by `name` (which it must hold)."""
+        return self.sizes[self.names.index(name)]
+
+
 class NodeInfo:
     """A node and its accounting.
 
@@ -37,6 +74,7 @@ class NodeInfo:
     __slots__ = (
         "allocatable",
         "idle",
+        "images",
         "labels",
         "max_pods",
         "name",
@@ -64,6 +102,7 @@ class NodeInfo:
         taints: tuple[Taint, ...] = (),
         unschedulable: bool = False,
         ready: bool = True,
+        images: NodeImages | None = None,
     ) -> None:
         self.name = name
         self.allocatable = allocatable
@@ -72,6 +111,8 @@ class NodeInfo:
         self.taints = taints
         self.unschedulable = unschedulable
         self.ready = ready
+        # Read only by ImageLocality's per-session index, never per placement.
+        self.images = images
         self.used = Resource()
         self.idle = allocatable.clone()
         self.releasing = Resource()
@@ -103,6 +144,7 @@ class NodeInfo:
             taints=tuple(Taint(t.key, t.value, t.effect) for t in node.spec.taints),
             unschedulable=node.spec.unschedulable,
             ready=ready,
+            images=NodeImages.from_wire(node.status.images),
         )
 
     def future_idle(self) -> Resource:
@@ -164,6 +206,7 @@ class NodeInfo:
         twin.taints = self.taints
         twin.unschedulable = self.unschedulable
         twin.ready = self.ready
+        twin.images = self.images
         twin.used = self.used.clone()
         twin.idle = self.idle.clone()
         twin.releasing = self.releasing.clone()

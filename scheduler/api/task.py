@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import functools
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -101,6 +103,11 @@ class PodPlacementSpec:
     claims: tuple[str, ...] = ()
     # Those of `claims` that generic ephemeral volumes use: the pod must own them.
     ephemeral_claims: tuple[str, ...] = ()
+    # The pod's images (TaskInfo.images), only in a session's copy and only when some node
+    # of the session holds one of them (nodeorder sets it when the session opens): the
+    # ImageLocality score then depends on them, so such pods get node picker shapes of
+    # their own, while pods whose images no node holds keep sharing theirs.
+    images: tuple[str, ...] = ()
 
 
 def _task_status(pod: wire.Pod) -> TaskStatus:
@@ -157,6 +164,35 @@ def pod_request(spec: wire.PodSpec, *, name: str = "") -> Resource:
     if spec.overhead:
         total.add(Resource.from_list(spec.overhead, kind=kind, name=name, field="spec.overhead"))
     return total
+
+
+def normalized_image_name(image: str) -> str:
+    """The image as ImageLocality looks it up among a node's image names: ":latest" added
+    when the reference names no tag or digest (kube-scheduler adds nothing else, so
+    "nginx" does not match a node's "docker.io/library/nginx:latest")."""
+    if image.rfind(":") <= image.rfind("/"):
+        image += ":latest"
+    # Interned: the members of a gang share one string per image.
+    return sys.intern(image)
+
+
+def pod_images(spec: wire.PodSpec) -> tuple[str, ...]:
+    """The normalised images of the pod's init containers and containers (ImageLocality
+    counts both; ephemeral containers are not scheduled for)."""
+    return _shared_images(
+        tuple(
+            normalized_image_name(container.image)
+            for containers in (spec.init_containers, spec.containers)
+            for container in containers
+        )
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_images(images: tuple[str, ...]) -> tuple[str, ...]:
+    # The first equal tuple seen: the members of a gang hold one tuple, not one each
+    # (bounded, so images of long-gone pods are not kept for ever).
+    return images
 
 
 def _requirements(items: list[wire.NodeSelectorRequirement]) -> tuple[SelectorRequirement, ...]:
@@ -459,6 +495,7 @@ class TaskInfo:
     __slots__ = (
         "creation_timestamp",
         "gated",
+        "images",
         "job",
         "labels",
         "name",
@@ -500,6 +537,7 @@ class TaskInfo:
         unhonoured: Unhonoured | None = None,
         labels: Mapping[str, str] | None = None,
         topology: PodTopologySpec | None = None,
+        images: tuple[str, ...] = (),
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -517,6 +555,8 @@ class TaskInfo:
         # own pod-to-pod constraints (None for most pods).
         self.labels: Mapping[str, str] = labels if labels is not None else {}
         self.topology = topology
+        # The normalised image of each init container and container, for ImageLocality.
+        self.images = images
         # Fields muster does not honour (api/pod_fields.py): a refused pod is never placed,
         # like a pod with scheduling gates, so `gated` covers both; job_status tells
         # them apart by `unhonoured.refusals`.
@@ -559,6 +599,7 @@ class TaskInfo:
             unhonoured=unhonoured(spec, pod.unknown_spec_fields),
             labels=meta.labels,
             topology=topology_spec(spec, meta.namespace, meta.labels),
+            images=pod_images(spec),
         )
 
     @property
@@ -595,6 +636,7 @@ class TaskInfo:
         twin.placement = self.placement
         twin.labels = self.labels
         twin.topology = self.topology
+        twin.images = self.images
         twin.gated = self.gated
         twin.unhonoured = self.unhonoured
         twin.queue_annotation = self.queue_annotation

@@ -66,6 +66,8 @@ class Container(_Wire):
     """containers[] and initContainers[]."""
 
     name: str = ""
+    # Read for ImageLocality's score (the API requires it on every container).
+    image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     ports: list[ContainerPort] = msgspec.field(default_factory=list)
     restart_policy: str | None = None
@@ -334,12 +336,22 @@ class NodeSpec(_Wire):
     taints: list[Taint] = msgspec.field(default_factory=list)
 
 
+class ContainerImage(_Wire):
+    """A node's status.images[]: the names an image is known by and its size."""
+
+    names: list[str] = msgspec.field(default_factory=list)
+    size_bytes: int = 0
+
+
 class NodeStatus(_Wire):
     """Node status."""
 
     allocatable: ResourceList = msgspec.field(default_factory=dict)
     capacity: ResourceList = msgspec.field(default_factory=dict)
     conditions: list[Condition] = msgspec.field(default_factory=list)
+    # The images the kubelet reports (at most --node-status-max-images, 50 by default),
+    # for ImageLocality; NodeInfo keeps them compactly (api/node.py NodeImages).
+    images: list[ContainerImage] = msgspec.field(default_factory=list)
 
 
 class Node(_Wire):

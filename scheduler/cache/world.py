@@ -498,6 +498,7 @@ def _same_placement(old: TaskInfo, new: TaskInfo) -> bool:
         and old.job == (new.job or shadow_key(new))
         and old.request == new.request
         and old.placement == new.placement
+        and old.images == new.images
         and old.gated == new.gated
         and old.unhonoured == new.unhonoured
         and old.priority == new.priority

@@ -19,8 +19,10 @@ counts all of them.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -173,6 +175,9 @@ class _ShapeHeap:
     # A task of the shape whose score reads pods elsewhere in its domains (preferred pod
     # affinity, ScheduleAnyway spread): its heap is rescored after each placement.
     rescored_for: TaskInfo | None = None
+    # Windows of kube-scheduler's minimum sample rather than the picker's window: shapes
+    # of one gang each (pod terms, images) whose best nodes are few and known.
+    sampled: bool = False
 
 
 class NodePicker:
@@ -365,10 +370,31 @@ class NodePicker:
                 # No pod's terms score nodes: this shape's scores are its plain twin's, so
                 # it starts from a copy of that heap instead of scoring a window itself.
                 self._copy_heap(task, self._shape_of_key((*key[:4], None, None), task), shape)
-            elif shape.admissible.nodes:
-                shape.cursor = self._start % len(shape.admissible.nodes)
-                self._start += self.window
+            else:
+                if key[0].images and self.session.image_holders:
+                    self._load_image_holders(task, key, shape, self.session.image_holders)
+                if shape.admissible.nodes:
+                    shape.cursor = self._start % len(shape.admissible.nodes)
+                    self._start += self.window
         return shape
+
+    def _load_image_holders(
+        self,
+        task: TaskInfo,
+        key: Shape,
+        shape: _ShapeHeap,
+        holders: Callable[[tuple[str, ...]], frozenset[str]],
+    ) -> None:
+        # A pod's images raise its score only on the nodes holding them: those are always
+        # scored, and the rest of the shape's window is kube-scheduler's minimum sample, so
+        # a session of gangs with images of their own (a shape each) scores about
+        # minimum + holders nodes per gang, not a whole window each (ImageLocality).
+        shape.sampled = True
+        nodes = self.session.nodes
+        admissible = shape.admissible.names
+        for name in sorted(holders(key[0].images)):
+            if name in admissible:
+                self._push(task, shape, nodes[name])
 
     def _copy_heap(self, task: TaskInfo, twin: _ShapeHeap, shape: _ShapeHeap) -> None:
         if not twin.heap and not twin.loaded:
@@ -381,7 +407,12 @@ class NodePicker:
         shape.full = dict(twin.full)
 
     def _admissible_for(self, task: TaskInfo) -> _Admissible:
-        cached = self._admissible.get(task.placement)
+        # Images change a pod's score (ImageLocality), never what the filters say: pods
+        # alike but for their images share the one admissible list.
+        key = task.placement
+        if key.images:
+            key = dataclasses.replace(key, images=())
+        cached = self._admissible.get(key)
         if cached is None:
             nodes: list[NodeInfo] = []
             refusals: list[Status] = []
@@ -392,7 +423,7 @@ class NodePicker:
                 else:
                     refusals.append(status)
             names = frozenset(node.name for node in nodes)
-            cached = self._admissible[task.placement] = _Admissible(nodes, names, refusals)
+            cached = self._admissible[key] = _Admissible(nodes, names, refusals)
         return cached
 
     def _load_window(self, task: TaskInfo, shape: _ShapeHeap) -> bool:
@@ -400,7 +431,8 @@ class NodePicker:
         remaining = len(nodes) - shape.loaded
         if remaining <= 0:
             return False
-        count = min(self._topology_window if shape.topology else self.window, remaining)
+        small = shape.topology or shape.sampled
+        count = min(self._topology_window if small else self.window, remaining)
         for offset in range(count):
             node = nodes[(shape.cursor + offset) % len(nodes)]
             if node.name not in shape.full:

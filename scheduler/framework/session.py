@@ -92,6 +92,9 @@ class Session:
         # Set by the network-topology-aware plugin when it opens: the session's domains
         # and their free room. None without it: topology gangs are placed as any others.
         self.topology: SessionTopology | None = None
+        # Set by nodeorder when ImageLocality scores this session: the nodes holding one
+        # of a pod's images, the only nodes its images score above its image-free twin.
+        self.image_holders: Callable[[tuple[str, ...]], frozenset[str]] | None = None
         for plugin in self.plugins:
             # A monotonic clock, for metrics only: no decision reads it.
             start = time.perf_counter()

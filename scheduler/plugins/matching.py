@@ -1,7 +1,7 @@
 """Node selector and toleration matching with Kubernetes' exact semantics.
 
 Shared by the predicates plugin (required node affinity, taints) and the
-nodeorder plugin (preferred node affinity). Mirrors
+nodeorder plugin (preferred node affinity, PreferNoSchedule taints). Mirrors
 k8s.io/component-helpers/scheduling/corev1/nodeaffinity and
 v1.Toleration.ToleratesTaint.
 """
@@ -18,6 +18,7 @@ from scheduler.api.task import PodPlacementSpec, SelectorRequirement, SelectorTe
 NODE_NAME_FIELD = "metadata.name"
 # Taint effects the scheduler filters on; PreferNoSchedule only affects scoring.
 FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+SCORED_EFFECT = "PreferNoSchedule"
 
 # strconv.ParseInt(s, 10, 64): an optional sign and ASCII digits, nothing else
 # (Python's int() would also take spaces, underscores and non-ASCII digits).
@@ -127,3 +128,17 @@ def first_untolerated(taints: Iterable[Taint], tolerations: tuple[Toleration, ..
         if taint.effect in FILTERED_EFFECTS and not tolerated(tolerations, taint):
             return taint
     return None
+
+
+def scoring_tolerations(tolerations: Iterable[Toleration]) -> tuple[Toleration, ...]:
+    """The tolerations TaintToleration's score reads: effect PreferNoSchedule, or no
+    effect (which tolerates every effect)."""
+    return tuple(t for t in tolerations if not t.effect or t.effect == SCORED_EFFECT)
+
+
+def untolerated_preferences(taints: Iterable[Taint], tolerations: tuple[Toleration, ...]) -> int:
+    """How many PreferNoSchedule taints no toleration covers (kube-scheduler's
+    countIntolerableTaintsPreferNoSchedule; pass scoring_tolerations' answer)."""
+    return sum(
+        1 for taint in taints if taint.effect == SCORED_EFFECT and not tolerated(tolerations, taint)
+    )

@@ -212,3 +212,62 @@ def test_clone_ports_are_independent() -> None:
     copy = original.clone()
     copy.add_task(running("web", 1, spec=spec))
     assert original.used_ports == []
+
+
+# status.images (ImageLocality)
+
+
+def images_document(name: str, images: list[dict[str, Any]]) -> wire.Node:
+    document = {
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "4"}, "images": images},
+    }
+    return wire.from_dict(document, wire.Node)
+
+
+def test_node_keeps_each_name_of_its_images_with_the_images_size() -> None:
+    info = NodeInfo.from_node(
+        images_document(
+            "n1",
+            [
+                {
+                    "names": ["example.com/app@sha256:" + "0" * 64, "example.com/app:v1"],
+                    "sizeBytes": 300,
+                },
+                {"names": ["busybox:1.36"], "sizeBytes": 5},
+            ],
+        )
+    )
+    assert info.images is not None
+    assert info.images.names == (
+        "example.com/app@sha256:" + "0" * 64,
+        "example.com/app:v1",
+        "busybox:1.36",
+    )
+    assert [info.images.size_of(name) for name in info.images.names] == [300, 300, 5]
+
+
+def test_a_name_listed_twice_keeps_its_first_size() -> None:
+    listed = [{"names": ["a:v1", "a:v1"], "sizeBytes": 10}, {"names": ["a:v1"], "sizeBytes": 99}]
+    info = NodeInfo.from_node(images_document("n1", listed))
+    assert info.images is not None
+    assert info.images.names == ("a:v1",)
+    assert info.images.size_of("a:v1") == 10
+
+
+def test_node_reporting_no_images_holds_none() -> None:
+    assert NodeInfo.from_node(images_document("n1", [])).images is None
+    assert NodeInfo.from_node(images_document("n1", [{"names": [], "sizeBytes": 7}])).images is None
+
+
+def test_nodes_holding_one_image_share_its_name_string() -> None:
+    # Each node's JSON decodes to its own strings; interning keeps one per name.
+    first = NodeInfo.from_node(images_document("n1", [{"names": ["x/app:v1"], "sizeBytes": 1}]))
+    second = NodeInfo.from_node(images_document("n2", [{"names": ["x/app:v1"], "sizeBytes": 1}]))
+    assert first.images is not None and second.images is not None
+    assert first.images.names[0] is second.images.names[0]
+
+
+def test_clone_shares_the_images() -> None:
+    info = NodeInfo.from_node(images_document("n1", [{"names": ["a:v1"], "sizeBytes": 1}]))
+    assert info.clone().images is info.images

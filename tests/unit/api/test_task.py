@@ -9,7 +9,14 @@ import pytest
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.resources import Resource
-from scheduler.api.task import HostPort, TaskInfo, TaskStatus, Toleration, pod_request
+from scheduler.api.task import (
+    HostPort,
+    TaskInfo,
+    TaskStatus,
+    Toleration,
+    normalized_image_name,
+    pod_request,
+)
 
 GIB = 2**30
 
@@ -257,3 +264,48 @@ def test_clone_has_its_own_status_and_node_but_shares_request_and_placement() ->
     assert task.node_name == ""
     assert twin.request is task.request
     assert twin.placement is task.placement
+
+
+# Images (ImageLocality)
+
+DIGEST = "sha256:" + "4f" * 32
+
+
+@pytest.mark.parametrize(
+    ("image", "normalised"),
+    [
+        # kube-scheduler's TestNormalizedImageName.
+        ("root", "root:latest"),
+        ("gcr.io:5000/root", "gcr.io:5000/root:latest"),
+        ("root:tag", "root:tag"),
+        (f"root@{DIGEST}", f"root@{DIGEST}"),
+        # No registry or library/ prefix is added (the kubelet may report one).
+        ("nginx", "nginx:latest"),
+    ],
+)
+def test_image_names_are_normalised_as_image_locality_reads_them(
+    image: str, normalised: str
+) -> None:
+    assert normalized_image_name(image) == normalised
+
+
+def test_pod_images_are_its_init_containers_then_its_containers() -> None:
+    task = TaskInfo.from_pod(
+        pod(
+            initContainers=[{"name": "setup", "image": "tools:v1"}],
+            containers=[{"name": "main", "image": "app"}, {"name": "side", "image": "app"}],
+        )
+    )
+    assert task.images == ("tools:v1", "app:latest", "app:latest")
+
+
+def test_images_leave_the_decoded_placement_alone_so_pods_keep_sharing_shapes() -> None:
+    first = TaskInfo.from_pod(pod(containers=[{"name": "c", "image": "a:v1"}]))
+    second = TaskInfo.from_pod(pod(containers=[{"name": "c", "image": "b:v1"}]))
+    assert first.placement == second.placement
+    assert first.placement.images == ()
+
+
+def test_clone_shares_the_images() -> None:
+    task = TaskInfo.from_pod(pod(containers=[{"name": "c", "image": "a:v1"}]))
+    assert task.clone().images is task.images

@@ -12,10 +12,12 @@ from scheduler.api.task import TaskStatus
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from tests.unit.builders import node, task
 
-ONLY_LEAST = {"balancedresource.weight": 0, "nodeaffinity.weight": 0}
+# The scorers that need a session (taints, images) are off in the one-scorer configs.
+NO_SESSION_SCORERS = {"tainttoleration.weight": 0, "imagelocality.weight": 0}
+ONLY_LEAST = {"balancedresource.weight": 0, "nodeaffinity.weight": 0, **NO_SESSION_SCORERS}
 ONLY_MOST = {"leastrequested.weight": 0, "mostrequested.weight": 1, **ONLY_LEAST}
-ONLY_BALANCED = {"leastrequested.weight": 0, "nodeaffinity.weight": 0}
-ONLY_AFFINITY = {"leastrequested.weight": 0, "balancedresource.weight": 0}
+ONLY_BALANCED = {"leastrequested.weight": 0, "nodeaffinity.weight": 0, **NO_SESSION_SCORERS}
+ONLY_AFFINITY = {"leastrequested.weight": 0, "balancedresource.weight": 0, **NO_SESSION_SCORERS}
 
 
 def loaded(name: str, cpu: float, memory: str, used_cpu: float, used_memory: str) -> NodeInfo:
@@ -152,11 +154,13 @@ def test_preferred_empty_term_matches_no_node() -> None:
 # weights and arguments
 
 
-def test_default_weights_sum_least_allocated_balanced_and_affinity() -> None:
+def test_default_weights_sum_least_allocated_balanced_affinity_and_taint_toleration() -> None:
     pod = preferring((1, label_in("zone", "a")))
     target = node("n1", 4, "16Gi", labels={"zone": "a"})
-    # least: cpu 75, memory (16 - 1) / 16 = 93.75 -> 84.375; balanced: 0.25 vs 0.0625 -> 90.625
-    assert NodeOrderPlugin().node_score(pod, target) == pytest.approx(84.375 + 90.625 + 100)
+    # least: cpu 75, memory (16 - 1) / 16 = 93.75 -> 84.375; balanced: 0.25 vs 0.0625 -> 90.625;
+    # an untainted node scores 100 for taint toleration, at Volcano's weight 3.
+    expected = 84.375 + 90.625 + 100 + 3 * 100
+    assert NodeOrderPlugin().node_score(pod, target) == pytest.approx(expected)
 
 
 def test_weights_multiply_their_scorer() -> None:
