@@ -12,6 +12,7 @@ condition that names its bad field.
 from __future__ import annotations
 
 import json
+import math
 import ssl
 import string
 import time
@@ -61,7 +62,12 @@ min_members = st.one_of(
 
 
 def is_quantity(value: Any) -> bool:
-    """Whether kube would take `value` as a quantity (a string or an integer that parses)."""
+    """Whether kube would take `value` as a quantity: a string or a JSON number whose text
+    parses (resource.Quantity unmarshals a number from its JSON text, 1e7 as well as 7)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return False
+        value = json.dumps(value)
     if isinstance(value, bool) or not isinstance(value, str | int):
         return False
     try:

@@ -143,16 +143,18 @@ def start_scheduler(
         extra: Sequence[str] = (),
         actions: str | None = None,
         configurations: Sequence[dict[str, Any]] = (),
+        plugins: Sequence[dict[str, Any]] = (),
     ) -> Scheduler:
         nonlocal count
         count += 1
         port = free_port()
         conf_path = conf
-        if actions is not None or configurations:
+        if actions is not None or configurations or plugins:
             conf_path = scheduler_conf(
                 tmp_path / f"scheduler-{count}.yaml",
                 actions or "enqueue, allocate, backfill",
                 configurations,
+                plugins,
             )
         argv = [
             MUSTER,

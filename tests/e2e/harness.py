@@ -545,6 +545,19 @@ def bound(placements: dict[str, str | None], names: Iterable[str] | None = None)
     return [n for n in chosen if placements.get(n)]
 
 
+def node_names(cluster: Cluster) -> list[str]:
+    """The nodes a test may place on, sorted (on a real cluster: the suite's own)."""
+    if cluster.pool is not None:
+        return sorted(cluster.nodes_created)
+    return sorted(node.metadata.name for node in cluster.core.list_node().items)
+
+
+def label_nodes(cluster: Cluster, key: str, values: dict[str, str]) -> None:
+    """Give each node (by name) the label `key` with its value."""
+    for name, value in values.items():
+        cluster.core.patch_node(name, {"metadata": {"labels": {key: value}}})
+
+
 def condition(obj: Obj, kind: str) -> Obj | None:
     """The status condition of type `kind`, if any."""
     for cond in (obj.get("status") or {}).get("conditions") or []:
@@ -745,8 +758,10 @@ def scheduler_conf(
     path: Path,
     actions: str = "enqueue, allocate, backfill",
     configurations: Sequence[Obj] = (),
+    plugins: Sequence[Obj] = (),
 ) -> Path:
-    """Write the Volcano-shaped config the suite runs the scheduler with."""
+    """Write the Volcano-shaped config the suite runs the scheduler with (`plugins` are
+    added to the second tier)."""
     path.write_text(
         yaml.safe_dump(
             {
@@ -760,6 +775,7 @@ def scheduler_conf(
                             {"name": "predicates"},
                             {"name": "proportion"},
                             {"name": "nodeorder"},
+                            *plugins,
                         ]
                     },
                 ],

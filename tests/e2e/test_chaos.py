@@ -83,11 +83,6 @@ def test_fuzzed_objects_neither_crash_nor_stall_muster(fuzzed: dict[str, Any]) -
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(
-    strict=True,
-    reason="scheduler/sim/admission.py (another engineer's) answers 500 to pods whose "
-    "containers or resources are the wrong JSON type (tests/sim/test_fuzz.py has the cases)",
-)
 def test_sim_answers_every_fuzzed_object_as_kube_apiserver_would(
     fuzzed: dict[str, Any],
 ) -> None:
@@ -95,13 +90,6 @@ def test_sim_answers_every_fuzzed_object_as_kube_apiserver_would(
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(
-    strict=True,
-    reason="a PodGroup naming a PriorityClass that does not exist is scheduled at priority 0 "
-    "with no condition or event naming spec.priorityClassName (scheduler/api, plugins: "
-    "another engineer's); and an object named past ~235 characters gets no Event at all "
-    "(muster names events <object>.<hex time>, over the 253-character limit)",
-)
 def test_every_accepted_bad_object_gets_a_condition_or_event_naming_the_field(
     fuzzed: dict[str, Any],
 ) -> None:

@@ -9,23 +9,26 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import StartScheduler
-from tests.e2e.harness import Cluster, Obj, bound, condition, make_gang, make_pod, wait_for
+from tests.e2e.harness import (
+    Cluster,
+    Obj,
+    bound,
+    condition,
+    label_nodes,
+    make_gang,
+    make_pod,
+    node_names,
+    wait_for,
+)
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 ANTI = "node(s) didn't match pod anti-affinity rules"
 
 
-def node_names(cluster: Cluster) -> list[str]:
-    if cluster.pool is not None:
-        return sorted(cluster.nodes_created)
-    return sorted(node.metadata.name for node in cluster.core.list_node().items)
-
-
 def label_zones(cluster: Cluster, zones: dict[str, str]) -> None:
     """Label each node (by name) with its zone."""
-    for name, zone in zones.items():
-        cluster.core.patch_node(name, {"metadata": {"labels": {ZONE: zone}}})
+    label_nodes(cluster, ZONE, zones)
 
 
 def add_node(cluster: Cluster, name: str, cpu: str) -> str:

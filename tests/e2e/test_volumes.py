@@ -20,6 +20,7 @@ from tests.e2e.harness import (
     confine_to_pool,
     make_gang,
     make_pod,
+    node_names,
     wait_for,
 )
 
@@ -122,12 +123,6 @@ def storage(cluster: Cluster, namespace: str) -> Iterator[Storage]:
     made = Storage(cluster)
     yield made
     made.cleanup(namespace)
-
-
-def node_names(cluster: Cluster) -> list[str]:
-    if cluster.pool is not None:
-        return sorted(cluster.nodes_created)
-    return sorted(node.metadata.name for node in cluster.core.list_node().items)
 
 
 def label_zones(cluster: Cluster) -> dict[str, str]:
