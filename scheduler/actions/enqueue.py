@@ -88,10 +88,20 @@ class Enqueue(Action[EnqueueArguments]):
         for job in session.jobs.values():
             if job.phase is not PodGroupPhase.INQUEUE or has_started(job):
                 continue
-            # What this process saw, else what the PodGroup's Admitted condition says (after
-            # a restart the reservation's age carries on, it does not start again).
-            since = snapshot.admitted_at.get(job.key, job.admitted_since)
-            if since is None or now - since < timeout or job.key in snapshot.nominated:
+            if job.key in snapshot.timed_out_at:
+                # Sent back before, and the PodGroup still says Inqueue: the write did not
+                # land (a 429, a lost leader). Send it back again rather than forget it.
+                since = now - timeout
+            else:
+                # What this process saw, else what the PodGroup's Admitted condition says
+                # (after a restart the reservation's age carries on, it does not start again).
+                since = snapshot.admitted_at.get(job.key, job.admitted_since)
+            if since is None:
+                # Inqueue with no known admission (its Admitted condition never written, or
+                # admitted by another scheduler): the timeout runs from now, never not at all.
+                session.record_admission(job)
+                continue
+            if now - since < timeout or job.key in snapshot.nominated:
                 continue
             job.phase = PodGroupPhase.PENDING
             session.dequeued(job)

@@ -41,6 +41,37 @@ OWN_PACKAGES = frozenset({"scheduler"})
 # processes talk to the API server through scheduler/kube, which uses only Configuration and
 # ApiClient).
 KEPT_APIS = frozenset({"core_v1_api", "custom_objects_api"})
+# The models of the built-in kinds `muster sim` serves (the demo runs sim in the image): sim
+# checks request bodies' JSON types against them (scheduler/sim/typed_decode.py), and
+# tests/unit/sim/test_typed_decode.py holds this list to sim's registry.
+SIM_MODELS = frozenset(
+    {
+        "core_v1_event",
+        "events_v1_event",
+        "v1_cluster_role",
+        "v1_cluster_role_binding",
+        "v1_config_map",
+        "v1_csi_driver",
+        "v1_csi_node",
+        "v1_custom_resource_definition",
+        "v1_lease",
+        "v1_mutating_webhook_configuration",
+        "v1_namespace",
+        "v1_node",
+        "v1_persistent_volume",
+        "v1_persistent_volume_claim",
+        "v1_pod",
+        "v1_pod_disruption_budget",
+        "v1_priority_class",
+        "v1_role",
+        "v1_role_binding",
+        "v1_secret",
+        "v1_service",
+        "v1_service_account",
+        "v1_storage_class",
+        "v1_validating_webhook_configuration",
+    }
+)
 API_DIR = Path("kubernetes/client/api")
 MODELS_DIR = Path("kubernetes/client/models")
 MODEL_IMPORT = re.compile(r"^\s*from kubernetes\.client\.models\.(\w+) import", re.MULTILINE)
@@ -111,12 +142,14 @@ def remove_distribution(site: Path, name: str) -> int:
 
 
 def kept_models(site: Path) -> set[str]:
-    """The model modules the kept API modules import, with every model those import."""
+    """The model modules the kept API modules import and sim's (SIM_MODELS), with every
+    model those import."""
     todo = [
         model
         for api in KEPT_APIS
         for model in MODEL_IMPORT.findall((site / API_DIR / f"{api}.py").read_text())
     ]
+    todo += SIM_MODELS
     kept: set[str] = set()
     while todo:
         model = todo.pop()

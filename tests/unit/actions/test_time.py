@@ -265,3 +265,32 @@ def test_every_admission_that_ran_out_expires_not_only_the_first_and_says_what_h
             "the gang could not start within 1s of being admitted; it returned to Pending "
             "and released its reservation of minResources"
         )
+
+
+def test_gang_sent_back_whose_write_was_lost_is_sent_back_again() -> None:
+    # The session sent it back; the PodGroup's write failed (a 429), so the object still
+    # says Inqueue and the cache no longer times its admission: it must not stay Inqueue.
+    stuck = gang("stuck", 8, min_resources=resources(cpu=8))
+    snap = snapshot([node("n0", cpu=4)], [stuck])
+    snap.now = NOW
+    snap.timed_out_at = {stuck.key: NOW - 1}
+    result = schedule(snap, timeout_config())
+    assert result.dequeued == [stuck.key]
+    (update,) = result.podgroups
+    assert update.phase is PodGroupPhase.PENDING
+
+
+def test_inqueue_gang_with_no_known_admission_is_timed_from_now() -> None:
+    # Inqueue, and neither this process nor an Admitted condition says since when: the
+    # timeout starts now rather than never.
+    stuck = gang("stuck", 8, min_resources=resources(cpu=8))
+    snap = snapshot([node("n0", cpu=4)], [stuck])
+    snap.now = NOW
+    result = schedule(snap, timeout_config())
+    assert result.dequeued == [] and result.admitted == [stuck.key]
+    world = World()
+    world.record_session(result, NOW)
+    later = snapshot([node("n0", cpu=4)], [gang("stuck", 8, min_resources=resources(cpu=8))])
+    later.now = NOW + 61
+    later.admitted_at = dict(world.snapshot().admitted_at)
+    assert schedule(later, timeout_config()).dequeued == [stuck.key]
