@@ -194,7 +194,7 @@ class Injector:
             # slow binds down and make the gang several times the binder's 64 requests in
             # flight, so that the kill lands after the first wave committed, before the rest
             self._rule(
-                "bind-latency", {"ms": 150, "verbs": ["create"], "resources": ["pods/binding"]}
+                "bind-latency", {"ms": 400, "verbs": ["create"], "resources": ["pods/binding"]}
             )
             cut = gang(MID_COMMIT_GANG)
             if not self._wait_first_bind(*cut, timeout=10):

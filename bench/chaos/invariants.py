@@ -349,6 +349,14 @@ class _Gang:
     raised_after_bind: bool = False
     disturbed: bool = False
     first_bind: int = 0
+    # When minMember was last raised (time), to tell a raise the deciding session saw.
+    raised_at: float = 0.0
+
+
+# A session decides on a snapshot up to this old when its binds go out (the session's own
+# time and the watch's lag, under this machine's load): a minMember raised this soon before
+# a gang's first bind raced with the decision, as a raise just after it would.
+DECISION_LAG = 2.0
 
 
 def half_placed_gangs(
@@ -358,7 +366,8 @@ def half_placed_gangs(
 
     Placed: bound and not being deleted, or Succeeded (Volcano counts it ready). Gangs that
     something other than the scheduler disturbed (a member deleted by another writer, lost
-    with its node, or failed; minMember raised after the gang was placed) are left out: the
+    with its node, or failed; minMember raised after the gang was placed, or within
+    DECISION_LAG before, while the deciding session ran on the older spec) are left out: the
     scheduler can neither undo nor prevent those. Evictions by the scheduler do count.
     """
     schedulers = set(scheduler_writers)
@@ -415,6 +424,8 @@ def half_placed_gangs(
             new_min = int((obj.get("spec") or {}).get("minMember") or 0)
             if gang.first_bind and new_min > gang.min_member:
                 gang.raised_after_bind = True
+            if new_min > gang.min_member and gang.min_member:
+                gang.raised_at = at
             gang.min_member = new_min
             continue
         if r.get("resource") != "pods" or r.get("apiGroup"):
@@ -428,6 +439,8 @@ def half_placed_gangs(
         gang = gangs[key]
         if is_bind(record) and not gang.first_bind:
             gang.first_bind = last_seq
+            if gang.raised_at and at - gang.raised_at < DECISION_LAG:
+                gang.raised_after_bind = True
         if event_type(record) == "DELETED":
             pods.pop(uid, None)
         else:

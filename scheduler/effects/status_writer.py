@@ -53,7 +53,11 @@ class StatusWriter:
     def __init__(self, client: KubeClient, recorder: EventRecorder, concurrency: int = 16) -> None:
         self.client = client
         self.recorder = recorder
-        self._slots = asyncio.Semaphore(concurrency)
+        # Two lanes: PodGroup and Queue status (what operators and clients such as
+        # Kubeflow wait on) never queue behind a backlog of pods' PodScheduled conditions
+        # (thousands of them when a new leader takes over a full queue).
+        self._group_slots = asyncio.Semaphore(concurrency)
+        self._pod_slots = asyncio.Semaphore(concurrency)
         self._podgroups: dict[tuple[str, str], PodGroupStatusUpdate] = {}
         self._pods: dict[str, str] = {}
         self._queues: dict[str, dict[str, Any]] = {}
@@ -76,7 +80,7 @@ class StatusWriter:
             if previous == update:
                 continue
             self._podgroups[key] = update
-            self._spawn(self._write_podgroup(update))
+            self._spawn(self._write_podgroup(update), self._group_slots)
             self._podgroup_event(update, previous)
 
     def pods(self, messages: list[PodUnschedulable]) -> None:
@@ -85,7 +89,7 @@ class StatusWriter:
             if self._pods.get(message.uid) == message.message:
                 continue
             self._pods[message.uid] = message.message
-            self._spawn(self._write_pod(message))
+            self._spawn(self._write_pod(message), self._pod_slots)
             if message.reason == "Unschedulable":
                 self.recorder.record(
                     ObjectRef("Pod", "v1", message.namespace, message.name, message.uid),
@@ -116,7 +120,10 @@ class StatusWriter:
             if previous == status:
                 continue
             self._queues[update.name] = status
-            self._spawn(self._patch(paths.queue(update.name) + "/status", {"status": status}))
+            self._spawn(
+                self._patch(paths.queue(update.name) + "/status", {"status": status}),
+                self._group_slots,
+            )
 
     def invalid(self, reports: list[InvalidObjectReport]) -> None:
         """A Warning event on each object muster cannot use (deduplicated by the recorder),
@@ -151,13 +158,14 @@ class StatusWriter:
             )
 
     # Internals -------------------------------------------------------------
-    def _spawn(self, work: Coroutine[Any, Any, object]) -> None:
-        task = asyncio.get_running_loop().create_task(self._bounded(work))
+    def _spawn(self, work: Coroutine[Any, Any, object], lane: asyncio.Semaphore) -> None:
+        task = asyncio.get_running_loop().create_task(self._bounded(work, lane))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _bounded(self, work: Coroutine[Any, Any, object]) -> None:
-        async with self._slots:
+    @staticmethod
+    async def _bounded(work: Coroutine[Any, Any, object], lane: asyncio.Semaphore) -> None:
+        async with lane:
             await work
 
     async def _write_podgroup(self, update: PodGroupStatusUpdate) -> None:

@@ -322,6 +322,24 @@ def test_a_gang_whose_min_member_was_raised_after_placement_is_left_out() -> Non
     assert half_placed_gangs(log.records, [log.clock + 1], [SCHED_A]) == []
 
 
+@pytest.mark.parametrize(
+    ("raised_before", "violations"),
+    [(0.5, 0), (5.0, 1)],
+    ids=["raised-while-the-session-decided", "raised-long-before"],
+)
+def test_a_min_member_raised_just_before_the_binds_raced_with_the_decision(
+    raised_before: float, violations: int
+) -> None:
+    log = Log()
+    log.podgroup("g", 3)
+    for index in range(3):
+        log.pod(f"g-{index}", gang="g")
+    log.podgroup("g", 4)
+    for index in range(3):
+        log.bind(f"g-{index}", "n1", gang="g", after=raised_before if index == 0 else 0.01)
+    assert len(half_placed_gangs(log.records, [log.clock + 1], [SCHED_A])) == violations
+
+
 # ---------------------------------------------------------------- pending pods
 
 
