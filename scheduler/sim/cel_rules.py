@@ -81,7 +81,24 @@ def _failed(rule: Obj, value: Any, old: Any, path: str, has_old: bool) -> FieldE
     field = path.removeprefix(".") or "<nil>"
     if rule.get("fieldPath"):
         field = _join(path, str(rule["fieldPath"]).removeprefix(".")).removeprefix(".")
-    return FieldError(field, f'Invalid value: "{_json_type(value)}": {message}')
+    return FieldError(field, f'Invalid value: "{json_type(value)}": {message}')
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value, as kube's messages name it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
 
 
 def _program(expression: str) -> Any:
@@ -93,17 +110,3 @@ def _program(expression: str) -> Any:
 
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}"
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string"

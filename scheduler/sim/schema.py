@@ -24,7 +24,7 @@ import jsonschema
 from jsonschema import Draft4Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
-from scheduler.sim.cel_rules import rule_errors
+from scheduler.sim.cel_rules import json_type, rule_errors
 from scheduler.sim.errors import FieldError
 
 Obj = dict[str, Any]
@@ -208,22 +208,6 @@ def go_float(value: float) -> str:
     return text
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 class CrdSchema:
     """One CRD version's openAPIV3Schema, ready to prune, default and validate objects."""
 
@@ -312,7 +296,7 @@ def _field_error(error: ValidationError, path: str) -> FieldError:
     where = f"{path} in body"
     if keyword == "type":
         expected = [t for t in ([bound] if isinstance(bound, str) else bound) if t != "null"]
-        actual = _json_type(value)
+        actual = json_type(value)
         return FieldError(
             path,
             f'Invalid value: "{actual}": {where} must be of type {",".join(expected)}: "{actual}"',

@@ -5,16 +5,15 @@ installed after start brings its objects in. No sockets."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.kube.errors import NotFound
-from tests.unit.cache.test_reflector import Item, item
+from tests.unit.cache.test_reflector import FakeClient, Item, item
 
 
 def not_served(method: str = "GET") -> NotFound:
@@ -23,10 +22,9 @@ def not_served(method: str = "GET") -> NotFound:
     )
 
 
-class CrdLaterClient:
+class CrdLaterClient(FakeClient):
     """Answers each list as `served` says (True: the items; False: 404), its last answer
-    for every list after; each watch plays the next script (an exception is raised),
-    then stays open."""
+    for every list after; the watches as FakeClient plays them."""
 
     def __init__(
         self,
@@ -34,34 +32,15 @@ class CrdLaterClient:
         items: list[Any],
         watches: list[list[Any] | Exception] | None = None,
     ) -> None:
+        super().__init__(items, watches or [])
         self.served = served
-        self.items = items
-        self.watches = watches or []
-        self.lists = 0
 
     async def request(self, method: str, path: str, params: Mapping[str, str]) -> bytes:
         answer = self.served[min(self.lists, len(self.served) - 1)]
-        self.lists += 1
         if not answer:
+            self.lists += 1
             raise not_served()
-        return json.dumps({"metadata": {"resourceVersion": "5"}, "items": self.items}).encode()
-
-    async def watch(
-        self,
-        path: str,
-        params: Mapping[str, str],
-        *,
-        timeout: float,
-        on_open: Callable[[], None] = lambda: None,
-    ) -> AsyncIterator[bytes]:
-        if not self.watches:
-            await asyncio.sleep(3600)
-        script = self.watches.pop(0)
-        if isinstance(script, Exception):
-            raise script
-        on_open()
-        for event in script:
-            yield json.dumps(event).encode()
+        return await super().request(method, path, params)
 
 
 NEVER_SERVED = [False]
