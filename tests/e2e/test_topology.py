@@ -90,14 +90,18 @@ def topology_gang(name: str, size: int, mode: str, tier: int) -> tuple[Obj, list
     return podgroup, pods
 
 
-@pytest.mark.nodes(5, "2")
+@pytest.mark.nodes(5, "3")
 def test_kuberay_cluster_with_topology_labels_lands_in_one_rack(
     cluster: Cluster, namespace: str, start_scheduler: StartScheduler, hypernodes: HyperNodes
 ) -> None:
     names = node_names(cluster)
-    # rack-a holds exactly the 4-pod gang, rack-b has room left over: tightest fit is rack-a,
-    # while least-allocated alone would spread the gang over both racks' nodes.
+    # rack-a (6 cpus) holds the 4-pod gang with 2 to spare, rack-b (9 cpus) with 5: tightest
+    # fit is rack-a, while least-allocated alone would spread the gang over both racks.
+    # rack-c, one node of 1 cpu, is the tightest fit for a lone pod of 1 cpu.
     label_nodes(cluster, RACK, {names[2]: "b", names[3]: "b", names[4]: "b"})
+    cluster.add_node("small", "1")
+    (small,) = set(node_names(cluster)) - set(names)
+    hypernodes.create("rack-c", 1, [{"type": "Node", "selector": {"exactMatch": {"name": small}}}])
     hypernodes.create(
         "rack-a", 1, [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in names[:2]]
     )
@@ -110,6 +114,7 @@ def test_kuberay_cluster_with_topology_labels_lands_in_one_rack(
         [
             {"type": "HyperNode", "selector": {"exactMatch": {"name": "rack-a"}}},
             {"type": "HyperNode", "selector": {"exactMatch": {"name": "rack-b"}}},
+            {"type": "HyperNode", "selector": {"exactMatch": {"name": "rack-c"}}},
         ],
     )
     start_scheduler(names=("volcano",), plugins=[HYPERNODES])
@@ -139,6 +144,13 @@ def test_kuberay_cluster_with_topology_labels_lands_in_one_rack(
     )
     honoured = condition(cluster.podgroup(namespace, "ray-llm-pg"), "FieldsNotHonoured")
     assert honoured is None or "networkTopology" not in honoured.get("message", ""), honoured
+
+    # A RayJob's submitter joins the running group later (a member beyond minMember): it
+    # goes to the gang's rack, not to rack-c, the tightest fit for a pod of its own.
+    submitter = make_pod("llm-submitter", group="ray-llm-pg", scheduler_name="volcano")
+    cluster.create_pod(namespace, submitter)
+    (node,) = nodes_of(cluster, namespace, ["llm-submitter"])
+    assert node in names[:2], node
 
 
 @pytest.mark.nodes(4, "2")
