@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/cluster_bench.py [--nodes 1000] [--pods 10000] [--gang 8-64]
         [--rate 0] [--runners ceiling,naive,muster] [--repeat 3] [--kubeconfig FILE]
+        [--scheduler-cmd [NAME=]CMD ...] [--scheduler-name NAME]
     .venv/bin/python bench/cluster_bench.py --scale      # the scale curve (many minutes)
 
 Each run starts a fresh `muster sim` with the nodes (or, with --kubeconfig, uses that cluster's
@@ -12,6 +13,9 @@ pods until all are bound. Runners:
   ceiling  posts bindings round-robin with no decisions, 128 in flight: the API server's limit
   naive    first-fit, one pod at a time, each bind awaited: a one-at-a-time scheduler
   muster   `muster scheduler --no-leader-elect --schedule-period 0.2s`
+  NAME     any `--scheduler-cmd NAME=CMD` (kube-scheduler, Volcano, another muster): CMD's
+           arguments may hold {kubeconfig}, {namespace}, {scheduler_name}, {metrics_port}, {out};
+           every run's pods carry `spec.schedulerName` = --scheduler-name (default muster)
 
 It writes bench/out/cluster-bench.json and .png and prints a table (medians [min-max]).
 """
@@ -19,6 +23,7 @@ It writes bench/out/cluster-bench.json and .png and prints a table (medians [min
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import statistics
 import sys
@@ -26,9 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.cluster import client, ensure_nodes
 from harness.memory import cache_bytes
 from harness.report import (
-    SHARED_MACHINE_NOTE,
+    ceiling_note,
     plot_scale,
     plot_side_by_side,
     session_figures,
@@ -36,9 +42,11 @@ from harness.report import (
     table,
     write_json,
 )
-from harness.runners import RUNNERS, Options, RunResult, run
+from harness.runners import RUNNERS, ExternalScheduler, Options, RunResult, run
 from harness.workload import Workload
 from session_bench import measure as session_measure
+
+from scheduler.kube.config import load_configuration
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -49,16 +57,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gang", default="8-64", help='a size ("8") or a range ("8-64")')
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rate", type=float, default=0.0, help="pods/s; 0 = backlog")
-    parser.add_argument("--runners", default=",".join(RUNNERS))
+    parser.add_argument(
+        "--runners", default="", help=f"default: {','.join(RUNNERS)} and every --scheduler-cmd"
+    )
+    parser.add_argument(
+        "--scheduler-cmd",
+        action="append",
+        default=[],
+        metavar="[NAME=]CMD",
+        help="run this command as one more runner (repeatable); see the module doc",
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        default="muster",
+        help="spec.schedulerName of every pod (muster is started with it too)",
+    )
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--kubeconfig", type=Path, help="use this cluster instead of muster sim")
+    parser.add_argument(
+        "--create-nodes",
+        action="store_true",
+        help="with --kubeconfig: first create the --nodes Node objects the cluster lacks "
+        "(a bare API server with no kubelets)",
+    )
     parser.add_argument("--schedule-period", default="0.2s")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--profile", choices=["", "py-spy", "py-spy-raw", "cprofile"], default="")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
     parser.add_argument("--scale", action="store_true", help="run the scale curve instead")
     parser.add_argument("--scale-nodes", default="100,1000,5000")
-    parser.add_argument("--scale-pods", default="1000,10000,50000")
+    parser.add_argument("--scale-pods", default="1000,10000,50000,100000")
     parser.add_argument("--scale-skip", default="", help='e.g. "5000x50000,100x50000"')
     parser.add_argument(
         "--scale-budget", type=float, default=1800, help="skip what is left after this many s"
@@ -67,11 +95,56 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def options_of(args: argparse.Namespace, profile: str) -> Options:
+    """How runs are made, with every --scheduler-cmd parsed into a runner."""
+    external: dict[str, ExternalScheduler] = {}
+    for index, spec in enumerate(args.scheduler_cmd, start=1):
+        command = ExternalScheduler.parse(spec, index)
+        if command.name in external:
+            raise SystemExit(f"--scheduler-cmd {spec!r}: runner {command.name!r} given twice")
+        external[command.name] = command
+    return Options(args.kubeconfig, args.schedule_period, args.timeout, profile, args.out, external)
+
+
+def runners_of(args: argparse.Namespace, options: Options) -> list[str]:
+    """--runners, or the built-in runners and every --scheduler-cmd; unknown names refused."""
+    runners = [r.strip() for r in args.runners.split(",") if r.strip()]
+    runners = runners or [*RUNNERS, *options.external]
+    unknown = [r for r in runners if r not in RUNNERS and r not in options.external]
+    if unknown:
+        known = ", ".join([*RUNNERS, *options.external])
+        raise SystemExit(
+            f"--runners: {', '.join(unknown)} not known (known: {known}); "
+            "name an external scheduler with --scheduler-cmd NAME=CMD"
+        )
+    return runners
+
+
+def server_of(kubeconfig: Path | None) -> str:
+    """The --kubeconfig cluster's API server URL, "" for a fresh muster sim."""
+    return str(load_configuration(str(kubeconfig)).host) if kubeconfig else ""
+
+
+def workload_of(args: argparse.Namespace, nodes: int, pods: int, rate: float) -> Workload:
+    """The workload with the command line's gangs, seed and scheduler name."""
+    return Workload(nodes, pods, args.gang, args.seed, rate, scheduler_name=args.scheduler_name)
+
+
+async def _create_nodes(kubeconfig: Path, workload: Workload) -> int:
+    async with client(kubeconfig) as kube:
+        return await ensure_nodes(kube, workload)
+
+
 def side_by_side_main(args: argparse.Namespace) -> int:
     """Every runner on the same workload, interleaved `--repeat` times."""
-    workload = Workload(args.nodes, args.pods, args.gang, args.seed, args.rate)
-    options = Options(args.kubeconfig, args.schedule_period, args.timeout, args.profile, args.out)
-    runners = [r.strip() for r in args.runners.split(",") if r.strip()]
+    workload = workload_of(args, args.nodes, args.pods, args.rate)
+    options = options_of(args, args.profile)
+    runners = runners_of(args, options)
+    if args.create_nodes:
+        if args.kubeconfig is None:
+            raise SystemExit("--create-nodes needs --kubeconfig (muster sim makes its own nodes)")
+        made = asyncio.run(_create_nodes(args.kubeconfig, workload))
+        print(f"created {made} Node objects on {server_of(args.kubeconfig)}", flush=True)
     print(f"{workload.label()}; runners {', '.join(runners)} x {args.repeat}", flush=True)
     results: list[RunResult] = []
     for attempt in range(args.repeat):
@@ -85,7 +158,7 @@ def side_by_side_main(args: argparse.Namespace) -> int:
                 flush=True,
             )
     memory = cache_bytes(workload)
-    summary = side_by_side(results, memory)
+    summary = side_by_side(results, memory, server_of(args.kubeconfig))
     print()
     print(table(results, summary))
     write_json(args.out / "cluster-bench.json", results, summary, workload=workload.label())
@@ -96,7 +169,7 @@ def side_by_side_main(args: argparse.Namespace) -> int:
 
 def scale_main(args: argparse.Namespace) -> int:
     """muster at every size of the grid: session time, memory and throughput."""
-    options = Options(args.kubeconfig, args.schedule_period, args.timeout, "", args.out)
+    options = options_of(args, "")
     skip = {s.strip() for s in args.scale_skip.split(",") if s.strip()}
     sizes = [
         (int(n), int(p)) for p in args.scale_pods.split(",") for n in args.scale_nodes.split(",")
@@ -110,10 +183,10 @@ def scale_main(args: argparse.Namespace) -> int:
             print(f"{key}: skipped ({why})", flush=True)
             rows.append({"nodes": nodes, "pods": pods, "skipped": why})
             continue
-        rows.append(scale_point(Workload(nodes, pods, args.gang, args.seed), options, args.repeat))
+        rows.append(scale_point(workload_of(args, nodes, pods, 0.0), options, args.repeat))
         print(scale_line(rows[-1]), flush=True)
     done = [r for r in rows if "skipped" not in r]
-    print("\n" + SHARED_MACHINE_NOTE)
+    print("\n" + ceiling_note(server_of(args.kubeconfig)))
     write_json(args.out / "scale.json", [], {"scale": rows})
     for path in filter(None, [args.out / "scale.png", args.scale_png]):
         plot_scale(path, done)

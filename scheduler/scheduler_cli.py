@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.cache.wiring import LIST_PAGE_SIZE
 from scheduler.logs import configure
 from scheduler.server import SchedulerOptions, SchedulerProcess
 
@@ -26,6 +27,17 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise argparse.ArgumentTypeError("the schedule period must be more than 0")
     return seconds
+
+
+def positive_int(text: str) -> int:
+    """A whole number above 0, e.g. a page size."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
+    return value
 
 
 def add_parser(subparsers: Any) -> None:
@@ -54,6 +66,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--lock-name", default="muster-scheduler")
     parser.add_argument("--kube-api-qps", type=float, default=0.0, help="0 means unlimited")
     parser.add_argument("--kube-api-burst", type=int, default=100)
+    parser.add_argument(
+        "--list-page-size",
+        type=positive_int,
+        default=LIST_PAGE_SIZE,
+        help=f"objects per page of the initial lists (default {LIST_PAGE_SIZE})",
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(func=run_scheduler)
@@ -73,6 +91,7 @@ def options_from_args(args: argparse.Namespace) -> SchedulerOptions:
         lock_name=args.lock_name,
         qps=args.kube_api_qps,
         burst=args.kube_api_burst,
+        list_page_size=args.list_page_size,
     )
 
 

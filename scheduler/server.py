@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
-from scheduler.cache.wiring import world_reflectors
+from scheduler.cache.wiring import LIST_PAGE_SIZE, world_reflectors
 from scheduler.cache.world import World
 from scheduler.config_source import ConfigSource
 from scheduler.effects.apply import Effects
@@ -41,6 +41,11 @@ from scheduler.session_gate import SessionGate
 
 log = logging.getLogger("muster.scheduler")
 
+# Connections of the bind lane: one per binder worker (Binder's default concurrency).
+BIND_CONNECTIONS = 64
+# Connections of the event lane: events go at most the recorder's 50 a second.
+EVENT_CONNECTIONS = 4
+
 
 @dataclass
 class SchedulerOptions:
@@ -57,6 +62,7 @@ class SchedulerOptions:
     lock_name: str = "muster-scheduler"
     qps: float = 0.0
     burst: int = 100
+    list_page_size: int = LIST_PAGE_SIZE
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
 
 
@@ -71,7 +77,12 @@ class SchedulerProcess:
         self.client = KubeClient(
             load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst
         )
-        self.recorder = EventRecorder(self.client, self.metrics)
+        # Lanes of their own (connection pools; the rate limit is shared): a bind never waits
+        # for a connection behind an event, a status write or a watch, and events, bounded by
+        # the recorder's rate, never take more than their few connections.
+        self.bind_client = self.client.lane(BIND_CONNECTIONS)
+        self.event_client = self.client.lane(EVENT_CONNECTIONS)
+        self.recorder = EventRecorder(self.event_client, self.metrics)
         # Where config errors are announced: the scheduler's own pod, where operators look.
         self.own_pod = own_pod(os.environ)
         self.elector: LeaderElector | None = None
@@ -84,9 +95,16 @@ class SchedulerProcess:
                 on_change=lambda leading: self.metrics.is_leader.set(1 if leading else 0),
             )
         self.effects = Effects.connected(
-            self.client, self.world, self.recorder, self.metrics, may_bind=self.is_leader
+            self.client,
+            self.world,
+            self.recorder,
+            self.metrics,
+            may_bind=self.is_leader,
+            bind_client=self.bind_client,
         )
-        self.reflectors = world_reflectors(self.client, self.world, self.metrics)
+        self.reflectors = world_reflectors(
+            self.client, self.world, self.metrics, page_size=options.list_page_size
+        )
         self.health = Health(options.schedule_period, self.reflectors, time.monotonic)
         self.gate = SessionGate()
         self.stopping = asyncio.Event()
@@ -217,5 +235,6 @@ class SchedulerProcess:
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
-        await self.client.close()
+        for client in (self.bind_client, self.event_client, self.client):
+            await client.close()
         await runner.cleanup()

@@ -13,10 +13,13 @@ import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
+import msgspec
+
 from harness.workload import Workload, node_pools_yaml, pod_manifest, podgroup_manifest
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
-from scheduler.kube.errors import StatusError
+from scheduler.kube.errors import StatusError, TransportError
+from scheduler.sim.nodes import NodePool, node_objects
 
 REPO = Path(__file__).resolve().parents[2]
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
@@ -96,6 +99,56 @@ async def run_bounded(count: int, concurrency: int, make: Callable[[int], Awaita
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
+async def ensure_nodes(kube: KubeClient, workload: Workload) -> int:
+    """Create the workload's Node objects (as `muster sim` makes them) that the cluster lacks,
+    for a real API server with no kubelets; returns how many were created. Nodes that a
+    create answers without status (a server that drops it) get it through the status
+    subresource, so they show their room and are Ready."""
+    cpu, memory_gi, slots = workload.node_shape()
+    pool = NodePool("bench-node", workload.nodes, str(cpu), f"{memory_gi}Gi", pods=slots)
+    have = msgspec.json.decode(await kube.request("GET", "/api/v1/nodes"))["items"]
+    names = {n["metadata"]["name"] for n in have}
+    missing = [n for n in node_objects([pool]) if n["metadata"]["name"] not in names]
+
+    async def create(index: int) -> None:
+        node = {k: v for k, v in missing[index].items() if k != "metadata"}
+        node["metadata"] = {
+            k: v
+            for k, v in missing[index]["metadata"].items()
+            if k in ("name", "labels", "annotations")
+        }
+        made = msgspec.json.decode(await kube.create("/api/v1/nodes", node))
+        if not made.get("status", {}).get("allocatable"):
+            path = f"/api/v1/nodes/{node['metadata']['name']}/status"
+            await kube.patch(path, {"status": node["status"]})
+
+    await run_bounded(len(missing), 32, create)
+    await _untaint_not_ready(kube)
+    return len(missing)
+
+
+NOT_READY = "node.kubernetes.io/not-ready"
+
+
+async def _untaint_not_ready(kube: KubeClient) -> None:
+    # kube-apiserver's TaintNodesByCondition admission gives every new Node the not-ready
+    # NoSchedule taint, which the node lifecycle controller lifts once the node is Ready; a
+    # bare API server runs no such controller, so the bench lifts it (the nodes are Ready).
+    nodes = msgspec.json.decode(await kube.request("GET", "/api/v1/nodes"))["items"]
+    tainted = [
+        n
+        for n in nodes
+        if any(t.get("key") == NOT_READY for t in n.get("spec", {}).get("taints", []))
+    ]
+
+    async def untaint(index: int) -> None:
+        node = tainted[index]
+        kept = [t for t in node["spec"]["taints"] if t.get("key") != NOT_READY]
+        await kube.patch(f"/api/v1/nodes/{node['metadata']['name']}", {"spec": {"taints": kept}})
+
+    await run_bounded(len(tainted), 32, untaint)
+
+
 async def create_namespace(kube: KubeClient, namespace: str) -> None:
     """Create the bench's namespace (a leftover one with the same name is an error)."""
     await kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
@@ -103,8 +156,16 @@ async def create_namespace(kube: KubeClient, namespace: str) -> None:
 
 async def delete_namespace(kube: KubeClient, namespace: str) -> None:
     """Delete the namespace and, on servers that do not cascade, its pods and PodGroups."""
-    with contextlib.suppress(StatusError):
-        await kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods")
+    # Right away (gracePeriodSeconds 0): a bound pod on a real API server with no kubelet
+    # would stay Terminating for ever, holding its node's room in the next run. A big
+    # collection can outlast the server's request timeout: send it again until none is left.
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    for _ in range(20):
+        with contextlib.suppress(StatusError, TransportError):
+            await kube.request("DELETE", pods, params={"gracePeriodSeconds": "0"})
+        left = msgspec.json.decode(await kube.request("GET", pods, params={"limit": "1"}))
+        if not left.get("items"):
+            break
     with contextlib.suppress(StatusError):
         await kube.request("DELETE", PODGROUPS.format(ns=namespace))
     with contextlib.suppress(StatusError):

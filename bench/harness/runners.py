@@ -1,10 +1,11 @@
-"""One run of one scheduler (ceiling, naive or muster) over a workload, observed from outside."""
+"""One run of one scheduler (built-in or any command) over a workload, observed from outside."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -30,6 +31,53 @@ from harness.observe import BindWatcher, Sampler, cpu_seconds, memory_kib
 from harness.workload import Workload
 
 RUNNERS = ("ceiling", "naive", "muster")
+# What an external scheduler's command may name; each is replaced in every argument.
+COMMAND_FIELDS = ("kubeconfig", "namespace", "scheduler_name", "metrics_port", "out")
+
+
+@dataclass(frozen=True)
+class ExternalScheduler:
+    """A scheduler the bench starts from a command line (kube-scheduler, Volcano, another muster).
+
+    The command is split as a shell would (no shell runs, so the process measured is the
+    scheduler itself) and each argument may hold {kubeconfig}, {namespace}, {scheduler_name},
+    {metrics_port} and {out}. Its pods carry `spec.schedulerName` = the workload's scheduler name.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, spec: str, index: int = 1) -> ExternalScheduler:
+        """ "NAME=CMD" or "CMD" (named cmd1, cmd2, ... in the order given)."""
+        name, sep, command = spec.partition("=")
+        if not sep or " " in name.strip() or not name.strip() or name.strip().startswith("-"):
+            name, command = f"cmd{index}", spec
+        name = name.strip()
+        if name in RUNNERS:
+            raise ValueError(f"--scheduler-cmd {spec!r}: {name!r} is a built-in runner; rename it")
+        argv = tuple(shlex.split(command))
+        if not argv:
+            raise ValueError(f"--scheduler-cmd {spec!r}: the command is empty; give one to run")
+        for arg in argv:
+            try:
+                arg.format(**dict.fromkeys(COMMAND_FIELDS, ""))
+            except (KeyError, IndexError, ValueError) as error:
+                raise ValueError(
+                    f"--scheduler-cmd {spec!r}: argument {arg!r} names an unknown field {error}; "
+                    f"the fields are {', '.join('{' + f + '}' for f in COMMAND_FIELDS)} "
+                    "(double braces for a literal brace)"
+                ) from error
+        return cls(name, argv)
+
+    def serves_metrics(self) -> bool:
+        """Whether the command is given {metrics_port}: it then serves muster's /metrics
+        there (another muster), which the bench scrapes for session times."""
+        return any("{metrics_port}" in arg for arg in self.argv)
+
+    def command(self, fields: dict[str, str]) -> list[str]:
+        """The argv with every field filled in."""
+        return [arg.format(**fields) for arg in self.argv]
 
 
 @dataclass
@@ -41,6 +89,7 @@ class Options:
     timeout: float = 300.0
     profile: str = ""  # "", "py-spy", "py-spy-raw" or "cprofile" (muster only)
     out: Path = REPO / "bench" / "out"
+    external: dict[str, ExternalScheduler] = field(default_factory=dict)  # runner name -> command
 
 
 @dataclass
@@ -121,7 +170,10 @@ async def _run(
                 profiler = _start_py_spy(process.pid, profile_path)
             if workload.rate:
                 background.append(asyncio.create_task(creator.arrivals(workload.rate)))
-            url = f"http://127.0.0.1:{metrics_port}/metrics" if runner == "muster" else None
+            scraped = runner == "muster" or (
+                runner in options.external and options.external[runner].serves_metrics()
+            )
+            url = f"http://127.0.0.1:{metrics_port}/metrics" if scraped else None
             sampler = Sampler(process.pid, url)
             background.append(asyncio.create_task(sampler.run()))
             await _wait_bound(watcher, process, options.timeout)
@@ -151,7 +203,6 @@ def _start(
     namespace: str,
     metrics_port: int,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    log = (options.out / f"{runner}.log").open("ab")
     profile_path = ""
     if runner == "muster":
         args = [sys.executable]
@@ -166,10 +217,22 @@ def _start(
         args += ["--no-leader-elect", "--schedule-period", options.schedule_period]
         args += ["--metrics-address", f"127.0.0.1:{metrics_port}", "--log-level", "warning"]
         args += ["--scheduler-name", workload.scheduler_name]
-    else:
+    elif runner in options.external:
+        fields = {
+            "kubeconfig": str(kubeconfig),
+            "namespace": namespace,
+            "scheduler_name": workload.scheduler_name,
+            "metrics_port": str(metrics_port),
+            "out": str(options.out),
+        }
+        args = options.external[runner].command(fields)
+    elif runner in RUNNERS:
         args = [sys.executable, "-m", "harness.baselines", runner, "--kubeconfig", str(kubeconfig)]
         args += ["--namespace", namespace, "--expect", str(workload.pods)]
-    with log:
+    else:
+        known = ", ".join([*RUNNERS, *options.external])
+        raise ValueError(f"runner {runner!r} is not one of {known}; add it with --scheduler-cmd")
+    with (options.out / f"{runner}.log").open("ab") as log:
         process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env_with_bench_path()
         )

@@ -88,6 +88,7 @@ class Enqueue(Action[EnqueueArguments]):
         for job in session.jobs.values():
             if job.phase is not PodGroupPhase.INQUEUE or has_started(job):
                 continue
+            since: float | None
             if job.key in snapshot.timed_out_at:
                 # Sent back before, and the PodGroup still says Inqueue: the write did not
                 # land (a 429, a lost leader). Send it back again rather than forget it.

@@ -7,6 +7,7 @@ import functools
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from scheduler.api import wire
 from scheduler.api.names import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
@@ -225,6 +226,18 @@ def placement_spec(
 ) -> PodPlacementSpec:
     """The node constraints of a pod spec (`claims` from pod_claims, `ephemeral` from
     ephemeral_claims)."""
+    if (
+        not claims
+        and not ephemeral
+        and (spec.affinity is None or spec.affinity.node_affinity is None)
+        and not any(port.host_port > 0 for c in spec.containers for port in c.ports)
+    ):
+        # Most pods ask their node for no more than labels and tolerations (the API server
+        # gives every pod two): pods asking the same share one record, built once.
+        return _simple_placement(
+            tuple(sorted(spec.node_selector.items())) if spec.node_selector else (),
+            tuple((t.key, t.operator or "Equal", t.value, t.effect) for t in spec.tolerations),
+        )
     required: tuple[SelectorTerm, ...] = ()
     preferred: tuple[tuple[int, SelectorTerm], ...] = ()
     node_affinity = spec.affinity.node_affinity if spec.affinity else None
@@ -257,6 +270,36 @@ def placement_spec(
         host_ports=ports,
         claims=claims,
         ephemeral_claims=ephemeral,
+    )
+
+
+def _shared_labels(labels: dict[str, str]) -> Mapping[str, str]:
+    """An equal label set seen before (the members of a gang), else this one. Labels are
+    only read once cached (affinity and spread selectors), so pods may share one dict."""
+    if not labels:
+        return _NO_LABELS
+    if len(labels) > 16:
+        return labels  # big, rarely shared sets are not worth the key
+    key = tuple(labels.items())
+    shared = _LABEL_SETS.get(key)
+    if shared is None:
+        if len(_LABEL_SETS) >= 8192:
+            _LABEL_SETS.clear()  # bounded: the sets of long-gone pods are not kept for ever
+        shared = _LABEL_SETS[key] = labels
+    return shared
+
+
+_LABEL_SETS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
+@functools.lru_cache(maxsize=4096)
+def _simple_placement(
+    node_selector: tuple[tuple[str, str], ...], tolerations: tuple[tuple[str, str, str, str], ...]
+) -> PodPlacementSpec:
+    # Bounded, as _shared_images: the records of long-gone pods are not kept for ever.
+    return PodPlacementSpec(
+        node_selector=node_selector, tolerations=tuple(Toleration(*t) for t in tolerations)
     )
 
 
@@ -575,17 +618,20 @@ class TaskInfo:
         # A controlled pod with no group waits for the one `muster controller` makes for its
         # owner (podgroup-<owner uid>): as a shadow gang of one it would bypass minMember.
         group = meta.annotations.get(GROUP_NAME_ANNOTATION) or (owner and f"podgroup-{owner}")
+        # Strings many pods repeat (namespace, gang, role, node...) are interned, and equal
+        # label sets shared: a cached pod holds one copy of each, not its own.
+        intern = sys.intern
         return cls(
             uid=meta.uid,
-            namespace=meta.namespace,
+            namespace=intern(meta.namespace),
             name=meta.name,
             request=pod_request(spec, name=f"{meta.namespace}/{meta.name}"),
-            job=f"{meta.namespace}/{group}" if group else "",
-            role=meta.annotations.get(TASK_SPEC_ANNOTATION, ""),
-            scheduler_name=spec.scheduler_name,
+            job=intern(f"{meta.namespace}/{group}") if group else "",
+            role=intern(meta.annotations.get(TASK_SPEC_ANNOTATION, "")),
+            scheduler_name=intern(spec.scheduler_name),
             priority=spec.priority or 0,
             preemption_policy=spec.preemption_policy or "PreemptLowerPriority",
-            node_name=spec.node_name,
+            node_name=intern(spec.node_name),
             status=_task_status(pod),
             placement=placement_spec(
                 spec,
@@ -593,11 +639,11 @@ class TaskInfo:
                 ephemeral_claims(spec, meta.namespace, meta.name) if spec.volumes else (),
             ),
             gated=bool(spec.scheduling_gates),
-            queue_annotation=meta.annotations.get(QUEUE_NAME_ANNOTATION, ""),
-            owner_uid=owner,
-            creation_timestamp=meta.creation_timestamp or "",
+            queue_annotation=intern(meta.annotations.get(QUEUE_NAME_ANNOTATION, "")),
+            owner_uid=intern(owner),
+            creation_timestamp=intern(meta.creation_timestamp or ""),
             unhonoured=unhonoured(spec, pod.unknown_spec_fields),
-            labels=meta.labels,
+            labels=_shared_labels(meta.labels),
             topology=topology_spec(spec, meta.namespace, meta.labels),
             images=pod_images(spec),
         )

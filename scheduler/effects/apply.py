@@ -116,11 +116,14 @@ class Effects:
         metrics: Metrics,
         *,
         may_bind: Callable[[], bool],
+        bind_client: KubeClient | None = None,
     ) -> Effects:
-        """The effects of a scheduler process: its binder, writer and evictor on `client`."""
+        """The effects of a scheduler process: its writer and evictor on `client`, its binder
+        on `bind_client` (a lane of its own, so no bind waits for a connection behind status
+        writes; `client` when not given)."""
         return cls(
             cache=world,
-            binder=Binder(client, world, recorder, metrics, may_bind=may_bind),
+            binder=Binder(bind_client or client, world, recorder, metrics, may_bind=may_bind),
             writer=StatusWriter(client, recorder),
             evictor=Evictor(client, recorder),
             recorder=recorder,

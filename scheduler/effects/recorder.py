@@ -139,7 +139,13 @@ class EventRecorder:
         }
         try:
             await self.client.create(paths.events(namespace), body)
-        except (StatusError, TransportError) as error:
+        except StatusError as error:
+            if error.code == 409:
+                # The name is ours and random: an attempt the client retried (its answer
+                # lost to a timeout) had written the event already.
+                return
+            log.warning("could not write event %s on %s/%s: %s", reason, namespace, ref.name, error)
+        except TransportError as error:
             log.warning("could not write event %s on %s/%s: %s", reason, namespace, ref.name, error)
 
 

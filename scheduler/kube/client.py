@@ -87,6 +87,19 @@ class KubeClient:
         self._headers_at = 0.0
         self._request_timeout = aiohttp.ClientTimeout(total=timeout)
 
+    def lane(self, connections: int) -> KubeClient:
+        """A client to the same server with a connection pool of its own (its requests never
+        wait for a connection behind this client's) and this client's rate limit, shared:
+        binds, events and the rest each get a lane, and --kube-api-qps still bounds all."""
+        twin = KubeClient(
+            self.configuration,
+            retries=self.retries,
+            connections=connections,
+            timeout=self._timeout,
+        )
+        twin._limiter = self._limiter
+        return twin
+
     async def __aenter__(self) -> KubeClient:
         return self
 
@@ -224,9 +237,13 @@ class KubeClient:
                 on_open()
                 buffer = b""
                 async for chunk in response.content.iter_any():
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
+                    if b"\n" not in chunk:
+                        buffer += chunk
+                        continue
+                    # One split per chunk: a chunk of many events is not copied once per line.
+                    lines = (buffer + chunk).split(b"\n")
+                    buffer = lines.pop()
+                    for line in lines:
                         if line.strip():
                             yield line
                 if buffer.strip():

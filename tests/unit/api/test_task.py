@@ -238,12 +238,52 @@ def test_placement_reads_selector_tolerations_and_host_ports() -> None:
     assert placement.host_ports == (HostPort("", "TCP", 8080), HostPort("", "UDP", 53))
 
 
-def test_pods_from_one_template_share_an_equal_placement() -> None:
+def test_pods_from_one_template_share_one_placement_record() -> None:
     first = TaskInfo.from_pod(pod(nodeSelector={"zone": "a"}))
     second = TaskInfo.from_pod(pod(nodeSelector={"zone": "a"}))
-    assert first.placement is not second.placement
+    assert first.placement is second.placement  # one record in the cache, not one per pod
+    assert first.placement.node_selector == (("zone", "a"),)
+
+
+def test_pods_with_affinity_from_one_template_have_equal_placements() -> None:
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+                ]
+            }
+        }
+    }
+    first = TaskInfo.from_pod(pod(affinity=affinity))
+    second = TaskInfo.from_pod(pod(affinity=affinity))
     assert first.placement == second.placement
     assert hash(first.placement) == hash(second.placement)
+
+
+def test_pods_asking_different_tolerations_get_different_placements() -> None:
+    gpu = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    cpu = [{"key": "dedicated", "value": "cpu", "effect": "NoSchedule"}]
+    first = TaskInfo.from_pod(pod(tolerations=gpu))
+    second = TaskInfo.from_pod(pod(tolerations=cpu))
+    assert first.placement.tolerations == (Toleration("dedicated", "Equal", "gpu", "NoSchedule"),)
+    assert second.placement.tolerations == (Toleration("dedicated", "Equal", "cpu", "NoSchedule"),)
+
+
+def labelled(labels: dict[str, str]) -> wire.Pod:
+    subject = pod()
+    subject.metadata.labels = labels
+    return subject
+
+
+def test_pods_with_equal_labels_share_them_and_read_them_unchanged() -> None:
+    first = TaskInfo.from_pod(labelled({"app": "a", "gang": "g1"}))
+    second = TaskInfo.from_pod(labelled({"app": "a", "gang": "g1"}))
+    other = TaskInfo.from_pod(labelled({"app": "a", "gang": "g2"}))
+    assert first.labels is second.labels
+    assert dict(first.labels) == {"app": "a", "gang": "g1"}
+    assert dict(other.labels) == {"app": "a", "gang": "g2"}
+    assert dict(TaskInfo.from_pod(pod()).labels) == {}
 
 
 def test_host_ports_conflict_on_same_port_and_protocol_unless_ips_differ() -> None:

@@ -141,3 +141,10 @@ def test_the_pod_kind_names_spec_fields_newer_than_musters_list() -> None:
     pod = kind.decode(msgspec.Raw(raw))
 
     assert pod.unknown_spec_fields == ("fancyNewField",)
+
+
+def test_every_reflector_lists_in_pages_of_the_given_size() -> None:
+    client: Any = object()
+    assert {r.page_size for r in world_reflectors(client, world(), Metrics())} == {5000}
+    sized = world_reflectors(client, world(), Metrics(), page_size=250)
+    assert {r.page_size for r in sized} == {250}

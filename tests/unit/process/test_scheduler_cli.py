@@ -44,6 +44,7 @@ def test_without_flags_the_options_are_the_defaults() -> None:
         pytest.param(["--lock-name", "m"], "lock_name", "m", id="lock-name"),
         pytest.param(["--kube-api-qps", "50"], "qps", 50.0, id="qps"),
         pytest.param(["--kube-api-burst", "7"], "burst", 7, id="burst"),
+        pytest.param(["--list-page-size", "250"], "list_page_size", 250, id="list-page-size"),
     ],
 )
 def test_each_flag_sets_its_option(flags: list[str], field: str, expected: object) -> None:
@@ -56,3 +57,11 @@ def test_a_nonsense_schedule_period_is_refused_naming_the_value(
     with pytest.raises(SystemExit):
         options("--schedule-period", "fast")
     assert "'fast' is not a duration like 1s or 200ms" in capsys.readouterr().err
+
+
+def test_a_list_page_size_of_zero_is_refused_naming_the_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        options("--list-page-size", "0")
+    assert "'0' is not a whole number above 0" in capsys.readouterr().err

@@ -1,0 +1,66 @@
+"""Lanes of a KubeClient: binds and events get connection pools of their own, one rate limit."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from kubernetes import client as k8s_client
+
+from scheduler.kube.client import KubeClient
+from scheduler.server import BIND_CONNECTIONS, EVENT_CONNECTIONS, SchedulerOptions, SchedulerProcess
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def test_a_lane_has_its_own_pool_and_shares_the_rate_limit() -> None:
+    async def scenario() -> None:
+        main = KubeClient(k8s_client.Configuration(host="http://127.0.0.1:9"), qps=5, burst=2)
+        lane = main.lane(3)
+        try:
+            assert lane._limiter is main._limiter
+            assert lane.host == main.host
+            assert lane._pool().connector is not main._pool().connector
+            assert lane._pool().connector is not None
+            assert lane._pool().connector.limit == 3
+        finally:
+            await lane.close()
+            await main.close()
+
+    asyncio.run(scenario())
+
+
+def test_closing_a_lane_leaves_the_main_pool_open() -> None:
+    async def scenario() -> None:
+        main = KubeClient(k8s_client.Configuration(host="http://127.0.0.1:9"))
+        lane = main.lane(2)
+        pool = main._pool()
+        lane._pool()
+        await lane.close()
+        assert not pool.closed
+        await main.close()
+        assert pool.closed
+
+    asyncio.run(scenario())
+
+
+def test_the_scheduler_binds_and_writes_events_each_in_a_lane_of_its_own(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    process = SchedulerProcess(SchedulerOptions(kubeconfig=str(kubeconfig), leader_elect=False))
+    binder = process.effects.binder
+    clients = {id(process.client), id(process.bind_client), id(process.event_client)}
+    assert len(clients) == 3
+    assert getattr(binder, "client", None) is process.bind_client
+    assert process.recorder.client is process.event_client
+    assert process.bind_client._connections == BIND_CONNECTIONS == getattr(binder, "concurrency", 0)
+    assert process.event_client._connections == EVENT_CONNECTIONS
+    # statuses, evictions and watches stay on the main client
+    assert all(r.client is process.client for r in process.reflectors)
+    assert getattr(process.effects.writer, "client", None) is process.client

@@ -1,0 +1,156 @@
+"""bench/cluster_bench.py flags: external schedulers as runners, whose ceiling, the scale grid."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from cluster_bench import options_of, parse_args, runners_of, workload_of
+from harness.cluster import NOT_READY, ensure_nodes
+from harness.report import SHARED_MACHINE_NOTE, ceiling_note, side_by_side, targets
+from harness.runners import ExternalScheduler, RunResult, _start
+from harness.workload import Workload
+
+
+def result(runner: str, pods_per_s: float) -> RunResult:
+    return RunResult(
+        runner=runner,
+        workload="w",
+        pods=100,
+        bound=100,
+        first_bind_s=1.0,
+        last_bind_s=2.0,
+        pods_per_s=pods_per_s,
+        pods_per_s_from_start=pods_per_s / 2,
+        pod_latency_p50_s=0.5,
+        pod_latency_p99_s=0.9,
+        gang_latency_p50_s=0.5,
+        gang_latency_p99_s=0.9,
+        cpu_s=0.05,
+        cpu_ms_per_pod=0.5,
+        cpu_ms_per_pod_binding=0.4,
+        peak_rss_mib=90.0,
+    )
+
+
+def test_scheduler_cmd_becomes_a_runner_after_the_built_in_ones() -> None:
+    args = parse_args(["--scheduler-cmd", "kube=kube-scheduler --kubeconfig={kubeconfig}"])
+    options = options_of(args, "")
+    assert runners_of(args, options) == ["ceiling", "naive", "muster", "kube"]
+    assert options.external["kube"].argv == ("kube-scheduler", "--kubeconfig={kubeconfig}")
+
+
+def test_unnamed_scheduler_cmds_are_numbered_in_order() -> None:
+    args = parse_args(["--scheduler-cmd", "a --x=1", "--scheduler-cmd", "b"])
+    assert list(options_of(args, "").external) == ["cmd1", "cmd2"]
+
+
+def test_scheduler_cmd_fills_every_field_into_its_arguments(tmp_path: Path) -> None:
+    args = parse_args(
+        [
+            "--scheduler-name",
+            "volcano",
+            "--out",
+            str(tmp_path),
+            "--scheduler-cmd",
+            "x=/bin/echo {kubeconfig} ns={namespace} {scheduler_name} :{metrics_port} {out} {{}}",
+        ]
+    )
+    options = options_of(args, "")
+    workload = workload_of(args, 10, 20, 0.0)
+    process, _ = _start("x", workload, options, Path("/k.conf"), "bench-ns", 8123)
+    assert process.wait(timeout=10) == 0
+    printed = (tmp_path / "x.log").read_text().strip()
+    assert printed == f"/k.conf ns=bench-ns volcano :8123 {tmp_path} {{}}"
+
+
+def test_scheduler_name_goes_to_every_pod_of_the_workload() -> None:
+    args = parse_args(["--scheduler-name", "default-scheduler"])
+    assert workload_of(args, 10, 20, 0.0).scheduler_name == "default-scheduler"
+
+
+def test_scheduler_cmd_with_an_unknown_field_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"unknown field 'node'.*\{kubeconfig\}"):
+        ExternalScheduler.parse("x=sched --on={node}")
+
+
+def test_scheduler_cmd_may_not_take_a_built_in_runners_name() -> None:
+    with pytest.raises(ValueError, match="'muster' is a built-in runner"):
+        ExternalScheduler.parse("muster=./old-muster scheduler")
+
+
+def test_runners_naming_no_known_runner_are_refused() -> None:
+    args = parse_args(["--runners", "muster,volcano"])
+    with pytest.raises(SystemExit, match="volcano not known"):
+        runners_of(args, options_of(args, ""))
+
+
+def test_with_a_kubeconfig_the_ceiling_is_that_servers() -> None:
+    summary = side_by_side(
+        [result("ceiling", 1000), result("muster", 950)], {}, "https://127.0.0.1:6444"
+    )
+    note = ceiling_note(summary["server"])
+    assert "https://127.0.0.1:6444" in note and note != SHARED_MACHINE_NOTE
+    assert any("target >= 0.9 on a real API server: met" in line for line in targets(summary))
+
+
+def test_on_sim_the_ceiling_is_sims_and_the_target_is_0_8() -> None:
+    summary = side_by_side([result("ceiling", 1000), result("muster", 850)], {})
+    assert ceiling_note(summary["server"]) == SHARED_MACHINE_NOTE
+    assert any("target >= 0.8 on muster sim: met" in line for line in targets(summary))
+
+
+def test_external_runners_get_a_ratio_to_the_ceiling() -> None:
+    summary = side_by_side([result("ceiling", 1000), result("kube", 250)], {})
+    assert "kube / ceiling: 0.25; per repeat 0.25 [0.25-0.25]" in targets(summary)
+
+
+def test_scale_grid_reaches_100000_pods() -> None:
+    assert "100000" in parse_args(["--scale"]).scale_pods.split(",")
+
+
+def test_create_nodes_without_a_kubeconfig_is_refused() -> None:
+    from cluster_bench import side_by_side_main
+
+    with pytest.raises(SystemExit, match="--create-nodes needs --kubeconfig"):
+        side_by_side_main(parse_args(["--create-nodes"]))
+
+
+class FakeCluster:
+    """Answers the few calls ensure_nodes makes, as a bare kube-apiserver would."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {n: {"metadata": {"name": n}} for n in names}
+        self.patched: list[str] = []
+
+    async def request(self, method: str, path: str, **_: Any) -> bytes:
+        assert (method, path) == ("GET", "/api/v1/nodes")
+        return msgspec.json.encode({"items": list(self.nodes.values())})
+
+    async def create(self, path: str, body: dict[str, Any]) -> bytes:
+        # TaintNodesByCondition admission: every new Node comes back not-ready tainted
+        node = dict(body, spec={"taints": [{"key": NOT_READY, "effect": "NoSchedule"}]})
+        self.nodes[body["metadata"]["name"]] = node
+        return msgspec.json.encode(node)
+
+    async def patch(self, path: str, body: dict[str, Any]) -> bytes:
+        name = path.rsplit("/", 1)[-1]
+        self.nodes[name]["spec"] = body["spec"]
+        self.patched.append(name)
+        return b"{}"
+
+
+def test_create_nodes_makes_the_missing_nodes_and_lifts_the_not_ready_taint() -> None:
+    cluster = FakeCluster(["bench-node-0000"])
+    made = asyncio.run(ensure_nodes(cluster, Workload(nodes=3, pods=30)))  # type: ignore[arg-type]
+    assert made == 2
+    assert sorted(cluster.nodes) == ["bench-node-0000", "bench-node-0001", "bench-node-0002"]
+    assert sorted(cluster.patched) == ["bench-node-0001", "bench-node-0002"]
+    assert all(n.get("spec", {}).get("taints", []) == [] for n in cluster.nodes.values())
