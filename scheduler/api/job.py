@@ -117,6 +117,10 @@ def _phase(value: str) -> PodGroupPhase:
         return PodGroupPhase.PENDING
 
 
+# The largest value of an int32 field (minMember, minTaskMember).
+INT32_MAX = 2**31 - 1
+
+
 class JobInfo:
     """A gang: its PodGroup's spec and status, and its tasks indexed by status."""
 
@@ -224,7 +228,22 @@ class JobInfo:
             raise InvalidObject(
                 "PodGroup", key, "spec.minMember", spec.min_member, "must be 0 or more"
             )
+        # An int32 in Volcano's API: kube-apiserver before 1.36 stores larger values (it
+        # did not check CRD integer formats), and such a gang could never be told apart
+        # from one merely waiting.
+        if spec.min_member > INT32_MAX:
+            raise InvalidObject(
+                "PodGroup", key, "spec.minMember", spec.min_member, f"must be at most {INT32_MAX}"
+            )
         for role, count in spec.min_task_member.items():
+            if count > INT32_MAX:
+                raise InvalidObject(
+                    "PodGroup",
+                    key,
+                    f"spec.minTaskMember.{role}",
+                    count,
+                    f"must be at most {INT32_MAX}",
+                )
             if count < 0:
                 raise InvalidObject(
                     "PodGroup", key, f"spec.minTaskMember.{role}", count, "must be 0 or more"

@@ -116,6 +116,30 @@ def test_negative_min_member_is_an_invalid_object_naming_the_field() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        pytest.param({"minMember": 2**31}, "spec.minMember", id="min-member"),
+        pytest.param(
+            {"minMember": 1, "minTaskMember": {"worker": 2**40}},
+            "spec.minTaskMember.worker",
+            id="min-task-member",
+        ),
+    ],
+)
+def test_a_count_past_int32_is_an_invalid_object_naming_the_field(
+    spec: dict[str, Any], field: str
+) -> None:
+    # Servers before kube 1.36 store such values in a CRD's int32 field.
+    with pytest.raises(InvalidObject, match="must be at most 2147483647") as raised:
+        JobInfo.from_podgroup(podgroup(**spec))
+    assert raised.value.field == field
+
+
+def test_int32_max_min_member_is_a_valid_gang() -> None:
+    assert JobInfo.from_podgroup(podgroup(minMember=2**31 - 1)).min_member == 2**31 - 1
+
+
 def test_negative_min_task_member_is_an_invalid_object_naming_the_role() -> None:
     with pytest.raises(InvalidObject, match=r"spec\.minTaskMember\.worker"):
         JobInfo.from_podgroup(podgroup(minMember=1, minTaskMember={"worker": -2}))
