@@ -139,6 +139,25 @@ _format("email")(lambda v: bool(_EMAIL_RE.match(v)))
 _format("duration")(lambda v: bool(_DURATION_RE.match(v)))
 
 
+def _numeric_format(name: str, fits: Any) -> None:
+    """kube-apiserver 1.36+ keeps and checks the numeric formats of a CRD's integers and
+    numbers (it stripped them before, storing any value): a value outside the format's
+    range is refused."""
+
+    def on_numbers(value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return True
+        return bool(fits(value))
+
+    _FORMATS.checks(name)(on_numbers)
+
+
+_numeric_format("int32", lambda v: -(2**31) <= v <= 2**31 - 1)
+_numeric_format("int64", lambda v: -(2**63) <= v <= 2**63 - 1)
+_numeric_format("float", lambda v: abs(v) <= 3.4028234663852886e38)
+_numeric_format("double", lambda v: abs(v) <= 1.7976931348623157e308)
+
+
 def to_json_schema(schema: Obj) -> Obj:
     """The JSON schema (draft 4) kube-openapi evaluates for one OpenAPI v3 schema node."""
     out: Obj = {k: schema[k] for k in _VALUE_KEYWORDS if k in schema}
