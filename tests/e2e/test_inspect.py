@@ -108,7 +108,13 @@ def test_explain_of_a_running_gang_names_each_members_node_and_exits_0(
         timeout=10,
         message=lambda: f"podgroup small Running\n{cluster.describe(namespace)}",
     )
-    placements = cluster.placements(namespace)
+    # Running counts members placed in the session, so it may be written before their binds
+    # land (as Volcano's phase): wait for the binds too.
+    placements = wait_for(
+        lambda: (found := cluster.placements(namespace)) and all(found.values()) and found,
+        timeout=10,
+        message=lambda: f"both members bound\n{cluster.describe(namespace)}",
+    )
 
     explained = muster(cluster, "explain", "pg", "small", "-n", namespace)
 
@@ -137,6 +143,11 @@ def test_status_all_namespaces_json_lists_the_queues_and_podgroups_with_why_they
         lambda: cluster.podgroup(namespace, "fits").get("status", {}).get("phase") == "Running",
         timeout=10,
         message=lambda: f"podgroup fits Running\n{cluster.describe(namespace)}",
+    )
+    wait_for(
+        lambda: all(cluster.placements(namespace).get(f"fits-{i}") for i in range(2)),
+        timeout=10,
+        message=lambda: f"fits bound\n{cluster.describe(namespace)}",
     )
 
     listed = muster(cluster, "status", "-A", "-o", "json")
