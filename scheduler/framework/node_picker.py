@@ -372,7 +372,7 @@ class NodePicker:
                 self._copy_heap(task, self._shape_of_key((*key[:4], None, None), task), shape)
             else:
                 if key[0].images and self.session.image_holders:
-                    self._load_image_holders(task, key, shape, self.session.image_holders)
+                    self._load_image_holders(task, shape, self.session.image_holders)
                 if shape.admissible.nodes:
                     shape.cursor = self._start % len(shape.admissible.nodes)
                     self._start += self.window
@@ -381,7 +381,6 @@ class NodePicker:
     def _load_image_holders(
         self,
         task: TaskInfo,
-        key: Shape,
         shape: _ShapeHeap,
         holders: Callable[[tuple[str, ...]], frozenset[str]],
     ) -> None:
@@ -392,7 +391,7 @@ class NodePicker:
         shape.sampled = True
         nodes = self.session.nodes
         admissible = shape.admissible.names
-        for name in sorted(holders(key[0].images)):
+        for name in sorted(holders(task.placement.images)):
             if name in admissible:
                 self._push(task, shape, nodes[name])
 

@@ -11,6 +11,7 @@ models do not know are left alone: they are newer than the client, not wrong.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -68,35 +69,66 @@ def _model(kind: str, api_version: str) -> type | None:
     return found if isinstance(found, type) and hasattr(found, "openapi_types") else None
 
 
+@functools.cache
+def _shape(type_name: str) -> tuple[str, Any]:
+    """What a client type string asks of a JSON value, worked out once per type string (this
+    runs on every write sim takes): ("list" | "dict", element type), ("model", {JSON name:
+    (field type, is a quantity)}), a scalar's name, or ("any", None) for free-form fields
+    and types this client does not describe."""
+    if (item := _LIST.match(type_name)) is not None:
+        return ("list", item.group(1))
+    if (item := _DICT.match(type_name)) is not None:
+        return ("dict", item.group(1))
+    if type_name in ("str", "datetime", "date"):
+        return ("str", None)
+    if type_name in ("int", "float", "bool"):
+        return (type_name, None)
+    model = getattr(models, type_name, None)
+    if type_name == "object" or model is None or not hasattr(model, "openapi_types"):
+        return ("any", None)  # IntOrString, RawExtension, or nothing to check against
+    fields = {
+        json_name: (model.openapi_types[attr], attr in _QUANTITY_FIELDS)
+        for attr, json_name in model.attribute_map.items()
+    }
+    return ("model", fields)
+
+
 def _problem(value: Any, type_name: str, path: str, struct: str, quantity: bool) -> str | None:
     """The decoder's complaint about `value` as a `type_name`, or None when it decodes."""
     if value is None:
         return None  # null decodes to the zero value of any Go type
-    if (item := _LIST.match(type_name)) is not None:
-        if not isinstance(value, list):
-            return _refused(value, path, struct, "[]" + _go_name(item.group(1)))
-        for element in value:
-            problem = _problem(element, item.group(1), path, struct, quantity)
-            if problem is not None:
-                return problem
+    shape, detail = _shape(type_name)
+    if shape == "any":
         return None
-    if (item := _DICT.match(type_name)) is not None:
+    if shape == "model":
         if not isinstance(value, dict):
-            return _refused(value, path, struct, "map[string]" + _go_name(item.group(1)))
-        for element in value.values():
-            problem = _problem(element, item.group(1), path, struct, quantity)
+            return _refused(value, path, struct, _go_name(type_name))
+        for key, field_value in value.items():
+            field = detail.get(key)
+            if field is None:
+                continue
+            problem = _problem(field_value, field[0], f"{path}.{key}", struct, field[1])
             if problem is not None:
                 return problem
         return None
-    if type_name == "object":
-        return None  # IntOrString, RawExtension and other free-form fields
-    if type_name in ("str", "datetime", "date"):
+    if shape == "list" or shape == "dict":
+        wanted = list if shape == "list" else dict
+        if not isinstance(value, wanted):
+            prefix = "[]" if shape == "list" else "map[string]"
+            return _refused(value, path, struct, prefix + _go_name(detail))
+        elements = value if isinstance(value, list) else list(value.values())
+        for element in elements:
+            problem = _problem(element, detail, path, struct, quantity)
+            if problem is not None:
+                return problem
+        return None
+    if shape == "str":
         if isinstance(value, str) or (
             quantity and isinstance(value, int | float) and not isinstance(value, bool)
         ):
             return None
         return _refused(value, path, struct, "string")
-    if type_name == "int":
+    if shape == "int":
         if isinstance(value, int) and not isinstance(value, bool):
             return None
         if isinstance(value, float):
@@ -104,32 +136,11 @@ def _problem(value: Any, type_name: str, path: str, struct: str, quantity: bool)
                 f"cannot unmarshal number {value!r} into Go struct field {struct}{path} of type int"
             )
         return _refused(value, path, struct, "int")
-    if type_name == "float":
+    if shape == "float":
         if isinstance(value, int | float) and not isinstance(value, bool):
             return None
         return _refused(value, path, struct, "float64")
-    if type_name == "bool":
-        return None if isinstance(value, bool) else _refused(value, path, struct, "bool")
-    model = getattr(models, type_name, None)
-    if model is None or not hasattr(model, "openapi_types"):
-        return None  # a type this client does not describe: nothing to check against
-    if not isinstance(value, dict):
-        return _refused(value, path, struct, _go_name(type_name))
-    by_json = {json_name: attr for attr, json_name in model.attribute_map.items()}
-    for key, field_value in value.items():
-        attr = by_json.get(key)
-        if attr is None:
-            continue
-        problem = _problem(
-            field_value,
-            model.openapi_types[attr],
-            f"{path}.{key}",
-            struct,
-            attr in _QUANTITY_FIELDS,
-        )
-        if problem is not None:
-            return problem
-    return None
+    return None if isinstance(value, bool) else _refused(value, path, struct, "bool")
 
 
 def _refused(value: Any, path: str, struct: str, go_type: str) -> str:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.kube.errors import NotFound
-from tests.unit.cache.test_reflector import FakeClient, Item, item
+from tests.unit.cache.test_reflector import FakeClient, Item, item, run_until
 
 
 def not_served(method: str = "GET") -> NotFound:
@@ -72,16 +72,6 @@ def reflector_for(
     fake: Any = client
     reflector = Reflector(fake, kind, on_restart=restarts.append, absent_recheck=0.001)
     return reflector, restarts
-
-
-async def run_until(reflector: Reflector[Item], done: Callable[[], bool]) -> None:
-    task = asyncio.get_running_loop().create_task(reflector.run())
-    for _ in range(3000):
-        if done():
-            break
-        await asyncio.sleep(0.001)
-    assert not task.done(), "the reflector task must never end"
-    task.cancel()
 
 
 def test_an_optional_kind_not_served_is_synced_with_nothing_and_not_broken() -> None:
