@@ -8,7 +8,7 @@ import functools
 from pydantic import Field
 
 from scheduler.actions.eviction import Backoff, retry_due
-from scheduler.api.gang_state import may_place
+from scheduler.api.gang_state import may_place, started_short
 from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -99,7 +99,9 @@ class Allocate(Action[AllocateArguments]):
                 continue
             if job.queue not in session.queues:
                 continue
-            if job.key in session.snapshot.nominated:
+            if job.key in session.snapshot.nominated or started_short(job):
+                # Room made for it, or part of it bound (its leader died, or its minMember
+                # was raised): served before any queue order, so nobody takes what it needs.
                 nominated.append(job)
                 continue
             if has_failures and not retry_due(session, job):

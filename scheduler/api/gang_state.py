@@ -83,3 +83,10 @@ def gang_placed(job: JobInfo) -> bool:
 def short_of_min_member(job: JobInfo) -> bool:
     """Whether fewer than minMember members are placed or promised room (a starving gang)."""
     return members_placed(job) < job.min_member
+
+
+def started_short(job: JobInfo) -> bool:
+    """Whether some members are bound or running but fewer than minMember: a gang a previous
+    leader (or a bind that failed for good) left part-placed, to complete before any other."""
+    ready = job.ready_count()
+    return 0 < ready < job.min_member

@@ -219,3 +219,19 @@ def test_jobs_that_cannot_be_scheduled_do_not_stop_the_jobs_after_them() -> None
     ok = gang("ok", 1)
     snap = snapshot([node("n1", cpu=4)], [done, lost, short, ok])
     assert [b.job for b in schedule(snap).binds] == ["default/ok"]
+
+
+def test_a_gang_left_part_bound_is_completed_before_a_higher_priority_gang_takes_its_room() -> None:
+    # A previous leader bound 3 of 4 members and died; the room for the 4th is the only room
+    # left. A higher-priority gang would otherwise take it and leave the first gang short.
+    cut = gang(
+        "cut",
+        4,
+        cpu=1,
+        phase=PodGroupPhase.RUNNING,
+        statuses=[TaskStatus.RUNNING] * 3,
+        on=["n1", "n1", "n1"],
+    )
+    eager = gang("eager", 1, cpu=1, priority=1000)
+    result = schedule(snapshot([node("n1", cpu=4)], [cut, eager]))
+    assert bound_jobs(result) == {cut.key: 1}
