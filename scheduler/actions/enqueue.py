@@ -150,7 +150,7 @@ class Enqueue(Action[EnqueueArguments]):
 
     @staticmethod
     def _admit(session: Session, job: JobInfo, headroom: Resource) -> bool:
-        need = job.min_resources
+        need = job.admission_need()
         if need is not None and not need.less_equal(headroom):
             short = ", ".join(need.insufficient(headroom))
             job.wait(

@@ -400,6 +400,16 @@ class JobInfo:
             return shortfall(self.min_resources, self.allocated)
         return None
 
+    def admission_need(self) -> Resource | None:
+        """What admitting the job (Pending -> Inqueue) asks of its queue and the cluster:
+        minResources less what its members already hold. A Pending gang can hold some: its
+        leader died before the gang's Running was written, or minMember was raised past its
+        pods; what they hold is counted as used already, and counting it again would keep
+        the gang from being admitted, part placed, for good. None when nothing is asked."""
+        if self.min_resources is None:
+            return None
+        return shortfall(self.min_resources, self.allocated)
+
     def clone_shell(self) -> JobInfo:
         """A copy of the job with no tasks; the snapshot adds cloned tasks to it."""
         twin = JobInfo.__new__(JobInfo)

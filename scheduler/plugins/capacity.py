@@ -329,7 +329,7 @@ class CapacityPlugin(Plugin[CapacityArguments]):
         problem = self._queue_problem(job)
         if problem is not None:
             return problem
-        need = job.min_resources
+        need = job.admission_need()
         if need is None:
             return Vote.PERMIT
         attr = self.shares[job.queue]
@@ -439,15 +439,17 @@ class CapacityPlugin(Plugin[CapacityArguments]):
     # Events ----------------------------------------------------------------------
     def on_enqueue(self, job: JobInfo) -> None:
         attr = self.shares.get(job.queue)
-        if attr is not None and job.min_resources is not None:
+        need = job.admission_need()
+        if attr is not None and need is not None:
             for level in attr.levels():
-                level.inqueue.add(job.min_resources)
+                level.inqueue.add(need)
 
     def on_dequeue(self, job: JobInfo) -> None:
         attr = self.shares.get(job.queue)
-        if attr is not None and job.min_resources is not None:
+        need = job.admission_need()
+        if attr is not None and need is not None:
             for level in attr.levels():
-                level.inqueue.sub(job.min_resources)
+                level.inqueue.sub(need)
 
     def on_allocate(self, task: TaskInfo) -> None:
         attr = self._attr_of(task)

@@ -292,19 +292,20 @@ class ProportionPlugin(Plugin[NoArguments]):
                 f"queue {job.queue!r} is {attr.queue.state.value} and admits no new PodGroups; "
                 f"{MOVE_OR_REOPEN}",
             )
-        if job.min_resources is None:
+        need = job.admission_need()
+        if need is None:
             return Vote.PERMIT
         for level in (attr, *attr.ancestors()):
             capability = self._admission_capability(level)
             held = level.allocated + level.inqueue
-            if within(job.min_resources, held, capability):
+            if within(need, held, capability):
                 continue
             where = f"queue {job.queue!r}"
             if level is not attr:
                 where += f" (through its parent {level.queue.name!r})"
             return Waiting(
                 QUEUE_FULL,
-                f"{where} cannot hold minResources {describe(job.min_resources)}: "
+                f"{where} cannot hold minResources {describe(need)}: "
                 f"{describe(held)} already allocated or reserved of {describe(capability)}",
             )
         return Vote.PERMIT
@@ -323,15 +324,17 @@ class ProportionPlugin(Plugin[NoArguments]):
 
     def on_enqueue(self, job: JobInfo) -> None:
         attr = self.shares.get(job.queue)
-        if attr is not None and job.min_resources is not None:
+        need = job.admission_need()
+        if attr is not None and need is not None:
             for level in (attr, *attr.ancestors()):
-                level.inqueue.add(job.min_resources)
+                level.inqueue.add(need)
 
     def on_dequeue(self, job: JobInfo) -> None:
         attr = self.shares.get(job.queue)
-        if attr is not None and job.min_resources is not None:
+        need = job.admission_need()
+        if attr is not None and need is not None:
             for level in (attr, *attr.ancestors()):
-                level.inqueue.sub(job.min_resources)
+                level.inqueue.sub(need)
 
     def on_allocate(self, task: TaskInfo) -> None:
         attr = self._attr_of(task)
