@@ -51,6 +51,9 @@ from tests.e2e.harness import (  # noqa: E402
 
 Obj = dict[str, Any]
 # what a call through the official client raises when sim refuses it or is down
+# How long a replacement replica waits for sim to issue its token (a restart's downtime
+# and the faults' rules, with room to spare).
+TOKEN_WAIT_SECONDS = 30.0
 API_FAILURES = (ApiException, urllib.error.URLError, urllib3.exceptions.HTTPError, OSError)
 LOCK_NAMESPACE = MUSTER_NAMESPACE
 LOCK_NAME = "muster-scheduler"
@@ -198,10 +201,19 @@ class ChaosCluster:
     def replica_kubeconfig(self) -> Path:
         """A kubeconfig with a fresh token of the scheduler's ServiceAccount."""
         self.identities.kubeconfig("scheduler")  # the account and its RBAC, once
-        answer = self.cluster.core.create_namespaced_service_account_token(
-            "muster-scheduler",
-            MUSTER_NAMESPACE,
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+        # A replacement replica may start while sim restarts or refuses writes (faults in
+        # force): ask until it answers, as a kubelet asks for a projected token again.
+        answer = wait_for(
+            lambda: self.try_api(
+                self.cluster.core.create_namespaced_service_account_token,
+                "muster-scheduler",
+                MUSTER_NAMESPACE,
+                request,
+            ),
+            TOKEN_WAIT_SECONDS,
+            interval=0.2,
+            message="a token for a new scheduler replica",
         )
         return write_token_kubeconfig(
             self.work_dir / f"scheduler-{self.started}.kubeconfig",
