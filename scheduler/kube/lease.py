@@ -26,6 +26,11 @@ from scheduler.kube.errors import Conflict, NotFound, StatusError, TransportErro
 log = logging.getLogger(__name__)
 # How long past an observed expiry a standby tries to take the lease over (clock slack).
 EXPIRY_MARGIN = 0.05
+# How soon an attempt the API server did not answer is made again (at most the retry
+# period): a standby counts the holder's term from when it first saw the last renewal, so
+# each retry period spent not seeing it (an API server restarting) would lengthen the
+# takeover by as much.
+FAILED_RETRY = 0.5
 
 
 class LeaderElector:
@@ -83,26 +88,30 @@ class LeaderElector:
                 # theirs from when they saw it, which is later, however long the answer
                 # took (or however long this process was stopped waiting for it).
                 started = time.monotonic()
+                failed = False
                 try:
                     acquired = await self._try_acquire_or_renew()
                 except (StatusError, TransportError) as error:
                     log.warning("lease %s/%s: %s", self.namespace, self.name, error)
                     acquired = False
+                    failed = True
             if acquired:
                 self._renewed_at = started
                 self._set_leading(True)
             elif self._leading and time.monotonic() - self._renewed_at > self.renew_deadline:
                 self._set_leading(False)
-            await asyncio.sleep(self._next_attempt_in(acquired))
+            await asyncio.sleep(self._next_attempt_in(acquired, failed=failed))
 
-    def _next_attempt_in(self, acquired: bool) -> float:
+    def _next_attempt_in(self, acquired: bool, *, failed: bool = False) -> float:
         """Seconds to the next attempt: the retry period, or less when another holder's lease
         runs out sooner, so a standby takes over at expiry rather than up to one retry
-        period after it (the observation lag, as client-go's, remains)."""
+        period after it (the observation lag, as client-go's, remains), or when the API
+        server did not answer."""
+        period = min(self.retry_period, FAILED_RETRY) if failed else self.retry_period
         if acquired or self._expires_at is None:
-            return self.retry_period
+            return period
         until_expiry = self._expires_at - time.monotonic() + EXPIRY_MARGIN
-        return max(EXPIRY_MARGIN, min(self.retry_period, until_expiry))
+        return max(EXPIRY_MARGIN, min(period, until_expiry))
 
     async def release(self) -> None:
         """Stop campaigning and give the lease up if we hold it (on shutdown)."""

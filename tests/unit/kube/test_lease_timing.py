@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from scheduler.kube import lease
-from scheduler.kube.lease import EXPIRY_MARGIN, LeaderElector
+from scheduler.kube.errors import TransportError
+from scheduler.kube.lease import EXPIRY_MARGIN, FAILED_RETRY, LeaderElector
 
 
 def elector() -> LeaderElector:
@@ -18,23 +19,30 @@ def elector() -> LeaderElector:
 
 
 @pytest.mark.parametrize(
-    ("acquired", "expires_in", "wait"),
+    ("acquired", "failed", "expires_in", "wait"),
     [
-        pytest.param(True, None, 2.0, id="leader-renews-every-retry-period"),
-        pytest.param(False, None, 2.0, id="no-other-holder-retry-period"),
-        pytest.param(False, 10.0, 2.0, id="expiry-far-retry-period"),
-        pytest.param(False, 0.5, 0.5 + EXPIRY_MARGIN, id="expiry-sooner-try-at-expiry"),
-        pytest.param(False, -3.0, EXPIRY_MARGIN, id="already-expired-try-at-once"),
+        pytest.param(True, False, None, 2.0, id="leader-renews-every-retry-period"),
+        pytest.param(False, False, None, 2.0, id="no-other-holder-retry-period"),
+        pytest.param(False, False, 10.0, 2.0, id="expiry-far-retry-period"),
+        pytest.param(False, False, 0.5, 0.5 + EXPIRY_MARGIN, id="expiry-sooner-try-at-expiry"),
+        pytest.param(False, False, -3.0, EXPIRY_MARGIN, id="already-expired-try-at-once"),
+        pytest.param(False, True, 10.0, FAILED_RETRY, id="unanswered-standby-asks-again-soon"),
+        pytest.param(False, True, None, FAILED_RETRY, id="unanswered-asks-again-soon"),
+        pytest.param(False, True, 0.1, 0.1 + EXPIRY_MARGIN, id="unanswered-expiry-sooner"),
     ],
 )
 def test_next_attempt(
-    monkeypatch: pytest.MonkeyPatch, acquired: bool, expires_in: float | None, wait: float
+    monkeypatch: pytest.MonkeyPatch,
+    acquired: bool,
+    failed: bool,
+    expires_in: float | None,
+    wait: float,
 ) -> None:
     monkeypatch.setattr(lease.time, "monotonic", lambda: 100.0)
     subject = elector()
     subject._expires_at = None if expires_in is None else 100.0 + expires_in
 
-    assert subject._next_attempt_in(acquired) == pytest.approx(wait)
+    assert subject._next_attempt_in(acquired, failed=failed) == pytest.approx(wait)
 
 
 class SlowRenewal:
@@ -70,3 +78,28 @@ def test_the_term_counts_from_before_the_renewal_was_sent(monkeypatch: pytest.Mo
     assert subject.is_leader  # 108: 8 s into a 10 s term
     clock[0] = 110.5
     assert not subject.is_leader  # the term ran from 100, not from the answer at 108
+
+
+class Unanswered:
+    """An API server that is down (restarting): every request fails to connect."""
+
+    async def get_json(self, path: str) -> dict[str, Any]:
+        raise TransportError("connection refused")
+
+
+def test_an_attempt_the_api_server_did_not_answer_is_made_again_soon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client: Any = Unanswered()
+    subject = LeaderElector(client, namespace="ns", name="lock", identity="me", retry_period=2.0)
+    waits: list[float] = []
+
+    async def record_and_stop(seconds: float) -> None:
+        waits.append(seconds)
+        subject._stopped = True
+
+    monkeypatch.setattr(lease.asyncio, "sleep", record_and_stop)
+    asyncio.run(subject.run())
+
+    assert waits == [FAILED_RETRY]
+    assert not subject.is_leader
