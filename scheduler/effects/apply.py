@@ -125,7 +125,7 @@ class Effects:
             cache=world,
             binder=Binder(bind_client or client, world, recorder, metrics, may_bind=may_bind),
             writer=StatusWriter(client, recorder),
-            evictor=Evictor(client, recorder),
+            evictor=Evictor(client, recorder, may_evict=may_bind),
             recorder=recorder,
         )
 
