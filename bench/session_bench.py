@@ -156,31 +156,38 @@ def measure(
     return statistics.median(times), bound
 
 
+def alternated(
+    runs: list[tuple[ClusterSnapshot, SchedulerConfig]], repeat: int
+) -> list[tuple[float, int]]:
+    """Median seconds and pods bound of each (snapshot, config), the sessions alternated
+    repeat by repeat so that all of them see the same load on a shared machine."""
+    times: list[list[float]] = [[] for _ in runs]
+    bound = [0] * len(runs)
+    for _ in range(repeat):
+        for index, (snapshot, config) in enumerate(runs):
+            start = time.perf_counter()
+            bound[index] = len(schedule(snapshot, config).binds)
+            times[index].append(time.perf_counter() - start)
+    return [(statistics.median(t), b) for t, b in zip(times, bound, strict=True)]
+
+
+def measure_mixed(
+    pods: int, nodes: int, gang: int, repeat: int, mixed: float
+) -> list[tuple[float, int]]:
+    """The plain backlog and the one with a `mixed` fraction of constrained gangs."""
+    config = default_config()
+    runs = [(build(pods, nodes, gang), config), (build(pods, nodes, gang, mixed), config)]
+    return alternated(runs, repeat)
+
+
 def measure_topology(
     pods: int, nodes: int, gang: int, repeat: int, constrained: float
-) -> tuple[float, int, float, int]:
-    """Median seconds and pods bound of the unconstrained session (default config) and of
-    the one with a `constrained` fraction of rack-bound gangs, alternated repeat by
-    repeat so that both see the same load on a shared machine."""
-    plain_snapshot = build(pods, nodes, gang, racks=True)
-    kept_snapshot = build(pods, nodes, gang, racks=True, constrained=constrained)
-    plain_config, kept_config = default_config(), topology_config()
-    plain_times: list[float] = []
-    kept_times: list[float] = []
-    plain_bound = kept_bound = 0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        plain_bound = len(schedule(plain_snapshot, plain_config).binds)
-        plain_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        kept_bound = len(schedule(kept_snapshot, kept_config).binds)
-        kept_times.append(time.perf_counter() - start)
-    return (
-        statistics.median(plain_times),
-        plain_bound,
-        statistics.median(kept_times),
-        kept_bound,
-    )
+) -> list[tuple[float, int]]:
+    """The unconstrained session (default config) and the one with a `constrained`
+    fraction of rack-bound gangs."""
+    plain = build(pods, nodes, gang, racks=True)
+    kept = build(pods, nodes, gang, racks=True, constrained=constrained)
+    return alternated([(plain, default_config()), (kept, topology_config())], repeat)
 
 
 def main() -> None:
@@ -197,7 +204,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.topology > 0:
-        plain, plain_bound, kept, kept_bound = measure_topology(
+        (plain, plain_bound), (kept, kept_bound) = measure_topology(
             args.pods, args.nodes, args.gang, args.repeat, args.topology
         )
         print(f"{'workload':>10} {'pods':>8} {'nodes':>6} {'bound':>7} {'session ms':>11}")
@@ -209,8 +216,9 @@ def main() -> None:
         print(f"topology / plain: {kept / plain:.2f}x (target at most 1.5x)")
         return
     if args.mixed > 0:
-        plain, plain_bound = measure(args.pods, args.nodes, args.gang, args.repeat)
-        mixed, mixed_bound = measure(args.pods, args.nodes, args.gang, args.repeat, args.mixed)
+        (plain, plain_bound), (mixed, mixed_bound) = measure_mixed(
+            args.pods, args.nodes, args.gang, args.repeat, args.mixed
+        )
         print(f"{'workload':>10} {'pods':>8} {'nodes':>6} {'bound':>7} {'session ms':>11}")
         print(
             f"{'plain':>10} {args.pods:>8} {args.nodes:>6} {plain_bound:>7} {plain * 1000:>11.1f}"

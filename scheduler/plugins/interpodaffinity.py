@@ -115,7 +115,7 @@ class PlacedPods:
         if task.uid in self.everyone or not _placed(task):
             return False
         anchors = self.anchors
-        if anchors is not None and not any(pair in anchors for pair in task.labels.items()):
+        if anchors is not None and anchors.isdisjoint(task.labels.items()):
             return False
         self.everyone[task.uid] = task
         for pair in task.labels.items():
@@ -318,9 +318,11 @@ class InterPodAffinity:
         return counts
 
     def _existing_anti_blocks(self, task: TaskInfo, node: NodeInfo) -> bool:
+        existing = self._existing_anti
+        if None not in existing and existing.keys().isdisjoint(task.labels.items()):
+            return False  # no placed pod's term can match this pod: the common case
         namespaces = self.pods.namespace_labels
         labels = node.labels
-        existing = self._existing_anti
         buckets = [existing.get(None)]
         buckets.extend(existing.get(pair) for pair in task.labels.items())
         for bucket in buckets:

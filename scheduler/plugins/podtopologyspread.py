@@ -305,6 +305,10 @@ class PodTopology:
 
     def filter(self, task: TaskInfo, node: NodeInfo) -> Status:
         """kube-scheduler's order: PodTopologySpread, then InterPodAffinity."""
+        if task.topology is None:
+            # Spread holds a pod only to its own constraints: a plain pod answers to the
+            # anti-affinity of placed pods alone.
+            return OK if self.affinity is None else self.affinity.filter(task, node)
         if self.spread is not None:
             status = self.spread.filter(task, node)
             if not status.ok:
