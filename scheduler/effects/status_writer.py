@@ -2,20 +2,21 @@
 
 Each is written only when it differs from what this process last wrote (or
 what the cache saw), so a steady cluster costs no writes; the writes go out
-in the background, a bounded number at a time.
+in the background, a bounded number at a time, and only the newest of each
+object waits its turn (effects/lanes.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Coroutine
+from functools import partial
 from typing import Any
 
 from scheduler.api.hypernode import API_VERSION as HYPERNODE_API_VERSION
 from scheduler.api.names import GROUP, VERSION
 from scheduler.api.reasons import FIELD_NOT_HONOURED
 from scheduler.effects import paths
+from scheduler.effects.lanes import KeyedLane
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import (
     FieldNotHonoured,
@@ -56,21 +57,21 @@ class StatusWriter:
         # Two lanes: PodGroup and Queue status (what operators and clients such as
         # Kubeflow wait on) never queue behind a backlog of pods' PodScheduled conditions
         # (thousands of them when a new leader takes over a full queue).
-        self._group_slots = asyncio.Semaphore(concurrency)
-        self._pod_slots = asyncio.Semaphore(concurrency)
+        self._group_lane = KeyedLane(concurrency)
+        self._pod_lane = KeyedLane(concurrency)
         self._podgroups: dict[tuple[str, str], PodGroupStatusUpdate] = {}
-        self._pods: dict[str, str] = {}
+        # Pods' PodScheduled condition as last queued: (reason, message).
+        self._pods: dict[str, tuple[str, str]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
-        self._pending: set[asyncio.Task[None]] = set()
         # Not-honoured warnings already recorded: each goes out once per process.
         self._warned: set[tuple[str, str, str, str]] = set()
         # Pods already warned that a field of theirs is not honoured (by uid).
         self._field_warned: set[str] = set()
 
     async def drain(self) -> None:
-        """Wait for the writes in flight."""
-        while self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        """Wait for the writes queued and in flight."""
+        await self._group_lane.drain()
+        await self._pod_lane.drain()
 
     def podgroups(self, updates: list[PodGroupStatusUpdate]) -> None:
         """Write PodGroup statuses that changed, with an event when the verdict changes."""
@@ -80,16 +81,19 @@ class StatusWriter:
             if previous == update:
                 continue
             self._podgroups[key] = update
-            self._spawn(self._write_podgroup(update), self._group_slots)
+            urgent = previous is None or _verdict(previous) != _verdict(update)
+            self._group_lane.put(key, partial(self._write_podgroup, update), urgent=urgent)
             self._podgroup_event(update, previous)
 
     def pods(self, messages: list[PodUnschedulable]) -> None:
         """Set PodScheduled=False on pods that stay pending, with a FailedScheduling event."""
         for message in messages:
-            if self._pods.get(message.uid) == message.message:
+            previous = self._pods.get(message.uid)
+            if previous == (message.reason, message.message):
                 continue
-            self._pods[message.uid] = message.message
-            self._spawn(self._write_pod(message), self._pod_slots)
+            self._pods[message.uid] = (message.reason, message.message)
+            urgent = previous is None or previous[0] != message.reason
+            self._pod_lane.put(message.uid, partial(self._write_pod, message), urgent=urgent)
             if message.reason == "Unschedulable":
                 self.recorder.record(
                     ObjectRef("Pod", "v1", message.namespace, message.name, message.uid),
@@ -120,9 +124,9 @@ class StatusWriter:
             if previous == status:
                 continue
             self._queues[update.name] = status
-            self._spawn(
-                self._patch(paths.queue(update.name) + "/status", {"status": status}),
-                self._group_slots,
+            self._group_lane.put(
+                ("Queue", update.name),
+                partial(self._write_queue, update.name, status),
             )
 
     def invalid(self, reports: list[InvalidObjectReport]) -> None:
@@ -158,15 +162,10 @@ class StatusWriter:
             )
 
     # Internals -------------------------------------------------------------
-    def _spawn(self, work: Coroutine[Any, Any, object], lane: asyncio.Semaphore) -> None:
-        task = asyncio.get_running_loop().create_task(self._bounded(work, lane))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-
-    @staticmethod
-    async def _bounded(work: Coroutine[Any, Any, object], lane: asyncio.Semaphore) -> None:
-        async with lane:
-            await work
+    async def _write_queue(self, name: str, status: dict[str, Any]) -> None:
+        if not await self._patch(paths.queue(name) + "/status", {"status": status}):
+            # Not written: let the next session try again.
+            self._queues.pop(name, None)
 
     async def _write_podgroup(self, update: PodGroupStatusUpdate) -> None:
         stamp = now_rfc3339()
@@ -243,3 +242,15 @@ class StatusWriter:
             elif condition.type == NOT_HONOURED_TYPE:
                 # Never silence: the event says which field is ignored and what muster does.
                 self.recorder.record(ref, "Warning", NOT_HONOURED_REASON, condition.message)
+
+
+def _verdict(update: PodGroupStatusUpdate) -> tuple[object, ...]:
+    """What of a PodGroup status is its verdict: a change here is written at once, a change
+    of messages alone at most once a refresh (effects/lanes.py)."""
+    return (
+        update.phase,
+        update.running,
+        update.succeeded,
+        update.failed,
+        tuple((c.type, c.status, c.reason) for c in update.conditions),
+    )

@@ -7,7 +7,7 @@ from typing import Any
 
 from scheduler.api.job import PodGroupPhase
 from scheduler.effects.status_writer import StatusWriter
-from scheduler.framework.decisions import PodGroupStatusUpdate, PodUnschedulable
+from scheduler.framework.decisions import GroupCondition, PodGroupStatusUpdate, PodUnschedulable
 
 
 class StuckPods:
@@ -54,3 +54,74 @@ def test_a_podgroup_status_goes_out_while_pod_conditions_are_backed_up() -> None
     written = asyncio.run(main())
     assert any(path.endswith("/podgroups/g") for path in written), written
     assert not any("/pods/" in path for path in written)
+
+
+class SlowFirstPatch:
+    """The first PodGroup patch hangs until released (a 429 and its backoff); others land."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.phases: list[str] = []
+        self.calls = 0
+
+    async def patch(self, path: str, body: Any, **_: Any) -> bytes:
+        self.calls += 1
+        if self.calls == 1:
+            await self.release.wait()
+        self.phases.append(body["status"]["phase"])
+        return b"{}"
+
+
+def test_an_older_podgroup_status_never_lands_after_a_newer_one() -> None:
+    def update(phase: PodGroupPhase) -> PodGroupStatusUpdate:
+        return PodGroupStatusUpdate("ns", "g", phase, (), 0, 0, 0, uid="pg")
+
+    async def main() -> list[str]:
+        client = SlowFirstPatch()
+        writer = StatusWriter(client, Quiet(), concurrency=4)  # type: ignore[arg-type]
+        writer.podgroups([update(PodGroupPhase.INQUEUE)])
+        await asyncio.sleep(0)
+        writer.podgroups([update(PodGroupPhase.RUNNING)])
+        writer.podgroups([update(PodGroupPhase.PENDING)])  # sent back before Running landed
+        await asyncio.sleep(0.01)
+        client.release.set()
+        await writer.drain()
+        return client.phases
+
+    assert asyncio.run(main()) == ["Inqueue", "Pending"]
+
+
+class Landed:
+    """Answers every patch at once; records each PodGroup status written."""
+
+    def __init__(self) -> None:
+        self.statuses: list[tuple[str, str]] = []
+
+    async def patch(self, path: str, body: Any, **_: Any) -> bytes:
+        status = body["status"]
+        self.statuses.append((status["phase"], status["conditions"][0]["message"]))
+        return b"{}"
+
+
+def test_a_new_message_alone_waits_for_the_refresh_and_a_new_verdict_does_not() -> None:
+    def waiting(message: str, phase: PodGroupPhase = PodGroupPhase.INQUEUE) -> PodGroupStatusUpdate:
+        condition = GroupCondition("Unschedulable", "True", "NotEnoughResources", message)
+        return PodGroupStatusUpdate("ns", "g", phase, (condition,), 0, 0, 0, uid="pg")
+
+    async def main() -> list[tuple[str, str]]:
+        client = Landed()
+        writer = StatusWriter(client, Quiet())  # type: ignore[arg-type]
+        writer.podgroups([waiting("0/200 nodes: 57 Insufficient cpu")])
+        await asyncio.sleep(0.01)
+        writer.podgroups([waiting("0/200 nodes: 58 Insufficient cpu")])  # the next session
+        await asyncio.sleep(0.01)
+        first = list(client.statuses)
+        writer.podgroups([waiting("0/200 nodes: 58 Insufficient cpu", PodGroupPhase.PENDING)])
+        await asyncio.sleep(0.01)
+        return [*first, ("--", "--"), *client.statuses[len(first) :]]
+
+    assert asyncio.run(main()) == [
+        ("Inqueue", "0/200 nodes: 57 Insufficient cpu"),
+        ("--", "--"),
+        ("Pending", "0/200 nodes: 58 Insufficient cpu"),
+    ]
