@@ -14,7 +14,7 @@ from scheduler.api.job import JobInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.task import TERMINAL_STATUSES, PodTopologySpec, TaskInfo, TaskStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +84,40 @@ class ClusterSnapshot:
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # HyperNodes by name, for gangs with a network topology. Read-only in sessions.
     hypernodes: Mapping[str, HyperNodeInfo] = field(default_factory=_empty)
+    # The tasks with pod-to-pod terms (topology_tasks), found by the clone's own pass.
+    _topology_tasks: list[TaskInfo] | None = None
+    _topology_specs: list[PodTopologySpec] | None = None
+
+    def topology_tasks(self) -> list[TaskInfo]:
+        """Every task of the snapshot, on a node or in a job, that has pod (anti-)affinity
+        or spread terms, once each: what the pod-to-pod plugins and the node picker read
+        when a session opens, rather than each walking all 10,000 tasks again."""
+        found = self._topology_tasks
+        if found is None:
+            seen: dict[str, TaskInfo] = {}
+            for node in self.nodes.values():
+                for task in node.tasks.values():
+                    if task.topology is not None:
+                        seen[task.uid] = task
+            for job in self.jobs.values():
+                for task in job.tasks.values():
+                    if task.topology is not None:
+                        seen[task.uid] = task
+            found = self._topology_tasks = list(seen.values())
+        return found
+
+    def topology_specs(self) -> list[PodTopologySpec]:
+        """The distinct pod-to-pod specs of topology_tasks (a gang's members share one), for
+        what reads only the terms: the selectors and keys the session's pods use."""
+        found = self._topology_specs
+        if found is None:
+            distinct: dict[int, PodTopologySpec] = {}
+            for task in self.topology_tasks():
+                spec = task.topology
+                if spec is not None:
+                    distinct.setdefault(id(spec), spec)
+            found = self._topology_specs = list(distinct.values())
+        return found
 
     def resolve_priority(self, job: JobInfo) -> None:
         """Give a PodGroup's job the priority its PriorityClass names (or the default)."""
@@ -123,11 +157,14 @@ class ClusterSnapshot:
     def clone(self) -> ClusterSnapshot:
         """A copy a session may change freely: tasks, nodes and jobs are copied once each."""
         tasks: dict[str, TaskInfo] = {}
+        topology: list[TaskInfo] = []
 
         def twin(task: TaskInfo) -> TaskInfo:
             copy = tasks.get(task.uid)
             if copy is None:
                 copy = tasks[task.uid] = task.clone()
+                if copy.topology is not None:
+                    topology.append(copy)
             return copy
 
         nodes = {}
@@ -141,13 +178,16 @@ class ClusterSnapshot:
             for task in job.tasks.values():
                 shell.add_task(twin(task))
             jobs[key] = shell
+        # What topology_tasks() answers: the tasks on nodes and in jobs (not the orphans).
+        on_nodes_and_in_jobs = list(topology)
+        orphans = {uid: twin(task) for uid, task in self.orphans.items()}
         return ClusterSnapshot(
             nodes=nodes,
             jobs=jobs,
             queues=dict(self.queues),
             priority_classes=dict(self.priority_classes),
             invalid=list(self.invalid),
-            orphans={uid: twin(task) for uid, task in self.orphans.items()},
+            orphans=orphans,
             now=self.now,
             nominated=self.nominated,
             failures=dict(self.failures),
@@ -156,6 +196,7 @@ class ClusterSnapshot:
             storage=self.storage,
             namespaces=self.namespaces,
             hypernodes=self.hypernodes,
+            _topology_tasks=on_nodes_and_in_jobs,
         )
 
 

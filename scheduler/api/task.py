@@ -6,7 +6,7 @@ import enum
 import functools
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from scheduler.api import wire
@@ -418,6 +418,24 @@ class PodTopologySpec:
     # terms (kube's first-pod-of-a-group rule, spread's self match) depends on them, so
     # pods that differ there never share a node picker shape.
     own_labels: tuple[tuple[str, str], ...] = ()
+    # The hash, worked out once: the spec is part of node picker shape keys, looked up on
+    # every pick, and hashing its nested terms each time cost more than the pick.
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fields = (
+            self.namespace,
+            self.required_affinity,
+            self.required_anti_affinity,
+            self.preferred_affinity,
+            self.preferred_anti_affinity,
+            self.spread,
+            self.own_labels,
+        )
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def label_selector(selector: wire.LabelSelector) -> LabelSelector:

@@ -58,13 +58,11 @@ class Symmetry:
         if not self.pairs and not self.keys:
             return None
         labels = task.labels
-        pairs = self.pairs
-        named = [pair for pair in labels.items() if pair in pairs]
+        named = self.pairs.intersection(labels.items())
         tested = tuple(map(labels.get, self.keys)) if self.keys else ()
         if not named and all(value is None for value in tested):
             return None  # no term can match this pod, whatever its namespace
-        named.sort()
-        return (task.namespace, tuple(named), tested)
+        return (task.namespace, tuple(sorted(named)), tested)
 
 
 def shape_of(task: TaskInfo, symmetry: Symmetry | None = None) -> Shape:
@@ -101,12 +99,7 @@ def pod_topology_of(session: Session) -> tuple[Symmetry, bool]:
     pairs: set[tuple[str, str]] = set()
     keys: set[str] = set()
     scored = False
-    tasks = [t for node in session.node_list for t in node.tasks.values()]
-    tasks.extend(t for job in session.jobs.values() for t in job.tasks.values())
-    for task in tasks:
-        spec = task.topology
-        if spec is None:
-            continue
+    for spec in session.snapshot.topology_specs():
         scored = scored or bool(
             spec.required_affinity
             or spec.preferred_affinity

@@ -59,12 +59,7 @@ def selector_anchors(snapshot: ClusterSnapshot) -> frozenset[TopologyPair] | Non
     """The anchor pairs of every label selector the session's pods use (pod affinity
     terms, spread constraints), or None when some selector has no anchor pair."""
     anchors: set[TopologyPair] = set()
-    tasks = [t for node in snapshot.nodes.values() for t in node.tasks.values()]
-    tasks.extend(t for job in snapshot.jobs.values() for t in job.tasks.values())
-    for task in tasks:
-        spec = task.topology
-        if spec is None:
-            continue
+    for spec in snapshot.topology_specs():
         selectors = [t.selector for t in (*spec.required_affinity, *spec.required_anti_affinity)]
         selectors.extend(
             t.selector for _, t in (*spec.preferred_affinity, *spec.preferred_anti_affinity)
@@ -99,6 +94,7 @@ class PlacedPods:
         self, snapshot: ClusterSnapshot, anchors: frozenset[TopologyPair] | None = None
     ) -> None:
         self.nodes = snapshot.nodes
+        self.topology_tasks = snapshot.topology_tasks()
         self.namespace_labels: Mapping[str, Mapping[str, str]] = snapshot.namespaces
         # When every selector of the session has an anchor pair (selector_anchors), only
         # pods carrying one can match any: the others are not indexed at all.
@@ -112,10 +108,10 @@ class PlacedPods:
 
     def add(self, task: TaskInfo) -> bool:
         """Count a task that was placed on a node; False when it was counted already."""
-        if task.uid in self.everyone or not _placed(task):
-            return False
         anchors = self.anchors
         if anchors is not None and anchors.isdisjoint(task.labels.items()):
+            return False  # no selector of the session can match it: most pods
+        if task.uid in self.everyone or not _placed(task):
             return False
         self.everyone[task.uid] = task
         for pair in task.labels.items():
@@ -188,10 +184,9 @@ class InterPodAffinity:
         self._counts: dict[str, _Counts] = {}
         self._scores: dict[str, _Scores] = {}
         self._holding: set[str] = set()
-        for node in pods.nodes.values():
-            for task in node.tasks.values():
-                if task.topology is not None and _placed(task):
-                    self._holder_added(task)
+        for task in pods.topology_tasks:
+            if _placed(task) and task.node_name in pods.nodes:
+                self._holder_added(task)
 
     @staticmethod
     def needed(snapshot: ClusterSnapshot, *, scoring: bool = False) -> bool:
@@ -199,15 +194,7 @@ class InterPodAffinity:
         the filter, any term; for the score, preferred terms and required affinity (which
         scores the pods it is about)."""
         wanted = _scored if scoring else uses_pod_affinity
-        for job in snapshot.jobs.values():
-            for task in job.tasks.values():
-                if task.topology is not None and wanted(task):
-                    return True
-        for node in snapshot.nodes.values():
-            for task in node.tasks.values():
-                if task.topology is not None and wanted(task):
-                    return True
-        return False
+        return any(wanted(task) for task in snapshot.topology_tasks())
 
     # Keeping the index current ---------------------------------------------
     def placed(self, task: TaskInfo) -> None:

@@ -81,11 +81,15 @@ class PodTopologySpread:
     def needed(snapshot: ClusterSnapshot, *, scoring: bool = False) -> bool:
         """Whether any pod waiting in this session has topology spread constraints (for the
         score: ScheduleAnyway ones; for the filter: DoNotSchedule ones)."""
-        for job in snapshot.jobs.values():
-            for task in job.tasks.values():
-                spec = task.topology
-                if spec is not None and any(c.hard is not scoring for c in spec.spread):
-                    return True
+        jobs = snapshot.jobs
+        for task in snapshot.topology_tasks():
+            spec = task.topology
+            if (
+                spec is not None
+                and task.job in jobs
+                and any(c.hard is not scoring for c in spec.spread)
+            ):
+                return True
         return False
 
     # Filter -----------------------------------------------------------------
