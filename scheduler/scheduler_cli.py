@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from scheduler import gc_policy
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.cache.wiring import LIST_PAGE_SIZE
 from scheduler.logs import configure
@@ -99,6 +100,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
     """Entry point of `muster scheduler`."""
     configure(args.log_format, args.log_level)
     options = options_from_args(args)
+    gc_policy.tune()
 
     async def main() -> int:
         return await SchedulerProcess(options).run()

@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from scheduler import gc_policy
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.cache.wiring import LIST_PAGE_SIZE, world_reflectors
 from scheduler.cache.world import World
@@ -141,6 +142,7 @@ class SchedulerProcess:
         )
         try:
             await self._wait_synced()
+            gc_policy.settle()
             log.info("cache synced; scheduling as %s", ", ".join(self.options.scheduler_names))
             await self._loop()
         finally:
