@@ -46,6 +46,8 @@ log = logging.getLogger("muster.scheduler")
 BIND_CONNECTIONS = 64
 # Connections of the event lane: events go at most the recorder's 50 a second.
 EVENT_CONNECTIONS = 4
+# Every how many sessions the writers drop what they keep about objects that are gone.
+FORGET_EVERY = 100
 
 
 @dataclass
@@ -110,6 +112,7 @@ class SchedulerProcess:
         self.gate = SessionGate()
         self.stopping = asyncio.Event()
         self._last_cycle_error = ""
+        self._sessions_applied = 0
 
     def is_leader(self) -> bool:
         """Whether this replica may schedule now."""
@@ -219,6 +222,9 @@ class SchedulerProcess:
             return result  # leadership went during the session: the new leader decides
         self.world.record_session(result, now)
         self.effects.apply(result)
+        self._sessions_applied += 1
+        if self._sessions_applied % FORGET_EVERY == 0:
+            self.effects.forget_gone(self.world.live.jobs.keys(), self.world.tasks.keys())
         self.metrics.observe_session(
             result, decide_seconds=decided - start, total_seconds=time.perf_counter() - start
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from scheduler.cache.world import World
@@ -53,6 +53,8 @@ class StatusSink(Protocol):
     """What Effects needs of the status writer."""
 
     def pod_placed(self, uid: str) -> None: ...
+
+    def forget_gone(self, podgroups: Collection[str], pods: Collection[str]) -> None: ...
 
     def podgroups(self, updates: list[PodGroupStatusUpdate]) -> None: ...
 
@@ -146,6 +148,11 @@ class Effects:
         self.writer.queues(result.queues)
         self.writer.invalid(result.invalid)
         self.writer.field_warnings(result.field_warnings)
+
+    def forget_gone(self, podgroups: Collection[str], pods: Collection[str]) -> None:
+        """Let the writers drop what they keep about PodGroups ("ns/name") and pods (uids)
+        that no longer exist."""
+        self.writer.forget_gone(podgroups, pods)
 
     @property
     def evictions_in_flight(self) -> frozenset[asyncio.Task[None]]:

@@ -9,6 +9,7 @@ object waits its turn (effects/lanes.py).
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from functools import partial
 from typing import Any
 
@@ -105,6 +106,18 @@ class StatusWriter:
     def pod_placed(self, uid: str) -> None:
         """Forget what was written for a pod that got a node (its message may come back)."""
         self._pods.pop(uid, None)
+
+    def forget_gone(self, podgroups: Collection[str], pods: Collection[str]) -> None:
+        """Drop what was written for PodGroups ("ns/name") and pods (uids) that no longer
+        exist: a scheduler running for weeks must not keep every object it ever saw."""
+        self._podgroups = {
+            key: update
+            for key, update in self._podgroups.items()
+            if f"{key[0]}/{key[1]}" in podgroups
+        }
+        self._pods = {uid: written for uid, written in self._pods.items() if uid in pods}
+        self._field_warned = {uid for uid in self._field_warned if uid in pods}
+        self._warned = {key for key in self._warned if key[0] != "PodGroup" or key[1] in podgroups}
 
     def queues(self, updates: list[QueueStatusUpdate]) -> None:
         """Write queue figures that changed."""

@@ -125,3 +125,40 @@ def test_a_new_message_alone_waits_for_the_refresh_and_a_new_verdict_does_not() 
         ("--", "--"),
         ("Pending", "0/200 nodes: 58 Insufficient cpu"),
     ]
+
+
+class Counting:
+    """Answers every patch at once and counts them by path."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    async def patch(self, path: str, body: Any, **_: Any) -> bytes:
+        self.paths.append(path)
+        return b"{}"
+
+
+def test_what_was_written_for_objects_that_are_gone_is_dropped() -> None:
+    def group(name: str) -> PodGroupStatusUpdate:
+        return PodGroupStatusUpdate("ns", name, PodGroupPhase.RUNNING, (), 1, 0, 0, uid=name)
+
+    def pending(uid: str) -> PodUnschedulable:
+        return PodUnschedulable("ns", uid, uid, "ns/g", "Unschedulable", "full")
+
+    async def main() -> list[str]:
+        client = Counting()
+        writer = StatusWriter(client, Quiet())  # type: ignore[arg-type]
+        writer.podgroups([group("kept"), group("gone")])
+        writer.pods([pending("p-kept"), pending("p-gone")])
+        await writer.drain()
+        writer.forget_gone({"ns/kept"}, {"p-kept"})
+        client.paths.clear()
+        # The same statuses again: only what was forgotten is written again.
+        writer.podgroups([group("kept"), group("gone")])
+        writer.pods([pending("p-kept"), pending("p-gone")])
+        await writer.drain()
+        return sorted(client.paths)
+
+    written = asyncio.run(main())
+    assert sorted(p.rsplit("/", 2)[-2] for p in written) == ["p-gone", "podgroups"]
+    assert any(p.endswith("/podgroups/gone") for p in written)
