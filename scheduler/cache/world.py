@@ -395,6 +395,13 @@ class World:
         """A PersistentVolumeClaim was added or changed."""
         self._store("claims", f"{claim.metadata.namespace}/{claim.metadata.name}", claim)
 
+    def claim(self, namespace: str, name: str) -> wire.PersistentVolumeClaim | None:
+        """A PersistentVolumeClaim as the cache holds it now."""
+        found: wire.PersistentVolumeClaim | None = self._storage["claims"].get(
+            f"{namespace}/{name}"
+        )
+        return found
+
     def delete_claim(self, key: str) -> None:
         """A PersistentVolumeClaim ("namespace/name") is gone."""
         self._store("claims", key, None)

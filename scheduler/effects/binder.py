@@ -15,9 +15,13 @@ the gang short of minMember for good.
 Before the binding, kube-scheduler's PreBind for the pod's unbound WaitForFirstConsumer
 claims: a claim to provision gets `volume.kubernetes.io/selected-node`, a static volume
 chosen for a claim gets its claimRef (conditional on the resourceVersion the session saw,
-so two binds never take one volume). A failed PreBind fails the bind. Unlike
-kube-scheduler, the binder does not wait for the PV controller to finish binding the
-claims before binding the pod: the kubelet waits for them to be bound.
+so two binds never take one volume). Then, as kube-scheduler, the bind waits until the
+PV controller and the provisioner have bound every such claim (up to
+VOLUME_BIND_TIMEOUT; in a task of its own, not holding a worker), keeping its room: a
+provisioner that gives up (it takes the selected-node annotation off, asking for another
+node) or a claim deleted meanwhile fails the bind, and the pod returns to pending to be
+placed again, rather than be bound to a node its volume will never reach. A failed
+PreBind fails the bind.
 """
 
 from __future__ import annotations
@@ -43,6 +47,14 @@ BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 RETRY_SECONDS = 60.0
 RETRY_BASE = 0.5
 RETRY_MAX = 5.0
+# kube-scheduler's VolumeBinding bindTimeoutSeconds: how long a bind waits for its claims
+# to be bound; and how often it looks at the cache meanwhile (kube: every second).
+VOLUME_BIND_TIMEOUT = 600.0
+VOLUME_POLL = 0.5
+
+
+class VolumeBindingFailed(Exception):
+    """The claims of a pod being bound will not be bound on its node."""
 
 
 class Binder:
@@ -70,6 +82,10 @@ class Binder:
         # Binds waiting to be sent again: when each was first tried, and its timer.
         self._first_tried: dict[str, tuple[float, int]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        # Binds whose PreBind is done, waiting for their claims to be bound; and those
+        # whose claims are bound, to be sent now without their PreBind again.
+        self._parked: dict[str, asyncio.Task[None]] = {}
+        self._volumes_bound: set[str] = set()
         self._workers: list[asyncio.Task[None]] = []
         self._unanswered = 0
         self._settled = asyncio.Event()
@@ -104,6 +120,11 @@ class Binder:
             self._first_tried.pop(uid, None)
             self.world.forget_bound(uid)
             self._answered()
+        for uid in list(self._parked):
+            self._parked.pop(uid).cancel()
+            self._volumes_bound.discard(uid)
+            self.world.forget_bound(uid)
+            self._answered()
         for worker in self._workers:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
@@ -119,7 +140,7 @@ class Binder:
                 log.exception("bind crashed", extra={"pod": f"{bind.namespace}/{bind.name}"})
                 self.world.forget_bound(bind.uid)
             finally:
-                if bind.uid not in self._timers:
+                if bind.uid not in self._timers and bind.uid not in self._parked:
                     self._answered()
 
     def _answered(self) -> None:
@@ -133,8 +154,11 @@ class Binder:
             return
         start = time.perf_counter()
         try:
-            for claim in bind.claims:
-                await self._prebind(claim, bind.node)
+            if bind.claims and bind.uid not in self._volumes_bound:
+                for claim in bind.claims:
+                    await self._prebind(claim, bind.node)
+                self._park(bind)
+                return
             # The lease is asked again as each request is written (the gate), not only
             # here: a bind can wait for a connection, a retry or a SIGSTOP past the term.
             await self.client.bind(
@@ -150,6 +174,7 @@ class Binder:
                 self._failed(bind, error)
             return
         self._first_tried.pop(bind.uid, None)
+        self._volumes_bound.discard(bind.uid)
         self.metrics.bind_duration.observe(time.perf_counter() - start)
         self.world.confirm_bound(bind.uid)
         self.metrics.binds.labels("success").inc()
@@ -160,6 +185,80 @@ class Binder:
             "Scheduled",
             f"Successfully assigned {bind.namespace}/{bind.name} to {bind.node}",
         )
+
+    def _park(self, bind: Bind) -> None:
+        task = asyncio.get_running_loop().create_task(self._await_volumes(bind))
+        self._parked[bind.uid] = task
+
+    async def _await_volumes(self, bind: Bind) -> None:
+        """Wait for the bind's claims to be bound, then send it; or fail it, saying why."""
+        try:
+            await self._wait_for_claims(bind)
+        except Exception:
+            # A bug here must not leave the bind unanswered for ever: the pod is pending again.
+            log.exception(
+                "waiting for claims crashed", extra={"pod": f"{bind.namespace}/{bind.name}"}
+            )
+            self._parked.pop(bind.uid, None)
+            self._volumes_bound.discard(bind.uid)
+            self.world.forget_bound(bind.uid)
+            self._answered()
+
+    async def _wait_for_claims(self, bind: Bind) -> None:
+        deadline = time.monotonic() + VOLUME_BIND_TIMEOUT
+        problem: str | None = None
+        # Claims seen in the cache with this bind's selected-node: our own PreBind patch
+        # comes back through the watch, so its absence means "reset" only after that.
+        annotated: set[str] = set()
+        while True:
+            problem = self._claims_unbindable(bind, annotated)
+            if problem is not None or self._claims_bound(bind):
+                break
+            if time.monotonic() >= deadline:
+                problem = (
+                    f"the claims were not bound within {VOLUME_BIND_TIMEOUT:g}s "
+                    "(no provisioner, or it is slow)"
+                )
+                break
+            if not self.may_bind():
+                break
+            await asyncio.sleep(VOLUME_POLL)
+        self._parked.pop(bind.uid, None)
+        if problem is not None:
+            self._failed(bind, VolumeBindingFailed(f"binding volumes: {problem}"))
+        elif not self.may_bind() or not self._holds_room(bind):
+            self._abandoned(bind)
+        else:
+            self._volumes_bound.add(bind.uid)
+            self._queue.put_nowait(bind)
+            return
+        self._answered()
+
+    def _claims_bound(self, bind: Bind) -> bool:
+        for wanted in bind.claims:
+            claim = self.world.claim(wanted.namespace, wanted.claim)
+            if claim is None or not claim.spec.volume_name or claim.status.phase != "Bound":
+                return False
+        return True
+
+    def _claims_unbindable(self, bind: Bind, annotated: set[str]) -> str | None:
+        # kube-scheduler's checkBindings: a claim gone, or one to provision whose
+        # selected-node the provisioner took off (it could not provision there).
+        for wanted in bind.claims:
+            claim = self.world.claim(wanted.namespace, wanted.claim)
+            name = f"{wanted.namespace}/{wanted.claim}"
+            if claim is None or (wanted.claim_uid and claim.metadata.uid != wanted.claim_uid):
+                return f"claim {name} was deleted"
+            if claim.spec.volume_name or wanted.volume:
+                continue
+            if (claim.metadata.annotations or {}).get(SELECTED_NODE) == bind.node:
+                annotated.add(name)
+            elif name in annotated:
+                return (
+                    f"the provisioner gave claim {name} up on node {bind.node} "
+                    f"(its {SELECTED_NODE} annotation was reset)"
+                )
+        return None
 
     async def _prebind(self, claim: ClaimBinding, node: str) -> None:
         if not claim.volume:
@@ -227,10 +326,12 @@ class Binder:
     def _abandoned(self, bind: Bind) -> None:
         # Leadership was lost while this bind waited: another replica decides now, and
         # this pod is pending again in this replica's cache.
+        self._volumes_bound.discard(bind.uid)
         self.world.forget_bound(bind.uid)
         self.metrics.binds.labels("abandoned").inc()
 
     def _failed(self, bind: Bind, error: Exception) -> None:
+        self._volumes_bound.discard(bind.uid)
         self.world.forget_bound(bind.uid)
         self.metrics.binds.labels("error").inc()
         self.metrics.schedule_attempts.labels("error").inc()

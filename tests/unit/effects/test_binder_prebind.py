@@ -14,7 +14,7 @@ from scheduler.api import wire
 from scheduler.api.task import TaskStatus
 from scheduler.cache.world import World
 from scheduler.effects import binder as binder_module
-from scheduler.effects.binder import Binder
+from scheduler.effects.binder import SELECTED_NODE, Binder
 from scheduler.effects.recorder import ObjectRef
 from scheduler.framework.decisions import Bind, ClaimBinding
 from scheduler.kube.client import Gate
@@ -28,11 +28,19 @@ class FakeClient:
     and after each request it sent runs `after_each` (a lease lost meanwhile)."""
 
     def __init__(
-        self, refuse: frozenset[str] = frozenset(), after_each: Any = lambda: None
+        self,
+        refuse: frozenset[str] = frozenset(),
+        after_each: Any = lambda: None,
+        *,
+        storage: str = "binds",
     ) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.refuse = refuse
         self.after_each = after_each
+        # What the PV controller and the provisioner do after a PreBind patch: "binds"
+        # the claim, "resets" selected-node (the provisioner gives up), or "nothing".
+        self.storage = storage
+        self.world: World | None = None
 
     def _send(self, gate: Gate | None, call: tuple[str, str, Any]) -> None:
         if gate is not None and not gate():
@@ -44,12 +52,52 @@ class FakeClient:
         self._send(gate, ("PATCH", path, body))
         if path in self.refuse:
             raise StatusError(409, "Conflict", "the object has been modified", "PATCH", path)
+        self._storage_controllers(path, body)
         return b"{}"
+
+    def _storage_controllers(self, path: str, body: Any) -> None:
+        if self.world is None or self.storage == "nothing":
+            return
+        if "/persistentvolumeclaims/" in path:
+            name = path.rsplit("/", 1)[-1]
+            if self.storage == "resets":
+                # Our patch comes back through the watch; then the provisioner gives up.
+                world = self.world
+                world.upsert_claim(claim(name, annotations={SELECTED_NODE: "n1"}))
+                asyncio.get_running_loop().call_later(
+                    0.05, lambda: world.upsert_claim(claim(name, annotations={}))
+                )
+            elif self.storage == "lags":
+                # The claim is bound, but later than the next session.
+                world = self.world
+                asyncio.get_running_loop().call_later(
+                    0.05, lambda: world.upsert_claim(claim(name, volume=f"pvc-uid-{name}"))
+                )
+            else:
+                self.world.upsert_claim(claim(name, volume=f"pvc-uid-{name}"))
+        elif "/persistentvolumes/" in path and self.storage == "binds":
+            ref = body["spec"]["claimRef"]
+            self.world.upsert_claim(claim(ref["name"], volume=path.rsplit("/", 1)[-1]))
 
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, *, gate: Gate | None = None
     ) -> None:
         self._send(gate, ("BIND", f"{namespace}/{name}", node))
+
+
+def claim(name: str, *, volume: str = "", annotations: dict[str, str] | None = None) -> Any:
+    """A claim in namespace ns as the cache would hold it: bound to `volume`, or pending."""
+    body = {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "annotations": annotations or {},
+        },
+        "spec": {"volumeName": volume},
+        "status": {"phase": "Bound" if volume else "Pending"},
+    }
+    return wire.from_dict(body, wire.PersistentVolumeClaim)
 
 
 class FakeRecorder:
@@ -63,6 +111,8 @@ class FakeRecorder:
 def pending_world() -> World:
     world = World(frozenset({"muster"}))
     world.upsert_node(wire.from_dict({"metadata": {"name": "n1"}}, wire.Node))
+    for name in ("data", "logs"):
+        world.upsert_claim(claim(name))
     body = {
         "metadata": {"name": "p", "namespace": "ns", "uid": "uid-p"},
         "spec": {"schedulerName": "muster", "containers": [{"name": "c"}]},
@@ -75,6 +125,7 @@ def run(
     client: FakeClient, bind: Bind, leading: list[bool] | None = None
 ) -> tuple[World, FakeRecorder]:
     world = pending_world()
+    client.world = world
     recorder = FakeRecorder()
     lease = leading if leading is not None else [True]
 
@@ -231,3 +282,70 @@ def test_retries_end_when_the_node_is_gone_and_the_pod_is_pending_again(
     assert len(client.calls) == 1
     task = world.tasks["uid-p"]
     assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
+
+
+@pytest.fixture
+def quick_volumes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(binder_module, "VOLUME_POLL", 0.005)
+
+
+@pytest.mark.usefixtures("quick_volumes")
+def test_the_pod_is_bound_only_once_its_claims_are() -> None:
+    client = FakeClient(storage="lags")
+    world, _ = run(client, Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,)))
+    assert [call[0] for call in client.calls] == ["PATCH", "BIND"]
+    assert world.tasks["uid-p"].status is TaskStatus.BOUND
+
+
+@pytest.mark.usefixtures("quick_volumes")
+def test_a_provisioner_giving_the_claim_up_fails_the_bind_and_the_pod_is_pending_again() -> None:
+    client = FakeClient(storage="resets")
+    world, recorder = run(client, Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,)))
+    assert [call[0] for call in client.calls] == ["PATCH"]  # never bound to n1
+    task = world.tasks["uid-p"]
+    assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
+    ((reason, message),) = recorder.events
+    assert reason == "FailedScheduling"
+    assert "the provisioner gave claim ns/data up on node n1" in message
+
+
+@pytest.mark.usefixtures("quick_volumes")
+def test_claims_never_bound_fail_the_bind_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(binder_module, "VOLUME_BIND_TIMEOUT", 0.05)
+    client = FakeClient(storage="nothing")
+    world, recorder = run(client, Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,)))
+    assert [call[0] for call in client.calls] == ["PATCH"]
+    assert world.tasks["uid-p"].status is TaskStatus.PENDING
+    ((_, message),) = recorder.events
+    assert "the claims were not bound within 0.05s" in message
+
+
+@pytest.mark.usefixtures("quick_volumes")
+def test_a_bind_waiting_for_its_claims_holds_no_worker() -> None:
+    client = FakeClient(storage="lags")
+    world = pending_world()
+    client.world = world
+    body = {
+        "metadata": {"name": "q", "namespace": "ns", "uid": "uid-q"},
+        "spec": {"schedulerName": "muster", "containers": [{"name": "c"}]},
+    }
+    world.upsert_pod(wire.decode_pod(msgspec.json.encode(body)))
+
+    async def main() -> None:
+        binder = Binder(client, world, FakeRecorder(), Metrics(), concurrency=1)  # type: ignore[arg-type]
+        binder.dispatch(
+            [
+                Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,)),
+                Bind("ns", "q", "uid-q", "n1", "ns/g"),
+            ]
+        )
+        await binder.drain()
+        await binder.close()
+
+    asyncio.run(main())
+    # one worker: q's binding went while p waited for its claim
+    assert [call[:2] for call in client.calls] == [
+        ("PATCH", CLAIM_PATH),
+        ("BIND", "ns/q"),
+        ("BIND", "ns/p"),
+    ]
