@@ -220,8 +220,8 @@ class Binder:
                     "(no provisioner, or it is slow)"
                 )
                 break
-            if not self.may_bind():
-                break
+            if not self.may_bind() or not self._holds_room(bind):
+                break  # the lease, the pod or its node went meanwhile: nothing to send
             await asyncio.sleep(VOLUME_POLL)
         self._parked.pop(bind.uid, None)
         if problem is not None:

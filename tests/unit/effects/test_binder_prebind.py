@@ -349,3 +349,25 @@ def test_a_bind_waiting_for_its_claims_holds_no_worker() -> None:
         ("BIND", "ns/q"),
         ("BIND", "ns/p"),
     ]
+
+
+@pytest.mark.usefixtures("quick_volumes")
+def test_a_pod_deleted_while_its_claims_wait_ends_the_wait_without_an_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(binder_module, "VOLUME_BIND_TIMEOUT", 60.0)
+    client = FakeClient(storage="nothing")
+    world = pending_world()
+    client.world = world
+    recorder = FakeRecorder()
+    client.after_each = lambda: world.delete_pod("uid-p")
+
+    async def main() -> None:
+        binder = Binder(client, world, recorder, Metrics(), concurrency=1)  # type: ignore[arg-type]
+        binder.dispatch([Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,))])
+        await asyncio.wait_for(binder.drain(), timeout=5)
+        await binder.close()
+
+    asyncio.run(main())
+    assert [call[0] for call in client.calls] == ["PATCH"]
+    assert recorder.events == []
