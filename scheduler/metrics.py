@@ -121,6 +121,12 @@ class Metrics:
         self.is_leader = Gauge(
             "muster_is_leader", "1 while this replica leads and schedules.", registry=r
         )
+        self.status_writes_waiting = Gauge(
+            "muster_status_writes_waiting",
+            "Status writes waiting for their turn, one per object at most, by lane.",
+            ["lane"],
+            registry=r,
+        )
         self.events_dropped = Counter(
             "muster_events_dropped_total",
             "Events not written because of deduplication or rate limiting.",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Collection
+from functools import partial
 from typing import Protocol
 
 from scheduler.cache.world import World
@@ -123,10 +124,13 @@ class Effects:
         """The effects of a scheduler process: its writer and evictor on `client`, its binder
         on `bind_client` (a lane of its own, so no bind waits for a connection behind status
         writes; `client` when not given)."""
+        writer = StatusWriter(client, recorder)
+        for lane in writer.waiting():
+            metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
         return cls(
             cache=world,
             binder=Binder(bind_client or client, world, recorder, metrics, may_bind=may_bind),
-            writer=StatusWriter(client, recorder),
+            writer=writer,
             evictor=Evictor(client, recorder, may_evict=may_bind),
             recorder=recorder,
         )
@@ -175,3 +179,7 @@ class Effects:
         if not await self.evictor.evict(eviction):
             # The pod keeps its room: the next session sees it as it is.
             self.cache.forget_releasing(eviction.uid)
+
+
+def _waiting(writer: StatusWriter, lane: str) -> float:
+    return float(writer.waiting()[lane])

@@ -69,6 +69,10 @@ class StatusWriter:
         # Pods already warned that a field of theirs is not honoured (by uid).
         self._field_warned: set[str] = set()
 
+    def waiting(self) -> dict[str, int]:
+        """Writes waiting for their turn, by lane ("podgroup": PodGroups and Queues)."""
+        return {"podgroup": self._group_lane.backlog, "pod": self._pod_lane.backlog}
+
     async def drain(self) -> None:
         """Wait for the writes queued and in flight."""
         await self._group_lane.drain()

@@ -6,8 +6,11 @@ import asyncio
 from typing import Any
 
 from scheduler.api.job import PodGroupPhase
+from scheduler.cache.world import World
+from scheduler.effects.apply import Effects
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import GroupCondition, PodGroupStatusUpdate, PodUnschedulable
+from scheduler.metrics import Metrics
 
 
 class StuckPods:
@@ -162,3 +165,29 @@ def test_what_was_written_for_objects_that_are_gone_is_dropped() -> None:
     written = asyncio.run(main())
     assert sorted(p.rsplit("/", 2)[-2] for p in written) == ["p-gone", "podgroups"]
     assert any(p.endswith("/podgroups/gone") for p in written)
+
+
+def test_the_writes_waiting_are_on_the_metrics() -> None:
+    async def main() -> float | None:
+        client = StuckPods()  # PodGroup patches land; pod patches hang
+        metrics = Metrics()
+        effects = Effects.connected(
+            client,  # type: ignore[arg-type]
+            World(frozenset({"muster"})),
+            Quiet(),  # type: ignore[arg-type]
+            metrics,
+            may_bind=lambda: True,
+        )
+        effects.writer.pods(
+            [
+                PodUnschedulable("ns", f"p{i}", f"uid-{i}", "ns/g", "Unschedulable", "full")
+                for i in range(20)
+            ]
+        )
+        await asyncio.sleep(0.01)
+        waiting = metrics.registry.get_sample_value("muster_status_writes_waiting", {"lane": "pod"})
+        client.release.set()
+        await effects.writer.drain()
+        return waiting
+
+    assert asyncio.run(main()) == 4.0  # 16 at a time: 4 wait their turn
