@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             leader_faults=(),
             sim_faults=False,
             sample_every=10.0,
+            # steady state: finished gangs go 30 s after they finished, as with a Job's TTL
+            clean_finished_after=30.0,
             keep_logs=args.keep_logs,
         )
         results.append(run_trial(options))

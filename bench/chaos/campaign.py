@@ -55,6 +55,8 @@ class Options:
     inqueue_timeout: float = 20.0
     sim_faults: bool = True  # off for the soak: steady arrivals, nothing else
     sample_every: float = 0.0  # soak: seconds between RSS / connection / session samples
+    # soak: finished gangs are deleted this long after they finished (0: kept)
+    clean_finished_after: float = 0.0
     keep_logs: bool = False
 
 
@@ -79,6 +81,8 @@ class TrialResult:
     logs: str = ""
 
 
+# Seconds between the soak's sweeps for finished gangs to delete.
+CLEAN_EVERY = 10.0
 # How late past its planned end a trial may still strike the faults it planned.
 OVERRUN = 1.5
 
@@ -152,6 +156,7 @@ def _drive(
     huge_at = rng.uniform(0, options.seconds / 2)
     huge_done = False
     next_arrival = start
+    next_clean = start + CLEAN_EVERY
 
     # a stopped leader is resumed only once its stop outlasted the lease, even past the end;
     # and the plan runs late when the driver blocks (a mid-commit kill submits a 160-pod gang
@@ -190,6 +195,9 @@ def _drive(
             next_arrival += rng.expovariate(options.arrivals_per_second)
         if sampler is not None:
             sampler.maybe_sample()
+        if options.clean_finished_after and time.time() >= next_clean:
+            workload.clean_finished(time.time(), options.clean_finished_after)
+            next_clean = time.time() + CLEAN_EVERY
         chaos.read_audit()
         time.sleep(0.02)
     end_of_faults = time.time()

@@ -19,6 +19,7 @@ from typing import Any
 from kubernetes import client
 
 from chaos.cluster import API_FAILURES, ChaosCluster
+from chaos.invariants import GROUP_NAME
 from tests.e2e.harness import (
     GROUP,
     QUEUE_NAME,
@@ -30,6 +31,7 @@ from tests.e2e.harness import (
 )
 
 Obj = dict[str, Any]
+FINISHED = ("Succeeded", "Failed")
 DURATION = "sim.muster.dev/duration"
 MIN_MEMBER = "scheduling.volcano.sh/group-min-member"
 NAMESPACES = ("chaos-a", "chaos-b")
@@ -55,6 +57,8 @@ class Workload:
     gangs: list[tuple[str, str]] = field(default_factory=list)
     # `refused` is counted from the threads that create a big gang's pods.
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # When each gang was first seen with every pod finished (clean_finished).
+    _finished_since: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def _count(self, kind: str) -> None:
         self.created[kind] = self.created.get(kind, 0) + 1
@@ -236,6 +240,43 @@ class Workload:
                     pod["metadata"]["namespace"],
                     grace_period_seconds=0,
                 )
+
+    def clean_finished(self, now: float, after: float) -> None:
+        """As a Job's ttlSecondsAfterFinished and the pod garbage collector do: delete the
+        pods and the PodGroup of every gang whose pods have all finished `after` seconds
+        ago, so a soak holds a steady cluster rather than every object it ever made."""
+        cluster = self.chaos.cluster
+        gangs: dict[tuple[str, str], list[Obj]] = {}
+        for pod in self.chaos.pods():
+            group = (pod["metadata"].get("annotations") or {}).get(GROUP_NAME)
+            if group:
+                gangs.setdefault((pod["metadata"]["namespace"], group), []).append(pod)
+        for key, pods in gangs.items():
+            done = all((p.get("status") or {}).get("phase") in FINISHED for p in pods)
+            if not done:
+                self._finished_since.pop(key, None)
+                continue
+            since = self._finished_since.setdefault(key, now)
+            if now - since < after:
+                continue
+            namespace, group = key
+            for pod in pods:
+                self.chaos.attempt(
+                    cluster.core.delete_namespaced_pod,
+                    pod["metadata"]["name"],
+                    namespace,
+                    grace_period_seconds=0,
+                )
+            self.chaos.attempt(
+                cluster.custom.delete_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                namespace,
+                "podgroups",
+                group,
+            )
+            del self._finished_since[key]
+            self._count("finished gangs cleaned")
 
     def tick(self) -> None:
         """One step of arrivals: mostly gangs, some bare pods and Jobs, rare edits."""
