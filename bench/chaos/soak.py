@@ -49,6 +49,8 @@ class Sampler:
     chaos: ChaosCluster
     every: float
     samples: list[dict[str, float]] = field(default_factory=list)
+    # Scrapes /metrics did not answer.
+    missed_scrapes: int = 0
     _next: float = 0.0
     _last: tuple[int, float, float] | None = None
 
@@ -61,7 +63,13 @@ class Sampler:
         leader = self.chaos.leader()
         if leader is None:
             return
-        metrics = leader.scheduler.metrics()
+        try:
+            metrics = leader.scheduler.metrics()
+        except AssertionError:
+            # /metrics did not answer (the scheduler's loop was busy past the scrape's
+            # timeout): a finding for the report, not the end of the soak.
+            self.missed_scrapes += 1
+            return
         count = metrics.value("muster_session_duration_seconds_count")
         total = metrics.value("muster_session_duration_seconds_sum")
         status = proc_status(leader.process.pid)
