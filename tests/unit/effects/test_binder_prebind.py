@@ -41,6 +41,8 @@ class FakeClient:
         # the claim, "resets" selected-node (the provisioner gives up), or "nothing".
         self.storage = storage
         self.world: World | None = None
+        # At each binding posted: whether claim ns/data was bound by then.
+        self.data_bound_at_bind: list[bool] = []
 
     def _send(self, gate: Gate | None, call: tuple[str, str, Any]) -> None:
         if gate is not None and not gate():
@@ -83,6 +85,9 @@ class FakeClient:
         self, namespace: str, name: str, uid: str, node: str, *, gate: Gate | None = None
     ) -> None:
         self._send(gate, ("BIND", f"{namespace}/{name}", node))
+        if self.world is not None:
+            data = self.world.claim("ns", "data")
+            self.data_bound_at_bind.append(data is not None and bool(data.spec.volume_name))
 
 
 def claim(name: str, *, volume: str = "", annotations: dict[str, str] | None = None) -> Any:
@@ -294,6 +299,7 @@ def test_the_pod_is_bound_only_once_its_claims_are() -> None:
     client = FakeClient(storage="lags")
     world, _ = run(client, Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,)))
     assert [call[0] for call in client.calls] == ["PATCH", "BIND"]
+    assert client.data_bound_at_bind == [True]  # posted only once the claim was bound
     assert world.tasks["uid-p"].status is TaskStatus.BOUND
 
 
