@@ -227,6 +227,16 @@ def start_controller(
     """
 
     def start(*, names: Sequence[str] = ("muster",), extra: Sequence[str] = ()) -> Controller:
+        # A port free_port() found can be taken by another process before the controller
+        # binds it (kopf then exits: "address already in use"): try again on other ports.
+        for _ in range(2):
+            try:
+                return start_once(names, extra)
+            except PortTaken:
+                continue
+        return start_once(names, extra)
+
+    def start_once(names: Sequence[str], extra: Sequence[str]) -> Controller:
         health, webhook = free_port(), free_port()
         ca = tmp_path / "webhook-ca.pem"
         kubeconfig = identities.kubeconfig("controller")
@@ -240,10 +250,17 @@ def start_controller(
 
         def healthy() -> bool:
             if not process.alive:
-                raise AssertionError(f"{process.describe()} exited early:\n{process.tail()}")
+                tail = process.tail()
+                if "address already in use" in tail:
+                    raise PortTaken(tail)
+                raise AssertionError(f"{process.describe()} exited early:\n{tail}")
             return controller.healthy() and ca.exists()
 
         wait_for(healthy, 20, message=lambda: f"{process.describe()} /healthz 200")
         return controller
 
     return start
+
+
+class PortTaken(Exception):
+    """A process of the suite exited because a port chosen for it was taken meanwhile."""
