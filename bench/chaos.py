@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chaos.campaign import Options, TrialResult, run_trial
 from chaos.faults import LEADER_FAULTS
-from chaos.report import figures, table, write
+from chaos.report import figures, table, trial_line, write
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  VIOLATION [{violation.invariant}] {violation.message} (audit {violation.seqs})"
             )
+        # the figures so far, so a later part that dies (the soak, the fuzz) loses none of them
+        print(trial_line(result), flush=True)
+        write(args.out / "chaos.json", {**figures(results), "seed": seed, "partial": True}, results)
     if soak > 0:
         options = Options(
             seed=seed + trials,
@@ -93,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             keep_logs=args.keep_logs,
         )
         results.append(run_trial(options))
+        print(trial_line(results[-1]), flush=True)
+        write(args.out / "chaos.json", {**figures(results), "seed": seed, "partial": True}, results)
     fuzz_figures = None
     if fuzz_count > 0:
         from chaos.fuzz import run_fuzz

@@ -124,6 +124,16 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def trial_line(trial: TrialResult) -> str:
+    """One trial's figures on one line, printed as it ends."""
+    takeovers = ", ".join("none" if s is None else f"{s:.1f}s" for _, s in trial.takeovers)
+    faults = ", ".join(f"{k} {v}" for k, v in sorted(trial.faults.items())) or "none"
+    return (
+        f"seed {trial.seed}: {trial.seconds:g}s, {trial.binds} binds, "
+        f"{len(trial.violations)} violation(s); faults: {faults}; takeovers: {takeovers or 'none'}"
+    )
+
+
 def write(path: Path, doc: dict[str, Any], trials: list[TrialResult]) -> None:
     """The figures and every violation, as JSON."""
     path.parent.mkdir(parents=True, exist_ok=True)
