@@ -95,7 +95,13 @@ class Allocate(Action[AllocateArguments]):
         for job in session.jobs.values():
             if not may_place(job, actions):
                 continue
-            if not job.pending_tasks() or session.job_valid(job) is not None:
+            if not job.pending_tasks():
+                if len(job.tasks) < job.min_member:
+                    # Its pods are not all there yet (none, before KubeRay or Kubeflow
+                    # create them): say so, as Volcano's session open does for every job.
+                    session.job_valid(job)
+                continue
+            if session.job_valid(job) is not None:
                 continue
             if job.queue not in session.queues:
                 continue

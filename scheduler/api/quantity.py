@@ -44,7 +44,9 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidQuantity(value, "not a finite number")
-        return Fraction(str(value))
+        # resource.Quantity reads a JSON number from its text, so 1e300 meets the same
+        # exponent rule as the string "1e300" (repr is that text: "1e+300", "0.5").
+        return parse_quantity(repr(value))
     if not isinstance(value, str):
         raise InvalidQuantity(value, "a quantity is a string or a number")
     # The API server accepts no surrounding white space, so neither do we.

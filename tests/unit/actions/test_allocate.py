@@ -96,6 +96,18 @@ def test_gang_short_of_pods_waits_and_says_how_many_are_missing() -> None:
     assert "has 2 pods but minMember is 4" in condition.message
 
 
+def test_gang_with_no_pods_yet_says_it_waits_for_them() -> None:
+    # Admitted before its pods exist (KubeRay, Kubeflow): its condition names minMember,
+    # so a minMember of a million is not left unexplained (found by the chaos fuzz).
+    job = gang("a", 0, min_member=1_000_000)
+    result = schedule(snapshot([node("n1", cpu=8)], [job]))
+    (update,) = result.podgroups
+    assert update.phase.value == "Inqueue"
+    unschedulable = [c for c in update.conditions if c.type == "Unschedulable"]
+    assert [c.reason for c in unschedulable] == ["NotEnoughTasks"]
+    assert "has 0 pods but minMember is 1000000" in unschedulable[0].message
+
+
 def test_gang_placed_on_resources_being_released_is_pipelined_not_bound() -> None:
     leaving = task("old", cpu=2, status=TaskStatus.RELEASING, node_name="n1")
     holder = gang("holder", 1, phase=PodGroupPhase.RUNNING)

@@ -110,6 +110,21 @@ def test_huge_exponent_is_refused_instead_of_computed() -> None:
         parse_quantity("1e999999999")
 
 
+@pytest.mark.parametrize("number", [1e300, 1.7976931348623157e308, 5e-324])
+def test_a_json_number_meets_the_exponent_rule_of_its_text(number: float) -> None:
+    # Found by the chaos fuzz: a Queue capability of 1e300 (a JSON number) was taken
+    # while the string "1e300" was refused.
+    with pytest.raises(InvalidQuantity, match="exponent"):
+        parse_quantity(number)
+    with pytest.raises(InvalidQuantity, match="exponent"):
+        parse_quantity(repr(number))
+
+
+def test_a_json_number_in_exponent_form_keeps_its_value() -> None:
+    assert parse_quantity(5.4e16) == 54 * 10**15
+    assert parse_quantity(1.5e-7) == Fraction(15, 10**8)
+
+
 @pytest.mark.parametrize("value", [True, False, None])
 def test_a_value_that_is_not_a_string_or_number_is_refused(value: object) -> None:
     with pytest.raises(InvalidQuantity):
