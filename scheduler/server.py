@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from scheduler import gc_policy
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.cache.wiring import LIST_PAGE_SIZE, world_reflectors
@@ -30,7 +28,7 @@ from scheduler.config_source import ConfigSource
 from scheduler.effects.apply import Effects
 from scheduler.effects.queues import ensure_default_queue
 from scheduler.effects.recorder import EventRecorder, own_pod
-from scheduler.endpoints import scheduler_routes, serve
+from scheduler.endpoints import EndpointThread, scheduler_routes, serve_in_thread
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
 from scheduler.health import Health
@@ -130,7 +128,7 @@ class SchedulerProcess:
             loop.add_signal_handler(signum, self.stopping.set)
         if self.elector is None:
             self.metrics.is_leader.set(1)
-        runner = await serve(
+        endpoints = await serve_in_thread(
             self.options.metrics_address, scheduler_routes(self.metrics.registry, self.health)
         )
         # tasks that must run for the process's whole life: /healthz watches them
@@ -149,7 +147,7 @@ class SchedulerProcess:
             log.info("cache synced; scheduling as %s", ", ".join(self.options.scheduler_names))
             await self._loop()
         finally:
-            await self._shutdown(background, runner)
+            await self._shutdown(background, endpoints)
         return 0
 
     async def _wait_synced(self) -> None:
@@ -235,7 +233,9 @@ class SchedulerProcess:
             self.recorder.record(self.own_pod, "Warning", "InvalidConfig", error)
 
     # Stop --------------------------------------------------------------------
-    async def _shutdown(self, background: list[asyncio.Task[Any]], runner: web.AppRunner) -> None:
+    async def _shutdown(
+        self, background: list[asyncio.Task[Any]], endpoints: EndpointThread
+    ) -> None:
         log.info("shutting down: finishing binds in flight")
         await self.effects.finish()
         if self.elector is not None:
@@ -245,4 +245,4 @@ class SchedulerProcess:
         await asyncio.gather(*background, return_exceptions=True)
         for client in (self.bind_client, self.event_client, self.client):
             await client.close()
-        await runner.cleanup()
+        endpoints.stop()
