@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import functools
 
 from pydantic import Field
 
@@ -30,7 +29,7 @@ from scheduler.api.topology import (
 from scheduler.framework.action import Action
 from scheduler.framework.arguments import Count
 from scheduler.framework.node_picker import NodePicker
-from scheduler.framework.ordering import OrderedHeap
+from scheduler.framework.ordering import KeyHeap, OrderedHeap
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
@@ -62,7 +61,7 @@ class Allocate(Action[AllocateArguments]):
             minimum=args.min_feasible_nodes_to_find,
         )
         by_queue, nominated = self._jobs_by_queue(session)
-        for job in sorted(nominated, key=functools.cmp_to_key(session.compare_jobs)):
+        for job in sorted(nominated, key=session.job_key):
             self._allocate_job(session, picker, session.queues[job.queue], job)
         queues: OrderedHeap[QueueInfo] = OrderedHeap(
             session.compare_queues, (session.queues[name] for name in by_queue)
@@ -79,7 +78,7 @@ class Allocate(Action[AllocateArguments]):
                 queues.push(queue)
 
     @staticmethod
-    def _hold_back(jobs: OrderedHeap[JobInfo], queue: QueueInfo) -> None:
+    def _hold_back(jobs: KeyHeap[JobInfo], queue: QueueInfo) -> None:
         # The queue has its deserved share: say so on every job it leaves waiting.
         while jobs:
             jobs.pop().wait(QUEUE_SHARE_EXCEEDED, queue_share_held(queue.name))
@@ -87,9 +86,9 @@ class Allocate(Action[AllocateArguments]):
     @staticmethod
     def _jobs_by_queue(
         session: Session,
-    ) -> tuple[dict[str, OrderedHeap[JobInfo]], list[JobInfo]]:
+    ) -> tuple[dict[str, KeyHeap[JobInfo]], list[JobInfo]]:
         actions = session.config.actions
-        by_queue: dict[str, OrderedHeap[JobInfo]] = {}
+        by_queue: dict[str, KeyHeap[JobInfo]] = {}
         nominated: list[JobInfo] = []
         has_failures = bool(session.snapshot.failures)
         for job in session.jobs.values():
@@ -112,7 +111,7 @@ class Allocate(Action[AllocateArguments]):
                 continue
             if has_failures and not retry_due(session, job):
                 continue
-            by_queue.setdefault(job.queue, OrderedHeap(session.compare_jobs)).push(job)
+            by_queue.setdefault(job.queue, KeyHeap(session.job_key)).push(job)
         return by_queue, nominated
 
     @staticmethod

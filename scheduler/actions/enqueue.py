@@ -16,7 +16,7 @@ from scheduler.api.reasons import CLUSTER_FULL, INQUEUE_TIMEOUT, QUEUE_NOT_OPEN
 from scheduler.api.resources import Resource
 from scheduler.framework.action import Action
 from scheduler.framework.arguments import Arguments, Factor, Seconds
-from scheduler.framework.ordering import OrderedHeap
+from scheduler.framework.ordering import KeyHeap, OrderedHeap
 from scheduler.framework.session import Session
 
 # Seconds an admitted gang may wait to start before it gives its reservation back.
@@ -53,7 +53,7 @@ class Enqueue(Action[EnqueueArguments]):
             self._expire_admissions(session, timeout, now)
         self._release_closed_queues(session)
         headroom = self._cluster_headroom(session, factor)
-        by_queue: dict[str, OrderedHeap[JobInfo]] = {}
+        by_queue: dict[str, KeyHeap[JobInfo]] = {}
         for job in session.jobs.values():
             if job.phase is not PodGroupPhase.PENDING:
                 continue
@@ -67,7 +67,7 @@ class Enqueue(Action[EnqueueArguments]):
                 # Refused, with the reason the queue plugins give (QueueNotFound).
                 session.job_enqueueable(job)
                 continue
-            heap = by_queue.setdefault(job.queue, OrderedHeap(session.compare_jobs))
+            heap = by_queue.setdefault(job.queue, KeyHeap(session.job_key))
             heap.push(job)
         queues = OrderedHeap(session.compare_queues, (session.queues[name] for name in by_queue))
         while queues:

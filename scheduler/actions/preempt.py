@@ -34,7 +34,7 @@ class Preempt(Action[EvictionArguments]):
 def preemptors(session: Session) -> list[JobInfo]:
     """Starving gangs that may preempt, in job order."""
     found = [job for job in starving_gangs(session) if may_preempt(session.snapshot, job)]
-    return sorted(found, key=functools.cmp_to_key(session.compare_jobs))
+    return sorted(found, key=session.job_key)
 
 
 def _same_queue(job: JobInfo, victim: JobInfo) -> bool:

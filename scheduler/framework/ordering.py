@@ -1,11 +1,11 @@
-"""A heap ordered by a comparison function (the session's tiered queue and job orders)."""
+"""Heaps for the session's orders: by a comparison (queues) or by a sort key (jobs)."""
 
 from __future__ import annotations
 
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -46,6 +46,36 @@ class OrderedHeap(Generic[T]):
     def pop(self) -> T:
         """Remove and return the first item."""
         return heapq.heappop(self._heap).item
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+
+class KeyHeap(Generic[T]):
+    """Pops the item with the smallest key; ties go to the earliest pushed.
+
+    The key is taken when an item is pushed, so an item pushed back after its standing
+    changed (a queue's share moved) takes its new place, as OrderedHeap's comparison does.
+    """
+
+    def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()) -> None:
+        self._key = key
+        self._sequence = itertools.count()
+        self._heap: list[tuple[Any, int, T]] = [
+            (key(item), next(self._sequence), item) for item in items
+        ]
+        heapq.heapify(self._heap)
+
+    def push(self, item: T) -> None:
+        """Add an item."""
+        heapq.heappush(self._heap, (self._key(item), next(self._sequence), item))
+
+    def pop(self) -> T:
+        """Remove and return the first item."""
+        return heapq.heappop(self._heap)[2]
 
     def __len__(self) -> int:
         return len(self._heap)

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from scheduler.framework.session import Session
 
 
+# A job's or task's place in an order: a number, or a tuple of numbers and strings.
+SortKey = float | str | tuple[float | str, ...]
+
+
 class Vote(enum.IntEnum):
     """An answer to a yes/no question that a plugin may abstain from."""
 
@@ -64,17 +68,23 @@ class Plugin(Configurable[A]):
     def on_session_close(self, session: Session) -> None:
         """Release per-session state."""
 
-    # Ordering: negative when a comes first, positive when b does, 0 to defer.
+    # Ordering. The queue order compares two queues: negative when a comes first,
+    # positive when b does, 0 to defer (shares in a hierarchy compare at the two queues'
+    # common ancestor, which no key per queue can say). Job and task orders are sort
+    # keys, smaller first, the same key for all to defer: jobs and tasks are many, and
+    # a key is computed once per item where a comparison runs for every pair a heap or
+    # a sort looks at. Tiers combine keys as Volcano combines comparisons: the first
+    # plugin whose keys differ decides.
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
         """Which queue is served first."""
         return 0
 
-    def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        """Which job of a queue is served first."""
+    def job_order(self, job: JobInfo) -> SortKey:
+        """Where the job stands among its queue's jobs (smaller is served first)."""
         return 0
 
-    def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
-        """Which task of a job is placed first."""
+    def task_order(self, task: TaskInfo) -> SortKey:
+        """Where the task stands among its job's tasks (smaller is placed first)."""
         return 0
 
     # Node filtering and scoring

@@ -7,7 +7,6 @@ while the session runs."""
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -88,6 +87,8 @@ class Session:
         self._scores = [fn for tier in self._points["node_score"] for fn in tier]
         self._on_allocate = [fn for tier in self._points["on_allocate"] for fn in tier]
         self._on_deallocate = [fn for tier in self._points["on_deallocate"] for fn in tier]
+        self._job_keys = [fn for tier in self._points["job_order"] for fn in tier]
+        self._task_keys = [fn for tier in self._points["task_order"] for fn in tier]
         self._admit_cache: dict[tuple[PodPlacementSpec, str], Status] = {}
         # Set by the network-topology-aware plugin when it opens: the session's domains
         # and their free room. None without it: topology gangs are placed as any others.
@@ -173,24 +174,24 @@ class Session:
             return answer
         return -1 if a.name < b.name else (1 if a.name > b.name else 0)
 
-    def compare_jobs(self, a: JobInfo, b: JobInfo) -> int:
-        """Negative when job a is served before b; older first when plugins do not care."""
-        answer = self._first_nonzero("job_order", a, b)
-        if answer:
-            return answer
-        # Timestamps have one-second resolution: ties go by name, which people can predict.
-        return _compare_age(a.creation_timestamp, a.key, b.creation_timestamp, b.key)
+    def job_key(self, job: JobInfo) -> tuple[Any, ...]:
+        """The job's place in job order (smaller first): the plugins' keys in tier order,
+        then older first (RFC 3339 UTC timestamps sort as strings; they have one-second
+        resolution, so ties go by name, which people can predict)."""
+        return (*[fn(job) for fn in self._job_keys], job.creation_timestamp, job.key)
 
-    def compare_tasks(self, a: TaskInfo, b: TaskInfo) -> int:
-        """Negative when task a is placed before b."""
-        answer = self._first_nonzero("task_order", a, b)
-        if answer:
-            return answer
-        return _compare_age(a.creation_timestamp, a.name, b.creation_timestamp, b.name)
+    def compare_jobs(self, a: JobInfo, b: JobInfo) -> int:
+        """Negative when job a is served before b, positive when after (job_key's order)."""
+        key_a, key_b = self.job_key(a), self.job_key(b)
+        return (key_a > key_b) - (key_a < key_b)
+
+    def task_key(self, task: TaskInfo) -> tuple[Any, ...]:
+        """The task's place in placement order (as job_key, by pod name)."""
+        return (*[fn(task) for fn in self._task_keys], task.creation_timestamp, task.name)
 
     def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
         """Tasks in placement order."""
-        return sorted(tasks, key=functools.cmp_to_key(self.compare_tasks))
+        return sorted(tasks, key=self.task_key)
 
     # Node filtering and scoring -------------------------------------------
     def admits(self, task: TaskInfo, node: NodeInfo) -> Status:
@@ -371,12 +372,3 @@ class Session:
         self.snapshot.set_task_status(task, previous)
         for fn in self._on_allocate:
             fn(task)
-
-
-def _compare_age(a_time: str, a_tie: str, b_time: str, b_tie: str) -> int:
-    # RFC 3339 timestamps in UTC sort as strings.
-    if a_time != b_time:
-        return -1 if a_time < b_time else 1
-    if a_tie != b_tie:
-        return -1 if a_tie < b_tie else 1
-    return 0

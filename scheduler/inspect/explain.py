@@ -7,7 +7,6 @@ in its queue, who holds the room it lacks, and where each member is. Read-only.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 from dataclasses import asdict, dataclass
@@ -70,7 +69,7 @@ def gangs_ahead(world: World, config: SchedulerConfig, key: str, now: float) -> 
         and other.phase in WAITING_PHASES
         and session.compare_jobs(other, job) < 0
     ]
-    ahead.sort(key=functools.cmp_to_key(session.compare_jobs))
+    ahead.sort(key=session.job_key)
     session.close()
     return ahead
 

@@ -9,7 +9,7 @@ from scheduler.api.job import JobInfo
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
 from scheduler.framework.arguments import NoArguments
-from scheduler.framework.plugin import Plugin
+from scheduler.framework.plugin import Plugin, SortKey
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
@@ -55,12 +55,8 @@ class DrfPlugin(Plugin[NoArguments]):
             known = self.shares[key] = dominant_share(allocated, self.total) if allocated else 0.0
         return known
 
-    def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        share_a = self.share(a.key)
-        share_b = self.share(b.key)
-        if share_a == share_b:
-            return 0
-        return -1 if share_a < share_b else 1
+    def job_order(self, job: JobInfo) -> SortKey:
+        return self.share(job.key)  # the smaller dominant share first
 
     def on_allocate(self, task: TaskInfo) -> None:
         self._update(task, +1)

@@ -12,7 +12,7 @@ from scheduler.api.job import JobInfo
 from scheduler.api.reasons import FIELD_NOT_HONOURED, NOT_ENOUGH_TASKS
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.arguments import NoArguments
-from scheduler.framework.plugin import Plugin, Vote, Waiting
+from scheduler.framework.plugin import Plugin, SortKey, Vote, Waiting
 
 
 class GangPlugin(Plugin[NoArguments]):
@@ -58,13 +58,9 @@ class GangPlugin(Plugin[NoArguments]):
     def job_starving(self, job: JobInfo) -> bool:
         return short_of_min_member(job)
 
-    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+    def job_order(self, job: JobInfo) -> SortKey:
         # A gang still short of minMember goes before one that only adds extra members.
-        a_ready = gang_ready(a)
-        b_ready = gang_ready(b)
-        if a_ready == b_ready:
-            return 0
-        return 1 if a_ready else -1
+        return 1 if gang_ready(job) else 0
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return _bound_members(candidates)

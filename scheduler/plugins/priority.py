@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.arguments import NoArguments
-from scheduler.framework.plugin import Plugin
+from scheduler.framework.plugin import Plugin, SortKey
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
@@ -30,11 +30,11 @@ class PriorityPlugin(Plugin[NoArguments]):
     def on_session_open(self, session: Session) -> None:
         self.jobs = session.jobs
 
-    def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        return b.priority - a.priority
+    def job_order(self, job: JobInfo) -> SortKey:
+        return -job.priority  # higher first
 
-    def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
-        return b.priority - a.priority
+    def task_order(self, task: TaskInfo) -> SortKey:
+        return -task.priority
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         jobs = self.jobs

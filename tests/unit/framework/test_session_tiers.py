@@ -35,15 +35,38 @@ def jobs(session: Session) -> tuple[JobInfo, JobInfo]:
     return session.jobs["default/a"], session.jobs["default/b"]
 
 
-def test_order_takes_the_first_non_zero_answer_across_tiers() -> None:
+def keyed(name: str, first: str) -> type[Plugin]:
+    """A plugin whose job order puts the job named `first` before the others."""
+    return type(name, (Plugin,), {"name": name, "job_order": lambda self, job: job.name != first})
+
+
+def test_order_takes_the_first_plugin_whose_keys_differ_across_tiers() -> None:
     plugins = {
         "abstain": make("abstain", job_order=0),
-        "b_first": make("b_first", job_order=1),
-        "a_first": make("a_first", job_order=-1),
+        "b_first": keyed("b_first", "b"),
+        "a_first": keyed("a_first", "a"),
     }
     session = session_with([["abstain", "b_first"], ["a_first"]], plugins)
     a, b = jobs(session)
     assert session.compare_jobs(a, b) == 1
+    assert session.compare_jobs(b, a) == -1
+    assert sorted([a, b], key=session.job_key) == [b, a]
+    # the tiers the other way round: a_first decides
+    session = session_with([["a_first"], ["abstain", "b_first"]], plugins)
+    a, b = jobs(session)
+    assert session.compare_jobs(a, b) == -1
+
+
+def test_jobs_that_every_plugin_ties_go_older_first_then_by_name() -> None:
+    plugins = {"abstain": make("abstain", job_order=0)}
+    session = session_with([["abstain"]], plugins)
+    a, b = jobs(session)
+    b.creation_timestamp = "2026-01-01T00:00:00Z"
+    a.creation_timestamp = "2026-01-01T00:00:01Z"
+    assert session.compare_jobs(a, b) == 1
+    a.creation_timestamp = b.creation_timestamp
+    assert session.compare_jobs(a, b) == -1
+    assert session.compare_jobs(a, a) == 0
 
 
 def test_filters_need_every_plugin_to_agree_and_report_the_first_refusal() -> None:
@@ -93,7 +116,7 @@ def test_victims_intersect_within_a_tier_and_the_first_answering_tier_wins() -> 
 
 
 def test_a_disabled_extension_point_is_not_asked() -> None:
-    plugins = {"b_first": make("b_first", job_order=1)}
+    plugins = {"b_first": keyed("b_first", "b")}
     text = "actions: allocate\ntiers:\n- plugins:\n  - name: b_first\n    enableJobOrder: false\n"
     config = parse_config(text, known_actions={"allocate"}, known_plugins=plugins)
     session = Session(snapshot([node("n1")], [gang("a", 1), gang("b", 1)]), config, plugins)
