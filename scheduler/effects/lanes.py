@@ -40,7 +40,7 @@ class KeyedLane:
         # The newest write of each key not yet started, and whether it is urgent.
         self._waiting: dict[Hashable, tuple[Write, bool]] = {}
         # Keys in their turn order; a key may sit in both (moved to urgent): the first pop
-        # that finds it still waiting takes it, the other is skipped.
+        # that finds it still waiting (and due) takes it, the other is skipped.
         self._urgent: deque[Hashable] = deque()
         self._refresh: deque[Hashable] = deque()
         self._writing: set[Hashable] = set()
@@ -108,7 +108,9 @@ class KeyedLane:
         for order in (self._urgent, self._refresh):
             while order:
                 key = order.popleft()
-                if key in self._waiting and key not in self._writing:
+                # A key with a timer is not due: the entry was left behind when the key
+                # moved to the urgent queue, and the timer queues the key when it is due.
+                if key in self._waiting and key not in self._writing and key not in self._timers:
                     return key
         return None
 

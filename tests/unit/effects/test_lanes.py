@@ -164,3 +164,33 @@ def test_drain_sends_refreshes_without_their_wait() -> None:
         return server
 
     assert asyncio.run(main()).landed == [("pg", 1), ("pg", 2)]
+
+
+def test_a_refresh_left_behind_by_an_urgent_write_does_not_start_the_next_refresh_early() -> None:
+    async def main() -> tuple[Server, list[tuple[str, int]]]:
+        server = Server()
+        lane = KeyedLane(concurrency=1, refresh_seconds=0.3)
+        for key in ("busy", "y"):
+            server.held[key] = asyncio.Event()
+        lane.put("busy", server.write("busy", 1))
+        await asyncio.sleep(0)
+        lane.put("pg", server.write("pg", 1), urgent=False)  # due: waits in the refresh queue
+        lane.put("pg", server.write("pg", 2))  # a verdict: moves to the urgent queue
+        lane.put("y", server.write("y", 1))  # holds the lane's one slot after pg's write
+        server.held["busy"].set()
+        while ("pg", 2) not in server.landed:
+            await asyncio.sleep(0.005)
+        # A message changes right after: it waits its refresh_seconds, stale entry or not.
+        lane.put("pg", server.write("pg", 3), urgent=False)
+        server.held["y"].set()
+        while ("y", 1) not in server.landed:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.05)
+        early = list(server.landed)
+        await lane.drain()
+        return server, early
+
+    server, early = asyncio.run(main())
+    assert ("pg", 3) not in early
+    assert server.landed[-1] == ("pg", 3)
+    assert ("pg", 1) not in server.landed
