@@ -67,7 +67,16 @@ class Evictor:
             error = state.outcome.exception() if state.outcome else None
             log.info("eviction failed, sending it again: %s", error, extra={"pod": pod})
 
-        announced: list[bool] = []
+        announced = False
+
+        async def once() -> None:
+            nonlocal announced
+            await self._mark(eviction)
+            if not announced:  # one event, however many attempts the delete takes
+                announced = True
+                self._announce(eviction)
+            await self._delete(eviction)
+
         attempts = AsyncRetrying(
             retry=retry_if_exception(_passing),
             stop=stop_after_delay(self.retry_seconds),
@@ -77,7 +86,7 @@ class Evictor:
         try:
             async for attempt in attempts:
                 with attempt:
-                    await self._evict_once(eviction, announced)
+                    await once()
         except NotFound:
             return True
         except Fenced:
@@ -95,8 +104,8 @@ class Evictor:
             return False
         return True
 
-    async def _evict_once(self, eviction: Evict, announced: list[bool]) -> None:
-        path = paths.pod(eviction.namespace, eviction.name)
+    async def _mark(self, eviction: Evict) -> None:
+        # DisruptionTarget first, as kube-scheduler does: the pod's owner learns why it goes.
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
@@ -105,20 +114,25 @@ class Evictor:
             "lastTransitionTime": now_rfc3339(),
         }
         await self.client.patch(
-            path + "/status",
+            paths.pod(eviction.namespace, eviction.name) + "/status",
             {"status": {"conditions": [condition]}},
             content_type=STRATEGIC_MERGE_PATCH,
             gate=self.may_evict,
         )
-        if not announced:  # one event, however many attempts the delete takes
-            announced.append(True)
-            self.recorder.record(
-                ObjectRef("Pod", "v1", eviction.namespace, eviction.name, eviction.uid),
-                "Normal",
-                "Preempted",
-                eviction.reason,
-            )
+
+    def _announce(self, eviction: Evict) -> None:
+        self.recorder.record(
+            ObjectRef("Pod", "v1", eviction.namespace, eviction.name, eviction.uid),
+            "Normal",
+            "Preempted",
+            eviction.reason,
+        )
+
+    async def _delete(self, eviction: Evict) -> None:
         # The uid precondition makes sure a pod recreated under the same name is spared.
         await self.client.request(
-            "DELETE", path, body={"preconditions": {"uid": eviction.uid}}, gate=self.may_evict
+            "DELETE",
+            paths.pod(eviction.namespace, eviction.name),
+            body={"preconditions": {"uid": eviction.uid}},
+            gate=self.may_evict,
         )
