@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -143,8 +144,14 @@ class SchedulerProcess:
         )
         try:
             await self._wait_synced()
-            gc_policy.settle()
-            log.info("cache synced; scheduling as %s", ", ".join(self.options.scheduler_names))
+            frozen = gc_policy.settle()
+            log.info(
+                "cache synced; scheduling as %s; %d objects loaded, kept out of the "
+                "collector's traversals; young generation every %d allocations",
+                ", ".join(self.options.scheduler_names),
+                frozen,
+                gc.get_threshold()[0],
+            )
             await self._loop()
         finally:
             await self._shutdown(background, endpoints)

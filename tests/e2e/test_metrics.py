@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.e2e.conftest import StartScheduler
@@ -50,6 +52,14 @@ def test_metrics_agree_with_the_cluster(
             and m.value("muster_podgroups", phase="Running") == 1
         )
         return m if settled else None
+
+    # The collector policy (scheduler/gc_policy.py) is the running process's, not only
+    # session_bench's: the log says what it froze and the young generation it set.
+    synced = [line for line in scheduler.process.tail(200).splitlines() if "cache synced" in line]
+    assert synced, scheduler.process.tail()
+    assert "young generation every 20000 allocations" in synced[0]
+    frozen = int(re.search(r"(\d+) objects loaded", synced[0]).group(1))  # type: ignore[union-attr]
+    assert frozen > 10_000  # at least the interpreter's and muster's own modules
 
     metrics = wait_for(
         consistent,
