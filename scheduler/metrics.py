@@ -127,6 +127,12 @@ class Metrics:
             ["lane"],
             registry=r,
         )
+        self.tasks = Gauge(
+            "muster_asyncio_tasks",
+            "Tasks alive on the scheduler's event loop (binds, writes and watches in flight); "
+            "one that only grows is a leak.",
+            registry=r,
+        )
         self.events_dropped = Counter(
             "muster_events_dropped_total",
             "Events not written because of deduplication or rate limiting.",

@@ -189,6 +189,7 @@ class SchedulerProcess:
                 self.metrics.cycles.labels("skipped").inc()
                 self.health.cycle_finished()
             self.metrics.observe_cache(self.world.counts())
+            self.metrics.tasks.set(len(asyncio.all_tasks()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=period)
 

@@ -78,6 +78,7 @@ class TrialResult:
     replicas_started: int
     quiescent_moments: int
     samples: list[dict[str, float]] = field(default_factory=list)
+    missed_scrapes: int = 0  # soak: scrapes of the leader's /metrics that got no answer
     logs: str = ""
 
 
@@ -278,6 +279,7 @@ def _drive(
         replicas_started=chaos.started,
         quiescent_moments=len(moments),
         samples=sampler.samples if sampler is not None else [],
+        missed_scrapes=sampler.missed_scrapes if sampler is not None else 0,
         logs=tail_logs(chaos.processes) if violations else "",
     )
 

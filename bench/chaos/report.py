@@ -11,7 +11,7 @@ from typing import Any
 from chaos.campaign import TrialResult
 from chaos.cluster import LEASE_SECONDS
 from chaos.faults import NOT_INJECTED
-from chaos.soak import growth, session_trend
+from chaos.soak import first_last, growth, session_trend
 
 TAKEOVER_TARGET = LEASE_SECONDS + 2.0
 
@@ -60,6 +60,9 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
             "rss_growth_after_warmup": growth(samples, "rss", warmup=300.0),
             "sockets_first_last": (samples[0]["sockets"], samples[-1]["sockets"]),
             "threads_first_last": (samples[0]["threads"], samples[-1]["threads"]),
+            "tasks_first_last_after_warmup": first_last(samples, "tasks", warmup=300.0),
+            "cached_pods_first_last_after_warmup": first_last(samples, "pods", warmup=300.0),
+            "missed_scrapes": sum(t.missed_scrapes for t in trials),
             "session_median_first_last_third": trend,
         }
     if fuzz is not None:
@@ -99,6 +102,13 @@ def table(doc: dict[str, Any]) -> str:
         rows.append(("soak: RSS growth after warm-up", "n/a" if rss is None else f"{rss:+.1%}"))
         rows.append(("soak: sockets first/last", "{:g} / {:g}".format(*soak["sockets_first_last"])))
         rows.append(("soak: threads first/last", "{:g} / {:g}".format(*soak["threads_first_last"])))
+        for key, label in (
+            ("tasks_first_last_after_warmup", "soak: event-loop tasks after warm-up, first/last"),
+            ("cached_pods_first_last_after_warmup", "soak: cached pods after warm-up, first/last"),
+        ):
+            pair = soak.get(key)
+            rows.append((label, "n/a" if pair is None else "{:g} / {:g}".format(*pair)))
+        rows.append(("soak: /metrics scrapes unanswered", str(soak.get("missed_scrapes", 0))))
         trend = soak["session_median_first_last_third"]
         rows.append(
             (

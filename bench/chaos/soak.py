@@ -80,6 +80,8 @@ class Sampler:
             "threads": float(status.get("threads", 0)),
             "sockets": float(open_sockets(leader.process.pid)),
             "sim_rss": float(proc_status(self.chaos.sim.process.pid).get("rss", 0)),
+            "tasks": metrics.value("muster_asyncio_tasks"),
+            "pods": metrics.value("muster_cache_objects", kind="pod"),
         }
         if self._last is not None and self._last[0] == leader.index and count > self._last[1]:
             sample["session_mean"] = (total - self._last[2]) / (count - self._last[1])
@@ -87,17 +89,28 @@ class Sampler:
         self.samples.append(sample)
 
 
-def growth(samples: list[dict[str, float]], key: str, warmup: float) -> float | None:
-    """Relative growth of `key` from the first sample after warm-up to the last (one replica)."""
+def first_last(
+    samples: list[dict[str, float]], key: str, warmup: float
+) -> tuple[float, float] | None:
+    """`key` in the first sample after warm-up and in the last, over the last leader's
+    samples; None with fewer than two of them."""
     if not samples:
         return None
     replica = samples[-1]["replica"]
     mine = [s for s in samples if s["replica"] == replica and key in s]
     begin = mine[0]["time"] + warmup if mine else 0
     after = [s for s in mine if s["time"] >= begin]
-    if len(after) < 2 or after[0][key] == 0:
+    if len(after) < 2:
         return None
-    return after[-1][key] / after[0][key] - 1
+    return after[0][key], after[-1][key]
+
+
+def growth(samples: list[dict[str, float]], key: str, warmup: float) -> float | None:
+    """Relative growth of `key` from the first sample after warm-up to the last (one replica)."""
+    pair = first_last(samples, key, warmup)
+    if pair is None or pair[0] == 0:
+        return None
+    return pair[1] / pair[0] - 1
 
 
 def session_trend(samples: list[dict[str, float]]) -> tuple[float, float] | None:

@@ -18,6 +18,7 @@ KEY_SERIES = {
     "muster_pending_pods",
     "muster_podgroups",
     "muster_queue_allocated",
+    "muster_asyncio_tasks",
 }
 
 

@@ -6,11 +6,14 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
 from chaos.campaign import TrialResult
 from chaos.invariants import Violation
-from chaos.report import figures, trial_line, write
+from chaos.report import figures, table, trial_line, write
+from chaos.soak import first_last, growth
 
 
 def trial(seed: int, violations: int = 0) -> TrialResult:
@@ -47,3 +50,32 @@ def test_the_figures_so_far_are_written_before_the_campaign_ends(tmp_path: Path)
     assert doc["trials"] == 2
     assert doc["violations"] == 1
     assert [d["seed"] for d in doc["violation_details"]] == [301]
+
+
+def sample(at: float, replica: int, **values: float) -> dict[str, float]:
+    return {"time": at, "replica": float(replica), **values}
+
+
+def test_soak_figures_start_after_warm_up_and_follow_the_last_leader() -> None:
+    samples = [
+        sample(0, 1, rss=50, tasks=90),  # warm-up
+        sample(400, 1, rss=100, tasks=80),
+        sample(500, 2, rss=10, tasks=5),  # another leader for a while
+        sample(900, 1, rss=104, tasks=81),
+    ]
+    assert first_last(samples, "tasks", warmup=300) == (80, 81)
+    assert growth(samples, "rss", warmup=300) == pytest.approx(0.04)
+    assert first_last(samples[:2], "tasks", warmup=300) is None  # one sample after warm-up
+
+
+def test_the_soak_table_names_tasks_cached_pods_and_unanswered_scrapes() -> None:
+    soak = trial(320)
+    soak.samples = [
+        sample(float(t), 1, rss=100 + t / 100, threads=4, sockets=9, tasks=70, pods=300)
+        for t in range(0, 1000, 10)
+    ]
+    soak.missed_scrapes = 2
+    text = table({**figures([trial(300), soak]), "seed": 300})
+    assert "| soak: event-loop tasks after warm-up, first/last" in text
+    assert "70 / 70" in text and "300 / 300" in text
+    assert "| soak: /metrics scrapes unanswered" in text and "| 2 |" in text
