@@ -109,6 +109,25 @@ class PodPlacementSpec:
     # ImageLocality score then depends on them, so such pods get node picker shapes of
     # their own, while pods whose images no node holds keep sharing theirs.
     images: tuple[str, ...] = ()
+    # The hash, worked out once (as PodTopologySpec's): the spec keys the session's admit
+    # cache and the node picker's shapes, looked up twice per pod placed.
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fields = (
+            self.node_selector,
+            self.required_terms,
+            self.preferred_terms,
+            self.tolerations,
+            self.host_ports,
+            self.claims,
+            self.ephemeral_claims,
+            self.images,
+        )
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def _task_status(pod: wire.Pod) -> TaskStatus:
