@@ -31,6 +31,13 @@ EXPIRY_MARGIN = 0.05
 # each retry period spent not seeing it (an API server restarting) would lengthen the
 # takeover by as much.
 FAILED_RETRY = 0.5
+# How often a standby reads a lease another replica holds. It counts the holder's term from
+# when it first saw the last renewal, so it sees a renewal up to one read late and takes
+# over as much later: every 2 s (the retry period, client-go's default) made a takeover
+# after a SIGKILL take up to 17.9 s, past lease + 2 s (chaos campaign, seed 312). A read
+# of one Lease a second is nothing to the API server; the leader still renews every retry
+# period.
+STANDBY_READ = 0.5
 
 
 class LeaderElector:
@@ -103,13 +110,14 @@ class LeaderElector:
             await asyncio.sleep(self._next_attempt_in(acquired, failed=failed))
 
     def _next_attempt_in(self, acquired: bool, *, failed: bool = False) -> float:
-        """Seconds to the next attempt: the retry period, or less when another holder's lease
-        runs out sooner, so a standby takes over at expiry rather than up to one retry
-        period after it (the observation lag, as client-go's, remains), or when the API
+        """Seconds to the next attempt: the retry period; a standby watching another's lease
+        every STANDBY_READ, or at its expiry when that comes sooner, so it takes over at
+        expiry rather than up to one retry period after it; FAILED_RETRY when the API
         server did not answer."""
         period = min(self.retry_period, FAILED_RETRY) if failed else self.retry_period
         if acquired or self._expires_at is None:
             return period
+        period = min(period, STANDBY_READ)
         until_expiry = self._expires_at - time.monotonic() + EXPIRY_MARGIN
         return max(EXPIRY_MARGIN, min(period, until_expiry))
 

@@ -1,5 +1,6 @@
-"""When a standby tries the lease again: at the retry period, or at the holder's expiry
-when that comes sooner (so a takeover does not wait up to one more retry period)."""
+"""When a replica tries the lease again: the leader at the retry period; a standby often
+(it sees each renewal at most one read late) or at the holder's expiry when that comes
+sooner (so a takeover does not wait up to one more retry period)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from scheduler.kube import lease
 from scheduler.kube.errors import TransportError
-from scheduler.kube.lease import EXPIRY_MARGIN, FAILED_RETRY, LeaderElector
+from scheduler.kube.lease import EXPIRY_MARGIN, FAILED_RETRY, STANDBY_READ, LeaderElector
 
 
 def elector() -> LeaderElector:
@@ -23,10 +24,12 @@ def elector() -> LeaderElector:
     [
         pytest.param(True, False, None, 2.0, id="leader-renews-every-retry-period"),
         pytest.param(False, False, None, 2.0, id="no-other-holder-retry-period"),
-        pytest.param(False, False, 10.0, 2.0, id="expiry-far-retry-period"),
-        pytest.param(False, False, 0.5, 0.5 + EXPIRY_MARGIN, id="expiry-sooner-try-at-expiry"),
+        pytest.param(False, False, 10.0, STANDBY_READ, id="standby-reads-the-lease-often"),
+        pytest.param(False, False, 0.3, 0.3 + EXPIRY_MARGIN, id="expiry-sooner-try-at-expiry"),
         pytest.param(False, False, -3.0, EXPIRY_MARGIN, id="already-expired-try-at-once"),
-        pytest.param(False, True, 10.0, FAILED_RETRY, id="unanswered-standby-asks-again-soon"),
+        pytest.param(
+            False, True, 10.0, min(FAILED_RETRY, STANDBY_READ), id="unanswered-standby-soon"
+        ),
         pytest.param(False, True, None, FAILED_RETRY, id="unanswered-asks-again-soon"),
         pytest.param(False, True, 0.1, 0.1 + EXPIRY_MARGIN, id="unanswered-expiry-sooner"),
     ],
