@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -561,4 +563,36 @@ async def _body(request: web.Request) -> Any:
     try:
         return _decode(raw)
     except msgspec.DecodeError as error:
-        raise bad_request(f"couldn't get version/kind; json parse error: {error}") from None
+        body = _decode_as_go(raw)
+        if body is _MALFORMED:
+            raise bad_request(f"couldn't get version/kind; json parse error: {error}") from None
+        return body
+
+
+_MALFORMED = object()
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _decode_as_go(raw: bytes) -> Any:
+    """What kube-apiserver's decoder (Go's encoding/json) makes of a body msgspec refuses
+    for its strings alone: invalid UTF-8 and lone UTF-16 surrogate escapes ("\\udb53") are
+    not errors there but U+FFFD. _MALFORMED when the JSON is malformed for Go too."""
+
+    def refuse_constant(name: str) -> Any:
+        raise ValueError(f"invalid character {name!r}")  # NaN, Infinity: not JSON to Go
+
+    try:
+        body = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=refuse_constant)
+    except ValueError:
+        return _MALFORMED
+    return _replace_surrogates(body)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    return value
