@@ -32,6 +32,7 @@ from tests.e2e.harness import GROUP, VERSION, kubeconfig_access, make_gang, make
 
 Obj = dict[str, Any]
 NAMESPACE = "fuzz"
+GROUP_NAME = "scheduling.k8s.io/group-name"
 # how long muster has to say something about an accepted bad object
 EXPLAIN_SECONDS = 15.0
 
@@ -79,7 +80,7 @@ def is_quantity(value: Any) -> bool:
 
 # words that name a bad field in a message, besides the field's own last segment
 ALSO_NAMED = {
-    "scheduling.k8s.io/group-name": ("PodGroup",),
+    GROUP_NAME: ("PodGroup",),
     "spec.containers[0].resources.requests": ("cpu", "memory"),
 }
 
@@ -214,10 +215,8 @@ def pod(draw: Any) -> tuple[str, Obj, str]:
         body["metadata"]["annotations"]["fuzz/big"] = "a" * size
         field_name = "metadata.annotations"
     elif bad == "group":
-        body["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = draw(
-            st.text(min_size=1, max_size=40)
-        )
-        field_name = "scheduling.k8s.io/group-name"
+        body["metadata"]["annotations"][GROUP_NAME] = draw(st.text(min_size=1, max_size=40))
+        field_name = GROUP_NAME
     elif bad == "every-field":
         body["spec"].update(json.loads(json.dumps(EVERY_FIELD)))
         body["metadata"]["labels"] = {"fuzz": "x"}
@@ -235,8 +234,12 @@ class Fuzzer:
     context: ssl.SSLContext | None
     token: str | None
     sent: list[Sent] = field(default_factory=list)
+    # Names created so far, by resource ("queues", "podgroups", "pods").
+    created: dict[str, set[str]] = field(default_factory=dict)
 
     def send(self, path: str, body: Obj, bad_field: str) -> Sent:
+        if self._names_what_exists(path, body, bad_field):
+            bad_field = ""  # drawn at random, it names an object sent before: nothing bad
         data = json.dumps(body, allow_nan=True).encode()
         headers = {"Content-Type": "application/json"}
         if self.token:
@@ -255,8 +258,22 @@ class Fuzzer:
             result = Sent(path, name, bad_field, error.code, message)
         except OSError as error:
             result = Sent(path, name, bad_field, 0, str(error))
+        if 200 <= result.code < 300:
+            self.created.setdefault(path.rsplit("/", 1)[-1], set()).add(name)
         self.sent.append(result)
         return result
+
+    def _names_what_exists(self, path: str, body: Obj, bad_field: str) -> bool:
+        """Whether the field drawn as bad (a queue's parent, a pod's PodGroup) names an
+        object that exists: a valid reference, however it was drawn."""
+        if bad_field == "spec.parent":
+            parent = body["spec"].get("parent")
+            own = body["metadata"]["name"]
+            return parent != own and parent in self.created.get("queues", set())
+        if bad_field == GROUP_NAME:
+            group = body["metadata"]["annotations"].get(GROUP_NAME)
+            return group in self.created.get("podgroups", set())
+        return False
 
 
 def queue_cycle(fuzzer: Fuzzer) -> None:
