@@ -34,8 +34,8 @@ FAILED_RETRY = 0.5
 # How often a standby reads a lease another replica holds. It counts the holder's term from
 # when it first saw the last renewal, so it sees a renewal up to one read late and takes
 # over as much later: every 2 s (the retry period, client-go's default) made a takeover
-# after a SIGKILL take up to 17.9 s, past lease + 2 s (chaos campaign, seed 312). A read
-# of one Lease a second is nothing to the API server; the leader still renews every retry
+# after a SIGKILL take up to 17.9 s, past lease + 2 s (chaos campaign, seed 312). Two reads
+# of one Lease a second are nothing to the API server; the leader still renews every retry
 # period.
 STANDBY_READ = 0.5
 
