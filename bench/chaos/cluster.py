@@ -46,6 +46,7 @@ from tests.e2e.harness import (  # noqa: E402
     free_port,
     kubeconfig_access,
     scheduler_conf,
+    token_request,
     wait_for,
 )
 
@@ -201,7 +202,7 @@ class ChaosCluster:
     def replica_kubeconfig(self) -> Path:
         """A kubeconfig with a fresh token of the scheduler's ServiceAccount."""
         self.identities.kubeconfig("scheduler")  # the account and its RBAC, once
-        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+        request = token_request()
         # A replacement replica may start while sim restarts or refuses writes (faults in
         # force): ask until it answers, as a kubelet asks for a projected token again.
         answer = wait_for(

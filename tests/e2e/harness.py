@@ -937,6 +937,21 @@ def apply_manifest(api: client.ApiClient, doc: Obj) -> None:
             replace()
 
 
+# A token's lifetime: a kubelet rotates a projected token before it runs out (its default
+# lifetime is an hour); a process started here keeps its first one, so it asks for a day
+# (the reliability campaign's hour-long soak ran into the hour: every write then a 401).
+TOKEN_SECONDS = 86_400
+
+
+def token_request() -> dict[str, Any]:
+    """A TokenRequest body for a token that outlives any run of the suite or the campaign."""
+    return {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": TOKEN_SECONDS},
+    }
+
+
 class Identities:
     """Each muster process's ServiceAccount, its RBAC from deploy/, and a kubeconfig per process.
 
@@ -972,7 +987,7 @@ class Identities:
         answer = self.cluster.core.create_namespaced_service_account_token(
             account,
             MUSTER_NAMESPACE,
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+            token_request(),
         )
         return write_token_kubeconfig(
             self.work_dir / f"{component}.kubeconfig",

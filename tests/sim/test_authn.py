@@ -256,3 +256,18 @@ def test_impersonation_needs_the_impersonate_verb(raw: Raw) -> None:
     assert body["details"] == {"name": "root", "kind": "users"}
     code, body = alice.json("GET", "/api/v1/namespaces", headers={"Impersonate-Group": "x"})
     assert code == 400
+
+
+def test_the_harness_asks_for_tokens_that_outlive_an_hour_long_soak(
+    core: client.CoreV1Api, raw: Raw
+) -> None:
+    # The campaign's soak ran an hour; its processes' tokens, of the default lifetime,
+    # expired with it and every write became a 401 (no kubelet rotates them here).
+    from tests.e2e.harness import TOKEN_SECONDS, token_request
+
+    namespace = create_namespace(raw)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "soak"}})
+    answer = core.create_namespaced_service_account_token("soak", namespace, token_request())
+    lifetime = answer.status.expiration_timestamp.timestamp() - time.time()
+    assert lifetime > 2 * 3600
+    assert answer.spec.expiration_seconds == TOKEN_SECONDS
