@@ -566,6 +566,16 @@ def condition(obj: Obj, kind: str) -> Obj | None:
     return None
 
 
+def placement_verdict(podgroup: Obj) -> Obj | None:
+    """The PodGroup's Unschedulable=True condition once it is about placing the gang. While
+    its pods are still being created the gang first says it waits for them (NotEnoughTasks:
+    "has 0 pods but minMember is 4"), which is not the verdict a test waits for."""
+    found = condition(podgroup, "Unschedulable")
+    if not found or found.get("status") != "True" or found.get("reason") == "NotEnoughTasks":
+        return None
+    return found
+
+
 class BindingLog:
     """Watches a namespace's pods and records every node each pod was seen on, in order.
 

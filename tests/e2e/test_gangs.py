@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.e2e.conftest import StartScheduler
-from tests.e2e.harness import Cluster, bound, condition, make_gang, wait_for
+from tests.e2e.harness import Cluster, bound, condition, make_gang, placement_verdict, wait_for
 
 UNSCHEDULABLE = re.compile(r"\d+/4 tasks in gang unschedulable: 0/\d+ nodes are available")
 
@@ -55,8 +55,8 @@ def test_gang_that_cannot_fit_stays_pending_says_why_and_is_placed_when_a_node_m
     cluster.submit(namespace, podgroup, pods)
 
     def unschedulable_condition() -> str | None:
-        found = condition(cluster.podgroup(namespace, "big"), "Unschedulable")
-        return found.get("message") if found and found.get("status") == "True" else None
+        found = placement_verdict(cluster.podgroup(namespace, "big"))
+        return found.get("message") if found else None
 
     message = wait_for(
         unschedulable_condition,

@@ -13,11 +13,11 @@ from tests.e2e.harness import (
     Cluster,
     Obj,
     bound,
-    condition,
     label_nodes,
     make_gang,
     make_pod,
     node_names,
+    placement_verdict,
     wait_for,
 )
 
@@ -99,8 +99,8 @@ def test_gang_with_anti_affinity_to_itself_on_three_nodes_waits_whole(
     cluster.submit(namespace, podgroup, pods)
 
     def unschedulable_message() -> str | None:
-        found = condition(cluster.podgroup(namespace, "db"), "Unschedulable")
-        return found.get("message") if found and found.get("status") == "True" else None
+        found = placement_verdict(cluster.podgroup(namespace, "db"))
+        return found.get("message") if found else None
 
     message = wait_for(
         unschedulable_message,

@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import StartScheduler
-from tests.e2e.harness import Cluster, Obj, condition, make_gang, make_pod, wait_for
+from tests.e2e.harness import (
+    Cluster,
+    Obj,
+    condition,
+    make_gang,
+    make_pod,
+    placement_verdict,
+    wait_for,
+)
 
 # Pod-level resources (PodLevelResources) are refused: muster sums the containers.
 POD_RESOURCES = {"requests": {"cpu": "1"}}
@@ -124,8 +132,7 @@ def test_gang_with_one_refused_member_binds_nothing_and_its_podgroup_says_why(
     served(cluster, namespace, "db-2", "resources")
 
     def podgroup_condition() -> Obj | None:
-        found = condition(cluster.podgroup(namespace, "db"), "Unschedulable")
-        return found if found and found.get("status") == "True" else None
+        return placement_verdict(cluster.podgroup(namespace, "db"))
 
     found = wait_for(
         podgroup_condition,

@@ -27,6 +27,7 @@ from tests.e2e.harness import (
     make_pod,
     make_podgroup,
     node_names,
+    placement_verdict,
     wait_for,
 )
 
@@ -166,8 +167,8 @@ def test_hard_gang_too_big_for_any_rack_waits_whole_saying_why(
     cluster.submit(namespace, podgroup, pods)
 
     def waiting_message() -> str | None:
-        found = condition(cluster.podgroup(namespace, "allreduce"), "Unschedulable")
-        return found.get("message") if found and found.get("status") == "True" else None
+        found = placement_verdict(cluster.podgroup(namespace, "allreduce"))
+        return found.get("message") if found else None
 
     message = wait_for(
         waiting_message,
