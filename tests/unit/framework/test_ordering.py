@@ -1,0 +1,29 @@
+"""KeyHeap: the smallest key first, ties in push order, keys taken when an item is pushed."""
+
+from __future__ import annotations
+
+from scheduler.framework.ordering import KeyHeap
+
+
+def drain(heap: KeyHeap[str]) -> list[str]:
+    out = []
+    while heap:
+        out.append(heap.pop())
+    return out
+
+
+def test_the_smallest_key_comes_first_and_ties_keep_push_order() -> None:
+    keys = {"a": 2, "b": 1, "c": 2, "d": 0}
+    heap = KeyHeap(keys.__getitem__, ["c", "b", "a"])
+    heap.push("d")
+    assert len(heap) == 4
+    assert drain(heap) == ["d", "b", "c", "a"]  # c and a tie: c was pushed first
+
+
+def test_an_item_pushed_back_takes_its_new_place() -> None:
+    share = {"q1": 0.1, "q2": 0.5}
+    heap = KeyHeap(share.__getitem__, ["q1", "q2"])
+    first = heap.pop()
+    share[first] = 0.9  # q1 was served: its share grew
+    heap.push(first)
+    assert drain(heap) == ["q2", "q1"]
