@@ -135,7 +135,12 @@ class Metrics:
         )
         self.events_dropped = Counter(
             "muster_events_dropped_total",
-            "Events not written because of deduplication or rate limiting.",
+            "Events not written because of deduplication, rate limiting or a full queue.",
+            registry=r,
+        )
+        self.events_queued = Gauge(
+            "muster_events_queued",
+            "Events waiting to be written (at most 1,000; then new ones are dropped).",
             registry=r,
         )
 

@@ -43,7 +43,7 @@ log = logging.getLogger("muster.scheduler")
 
 # Connections of the bind lane: one per binder worker (Binder's default concurrency).
 BIND_CONNECTIONS = 64
-# Connections of the event lane: events go at most the recorder's 50 a second.
+# Connections of the event lane, one per event writer (the recorder's workers).
 EVENT_CONNECTIONS = 4
 # Every how many sessions the writers drop what they keep about objects that are gone.
 FORGET_EVERY = 100
@@ -80,11 +80,13 @@ class SchedulerProcess:
             load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst
         )
         # Lanes of their own (connection pools; the rate limit is shared): a bind never waits
-        # for a connection behind an event, a status write or a watch, and events, bounded by
-        # the recorder's rate, never take more than their few connections.
+        # for a connection behind an event, a status write or a watch, and events, written by
+        # one worker per connection from a bounded queue, never take more than their few.
         self.bind_client = self.client.lane(BIND_CONNECTIONS)
         self.event_client = self.client.lane(EVENT_CONNECTIONS)
-        self.recorder = EventRecorder(self.event_client, self.metrics)
+        self.recorder = EventRecorder(self.event_client, self.metrics, workers=EVENT_CONNECTIONS)
+        # Read by the metrics thread: a length, read whole.
+        self.metrics.events_queued.set_function(self.recorder.queued)
         # Where config errors are announced: the scheduler's own pod, where operators look.
         self.own_pod = own_pod(os.environ)
         self.elector: LeaderElector | None = None

@@ -85,9 +85,11 @@ class ReleaseTracker(Protocol):
 
 
 class Drainable(Protocol):
-    """Background writes that can be waited for (the event recorder)."""
+    """Background writes that can be waited for, then stopped (the event recorder)."""
 
     async def drain(self) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class Effects:
@@ -173,6 +175,7 @@ class Effects:
             await asyncio.wait_for(self.recorder.drain(), timeout=EVENT_DRAIN_SECONDS)
         except TimeoutError:
             log.warning("shutdown: some writes did not finish in time")
+        await self.recorder.close()
         await self.binder.close()
 
     async def _evict(self, eviction: Evict) -> None:

@@ -103,6 +103,9 @@ class FakeRecorder:
     async def drain(self) -> None:
         self.journal.add("recorder", "drain")
 
+    async def close(self) -> None:
+        self.journal.add("recorder", "close")
+
 
 def effects(
     journal: Journal, *, refused: frozenset[str] = frozenset(), drain_forever: bool = False
@@ -187,13 +190,14 @@ def test_an_empty_result_still_tells_the_writer_every_list() -> None:
     ]
 
 
-def test_finish_drains_binds_statuses_and_events_then_stops_the_binder() -> None:
+def test_finish_drains_binds_statuses_and_events_then_stops_the_event_writers_and_binder() -> None:
     journal = Journal()
     asyncio.run(effects(journal).finish())
     assert journal.calls == [
         ("binder", "drain", None),
         ("writer", "drain", None),
         ("recorder", "drain", None),
+        ("recorder", "close", None),
         ("binder", "close", None),
     ]
 
