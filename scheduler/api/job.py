@@ -397,7 +397,7 @@ class JobInfo:
             self.phase is PodGroupPhase.RUNNING
             and self.count(*ALLOCATED_STATUSES) >= self.min_member
         ):
-            return shortfall(self.min_resources, self.allocated)
+            return shortfall(self.min_resources, self._held_or_used())
         return None
 
     def admission_need(self) -> Resource | None:
@@ -405,10 +405,23 @@ class JobInfo:
         minResources less what its members already hold. A Pending gang can hold some: its
         leader died before the gang's Running was written, or minMember was raised past its
         pods; what they hold is counted as used already, and counting it again would keep
-        the gang from being admitted, part placed, for good. None when nothing is asked."""
+        the gang from being admitted, part placed, for good. Members that already ran to
+        completion (the cut gang's bound members finished before the next leader came) need
+        no room again either. None when nothing is asked."""
         if self.min_resources is None:
             return None
-        return shortfall(self.min_resources, self.allocated)
+        return shortfall(self.min_resources, self._held_or_used())
+
+    def _held_or_used(self) -> Resource:
+        """What the members hold on nodes now, plus what the members that succeeded used:
+        the part of minResources the gang needs no room for any more."""
+        done = self.tasks_by_status.get(TaskStatus.SUCCEEDED)
+        if not done:
+            return self.allocated
+        total = self.allocated.clone()
+        for task in done.values():
+            total.add(task.request)
+        return total
 
     def clone_shell(self) -> JobInfo:
         """A copy of the job with no tasks; the snapshot adds cloned tasks to it."""

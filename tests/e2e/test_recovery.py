@@ -1,11 +1,22 @@
-"""A scheduler killed with SIGKILL mid-binding: its successor finishes, binding nothing twice."""
+"""A scheduler killed with SIGKILL mid-binding: its successor finishes, binding nothing twice;
+and a gang it left part-bound, whose bound members finished before the successor came, is
+completed, not left short for good."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.e2e.conftest import StartScheduler
-from tests.e2e.harness import BindingLog, Cluster, bound, make_gang, scheduled_events, wait_for
+from tests.e2e.harness import (
+    BindingLog,
+    Cluster,
+    bound,
+    make_gang,
+    make_pod,
+    node_names,
+    scheduled_events,
+    wait_for,
+)
 
 GANGS = 6
 GANG_SIZE = 50
@@ -66,4 +77,59 @@ def test_scheduler_killed_mid_binding_is_replaced_without_double_binds(
         ),
         timeout=15,
         message=lambda: f"every gang Running\n{cluster.describe(namespace)}",
+    )
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.nodes(1, "8")
+def test_gang_left_part_bound_whose_bound_members_finished_is_completed(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    # What a leader killed between two binds leaves when its bound members then run to
+    # completion before the next leader comes: 5 of 8 members bound and Succeeded, the
+    # PodGroup never written (Pending), minResources asking for all 8. Meanwhile another
+    # tenant took half the node. The 3 left need 3 cpus of the 4 free: the finished five
+    # need no room again, so the gang is admitted and completed.
+    (node,) = node_names(cluster)
+    podgroup, pods = make_gang("cut", 8, cpu="1")
+    podgroup["spec"]["minResources"] = {"cpu": "8"}
+    cluster.create_podgroup(namespace, podgroup)
+    done = [p["metadata"]["name"] for p in pods[:5]]
+    for pod in pods[:5]:
+        pod["spec"]["nodeName"] = node  # bound by the dead leader
+        if cluster.sim is not None:
+            pod["metadata"]["annotations"]["sim.muster.dev/duration"] = "0.2s"
+    for pod in pods:
+        cluster.create_pod(namespace, pod)
+    if cluster.sim is None:
+        for name in done:  # the kubelet's part: they ran and exited 0
+            cluster.core.patch_namespaced_pod_status(
+                name, namespace, {"status": {"phase": "Succeeded"}}
+            )
+
+    def phases() -> dict[str, str]:
+        return {
+            p["metadata"]["name"]: p["status"].get("phase", "") for p in cluster.pods(namespace)
+        }
+
+    wait_for(
+        lambda: all(phases().get(name) == "Succeeded" for name in done),
+        timeout=15,
+        message=lambda: f"the five bound members Succeeded: {phases()}",
+    )
+    tenant = make_pod("tenant", cpu="4", scheduler_name="other-scheduler")
+    tenant["spec"]["nodeName"] = node
+    cluster.create_pod(namespace, tenant)
+
+    start_scheduler()
+    rest = [p["metadata"]["name"] for p in pods[5:]]
+    wait_for(
+        lambda: len(bound(cluster.placements(namespace), rest)) == 3,
+        timeout=15,
+        message=lambda: f"the last 3 members bound\n{cluster.describe(namespace)}",
+    )
+    wait_for(
+        lambda: cluster.podgroup(namespace, "cut").get("status", {}).get("phase") == "Running",
+        timeout=10,
+        message=lambda: f"podgroup cut Running\n{cluster.describe(namespace)}",
     )
