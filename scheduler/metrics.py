@@ -161,7 +161,7 @@ class Metrics:
         unschedulable = sum(1 for u in result.unschedulable if u.reason == "Unschedulable")
         if unschedulable:
             self.schedule_attempts.labels("unschedulable").inc(unschedulable)
-        self.pending_pods.set(len(result.unschedulable))
+        self.pending_pods.set(result.pending)
         phases: dict[str, int] = {}
         for queue in result.queues:
             for phase, count in queue.podgroups.items():

@@ -57,6 +57,10 @@ class Options:
     sample_every: float = 0.0  # soak: seconds between RSS / connection / session samples
     # soak: finished gangs are deleted this long after they finished (0: kept)
     clean_finished_after: float = 0.0
+    # soak: gangs waiting this long with nothing running are deleted, as users give up (0: kept)
+    abandon_waiting_after: float = 0.0
+    # soak: no arrival while more pods than this wait for a node (0: no bound)
+    max_pending_pods: int = 0
     keep_logs: bool = False
 
 
@@ -79,6 +83,8 @@ class TrialResult:
     quiescent_moments: int
     samples: list[dict[str, float]] = field(default_factory=list)
     missed_scrapes: int = 0  # soak: scrapes of the leader's /metrics that got no answer
+    arrivals_held_back: int = 0  # soak: arrivals skipped while max_pending_pods were waiting
+    abandoned: dict[str, int] = field(default_factory=dict)  # soak: gangs given up, by reason
     logs: str = ""
 
 
@@ -158,6 +164,8 @@ def _drive(
     huge_done = False
     next_arrival = start
     next_clean = start + CLEAN_EVERY
+    pending = 0  # pods waiting for a node at the last sweep
+    held_back = 0
 
     # a stopped leader is resumed only once its stop outlasted the lease, even past the end;
     # and the plan runs late when the driver blocks (a mid-commit kill submits a 160-pod gang
@@ -192,12 +200,17 @@ def _drive(
             workload.huge_gang()
             huge_done = True
         if time.time() >= next_arrival:
-            workload.tick()
+            if options.max_pending_pods and pending > options.max_pending_pods:
+                held_back += 1
+            else:
+                workload.tick()
             next_arrival += rng.expovariate(options.arrivals_per_second)
         if sampler is not None:
             sampler.maybe_sample()
         if options.clean_finished_after and time.time() >= next_clean:
-            workload.clean_finished(time.time(), options.clean_finished_after)
+            pending = workload.tidy(
+                time.time(), options.clean_finished_after, options.abandon_waiting_after
+            )
             next_clean = time.time() + CLEAN_EVERY
         chaos.read_audit()
         time.sleep(0.02)
@@ -280,6 +293,8 @@ def _drive(
         quiescent_moments=len(moments),
         samples=sampler.samples if sampler is not None else [],
         missed_scrapes=sampler.missed_scrapes if sampler is not None else 0,
+        arrivals_held_back=held_back,
+        abandoned=dict(workload.abandoned),
         logs=tail_logs(chaos.processes) if violations else "",
     )
 

@@ -63,6 +63,10 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
             "tasks_first_last_after_warmup": first_last(samples, "tasks", warmup=300.0),
             "cached_pods_first_last_after_warmup": first_last(samples, "pods", warmup=300.0),
             "missed_scrapes": sum(t.missed_scrapes for t in trials),
+            "arrivals_held_back": sum(t.arrivals_held_back for t in trials),
+            "gangs_abandoned_by_reason": dict(
+                sum((Counter(t.abandoned) for t in trials), Counter())
+            ),
             "session_median_first_last_third": trend,
         }
     if fuzz is not None:
@@ -109,6 +113,14 @@ def table(doc: dict[str, Any]) -> str:
             pair = soak.get(key)
             rows.append((label, "n/a" if pair is None else "{:g} / {:g}".format(*pair)))
         rows.append(("soak: /metrics scrapes unanswered", str(soak.get("missed_scrapes", 0))))
+        rows.append(("soak: arrivals held back (backlog)", str(soak.get("arrivals_held_back", 0))))
+        abandoned = soak.get("gangs_abandoned_by_reason") or {}
+        rows.append(
+            (
+                "soak: waiting gangs given up, by reason",
+                ", ".join(f"{k} {v}" for k, v in sorted(abandoned.items())) or "none",
+            )
+        )
         trend = soak["session_median_first_last_third"]
         rows.append(
             (

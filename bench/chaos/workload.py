@@ -31,7 +31,7 @@ from tests.e2e.harness import (
 )
 
 Obj = dict[str, Any]
-FINISHED = ("Succeeded", "Failed")
+FINISHED_PHASES = ("Succeeded", "Failed")
 DURATION = "sim.muster.dev/duration"
 MIN_MEMBER = "scheduling.volcano.sh/group-min-member"
 NAMESPACES = ("chaos-a", "chaos-b")
@@ -57,8 +57,10 @@ class Workload:
     gangs: list[tuple[str, str]] = field(default_factory=list)
     # `refused` is counted from the threads that create a big gang's pods.
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    # When each gang was first seen with every pod finished (clean_finished).
-    _finished_since: dict[tuple[str, str], float] = field(default_factory=dict)
+    # Gangs given up by `tidy`, by the reason their PodGroup gave for waiting.
+    abandoned: dict[str, int] = field(default_factory=dict)
+    # Per gang `tidy` may delete: the state it was in and since when it was seen so.
+    _since: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
 
     def _count(self, kind: str) -> None:
         self.created[kind] = self.created.get(kind, 0) + 1
@@ -241,32 +243,57 @@ class Workload:
                     grace_period_seconds=0,
                 )
 
-    def clean_finished(self, now: float, after: float) -> None:
-        """As a Job's ttlSecondsAfterFinished and the pod garbage collector do: delete the
-        pods and the PodGroup of every gang whose pods have all finished `after` seconds
-        ago, so a soak holds a steady cluster rather than every object it ever made."""
-        cluster = self.chaos.cluster
-        gangs: dict[tuple[str, str], list[Obj]] = {}
+    def tidy(self, now: float, finished_after: float, abandon_after: float = 0.0) -> int:
+        """What a cluster's users and controllers do with old work, so that a soak holds a
+        steady cluster rather than every object it ever made; returns the pods waiting for a
+        node (what the soak's arrivals wait on).
+
+        As a Job's ttlSecondsAfterFinished and the pod garbage collector do, the pods and the
+        PodGroup of a gang whose pods all finished `finished_after` seconds ago are deleted.
+        With `abandon_after`, a gang that has waited that long with nothing running (its
+        minMember raised past its pods, a member lost to preemption, bigger than the cluster)
+        is deleted as its user would give up on it, and counted by the reason its PodGroup
+        gave; so is a PodGroup left with no pods at all."""
+        podgroups = {_key(pg): pg for pg in self.chaos.podgroups()}
+        gangs: dict[tuple[str, str], list[Obj]] = {key: [] for key in podgroups}
+        pending = 0
         for pod in self.chaos.pods():
+            if not (pod.get("spec") or {}).get("nodeName"):
+                pending += 1
             group = (pod["metadata"].get("annotations") or {}).get(GROUP_NAME)
             if group:
                 gangs.setdefault((pod["metadata"]["namespace"], group), []).append(pod)
         for key, pods in gangs.items():
-            done = all((p.get("status") or {}).get("phase") in FINISHED for p in pods)
-            if not done:
-                self._finished_since.pop(key, None)
+            state = gang_state(pods)
+            if state == RUNNING or (state == WAITING and not abandon_after):
+                self._since.pop(key, None)
                 continue
-            since = self._finished_since.setdefault(key, now)
-            if now - since < after:
+            since = self._since.setdefault(key, (state, now))
+            if since[0] != state:
+                since = self._since[key] = (state, now)
+            if now - since[1] < (finished_after if state == FINISHED else abandon_after):
                 continue
-            namespace, group = key
-            for pod in pods:
-                self.chaos.attempt(
-                    cluster.core.delete_namespaced_pod,
-                    pod["metadata"]["name"],
-                    namespace,
-                    grace_period_seconds=0,
-                )
+            self._delete_gang(key, pods, key in podgroups)
+            del self._since[key]
+            if state == FINISHED:
+                self._count("finished gangs cleaned")
+                continue
+            self._count("waiting gangs abandoned")
+            reason = wait_reason(podgroups.get(key)) if pods else "no pods"
+            self.abandoned[reason] = self.abandoned.get(reason, 0) + 1
+        return pending
+
+    def _delete_gang(self, key: tuple[str, str], pods: list[Obj], has_podgroup: bool) -> None:
+        cluster = self.chaos.cluster
+        namespace, group = key
+        for pod in pods:
+            self.chaos.attempt(
+                cluster.core.delete_namespaced_pod,
+                pod["metadata"]["name"],
+                namespace,
+                grace_period_seconds=0,
+            )
+        if has_podgroup:
             self.chaos.attempt(
                 cluster.custom.delete_namespaced_custom_object,
                 GROUP,
@@ -275,8 +302,6 @@ class Workload:
                 "podgroups",
                 group,
             )
-            del self._finished_since[key]
-            self._count("finished gangs cleaned")
 
     def tick(self) -> None:
         """One step of arrivals: mostly gangs, some bare pods and Jobs, rare edits."""
@@ -300,3 +325,35 @@ class Workload:
                 self.refused += 1
             return False
         return True
+
+
+FINISHED, WAITING, RUNNING = "finished", "waiting", "running"
+
+
+def gang_state(pods: list[Obj]) -> str:
+    """A gang's members at a glance: `running` while one holds a node and has not finished;
+    else `waiting` while one waits for a node; else `finished` (a gang with no pods left
+    waits: its PodGroup is all there is)."""
+    waiting = False
+    for pod in pods:
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in FINISHED_PHASES:
+            continue
+        if (pod.get("spec") or {}).get("nodeName"):
+            return RUNNING
+        waiting = True
+    return WAITING if waiting or not pods else FINISHED
+
+
+def wait_reason(podgroup: Obj | None) -> str:
+    """The reason of a PodGroup's Unschedulable condition, else its phase."""
+    status = (podgroup or {}).get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
+            return str(condition.get("reason") or "Unschedulable")
+    return f"phase {status.get('phase') or 'unset'}"
+
+
+def _key(podgroup: Obj) -> tuple[str, str]:
+    meta = podgroup["metadata"]
+    return str(meta["namespace"]), str(meta["name"])

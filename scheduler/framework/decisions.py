@@ -156,3 +156,6 @@ class SessionResult:
     dequeued: list[str] = field(default_factory=list)
     # Seconds per action ("allocate") and per plugin ("plugin:gang"), for metrics.
     timings: dict[str, float] = field(default_factory=dict)
+    # Pods of ours waiting for a node when the session ended, attempted or not: a gang
+    # waiting out its backoff is not tried, so `unschedulable` has no message for it.
+    pending: int = 0

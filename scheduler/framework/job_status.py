@@ -257,6 +257,8 @@ def close_result(
         if update is not None and not job.shadow:
             result.podgroups.append(update)
         result.unschedulable.extend(pod_messages(job))
+        result.pending += job.count(TaskStatus.PENDING)
+    result.pending += len(snapshot.orphans)
     for orphan in snapshot.orphans.values():
         result.unschedulable.append(
             PodUnschedulable(

@@ -114,6 +114,19 @@ def test_failing_gang_is_retried_with_exponential_backoff() -> None:
         assert bool(result.binds) is due, (count, wait)
 
 
+def test_gang_waiting_out_its_backoff_still_counts_as_pending() -> None:
+    # Not tried this session, so it gets no message; its pods wait all the same
+    # (muster_pending_pods read 0 between two attempts of a gang that cannot fit).
+    job = gang("g", 2, cpu=8)
+    snap = snapshot([node("n0", cpu=4)], [job])
+    snap.now = NOW + 0.5
+    snap.failures = {job.key: PlacementFailures(1, NOW)}
+    result = schedule(snap, timeout_config())
+    assert result.attempts == {}
+    assert result.unschedulable == []
+    assert result.pending == 2
+
+
 def test_nominated_gang_ignores_its_backoff() -> None:
     job = gang("g", 2)
     snap = snapshot([node("n0", cpu=4)], [job])

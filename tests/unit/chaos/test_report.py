@@ -79,3 +79,18 @@ def test_the_soak_table_names_tasks_cached_pods_and_unanswered_scrapes() -> None
     assert "| soak: event-loop tasks after warm-up, first/last" in text
     assert "70 / 70" in text and "300 / 300" in text
     assert "| soak: /metrics scrapes unanswered" in text and "| 2 |" in text
+
+
+def test_the_soak_table_counts_arrivals_held_back_and_gangs_given_up_by_reason() -> None:
+    first, second = trial(320), trial(321)
+    for soak in (first, second):
+        soak.samples = [sample(float(t), 1, rss=100, threads=4, sockets=9) for t in (0, 400)]
+        soak.arrivals_held_back = 3
+        soak.abandoned = {"NotEnoughTasks": 2}
+    second.abandoned = {"NotEnoughTasks": 1, "no pods": 4}
+    doc = figures([first, second])
+    assert doc["soak"]["arrivals_held_back"] == 6
+    assert doc["soak"]["gangs_abandoned_by_reason"] == {"NotEnoughTasks": 3, "no pods": 4}
+    text = table({**doc, "seed": 320})
+    assert "| soak: arrivals held back (backlog)" in text and "| 6 |" in text
+    assert "NotEnoughTasks 3, no pods 4" in text

@@ -47,7 +47,8 @@ def test_a_session_is_timed_whole_per_action_and_per_plugin() -> None:
 def test_only_unschedulable_pods_count_as_attempts_but_every_pending_pod_is_pending() -> None:
     metrics = Metrics()
     result = SessionResult(
-        unschedulable=[pending("a"), pending("b"), pending("gated", "SchedulingGated")]
+        unschedulable=[pending("a"), pending("b"), pending("gated", "SchedulingGated")],
+        pending=3,
     )
     metrics.observe_session(result, decide_seconds=0.0, total_seconds=0.0)
     assert value(metrics, "muster_schedule_attempts_total", result="unschedulable") == 2
@@ -57,7 +58,7 @@ def test_only_unschedulable_pods_count_as_attempts_but_every_pending_pod_is_pend
 def test_a_session_without_unschedulable_pods_adds_no_attempts() -> None:
     metrics = Metrics()
     metrics.observe_session(
-        SessionResult(unschedulable=[pending("gated", "SchedulingGated")]),
+        SessionResult(unschedulable=[pending("gated", "SchedulingGated")], pending=1),
         decide_seconds=0.0,
         total_seconds=0.0,
     )
