@@ -68,10 +68,36 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
                 sum((Counter(t.abandoned) for t in trials), Counter())
             ),
             "session_median_first_last_third": trend,
+            # every sample, for a reader to tell a leak from a pool or a backlog that grew
+            "series": series(samples),
         }
     if fuzz is not None:
         doc["fuzz"] = fuzz
     return doc
+
+
+SERIES_KEYS = ("replica", "rss", "sockets", "tasks", "pods", "session_mean")
+
+
+def series(samples: list[dict[str, float]]) -> list[dict[str, float]]:
+    """The soak's samples, seconds from the first, RSS in MiB, sessions in ms."""
+    if not samples:
+        return []
+    start = samples[0]["time"]
+    out = []
+    for sample in samples:
+        row = {"t": round(sample["time"] - start, 1)}
+        for key in SERIES_KEYS:
+            if key not in sample:
+                continue
+            value = sample[key]
+            if key == "rss":
+                value /= 2**20
+            elif key == "session_mean":
+                value *= 1000
+            row[key] = round(value, 1)
+        out.append(row)
+    return out
 
 
 def table(doc: dict[str, Any]) -> str:

@@ -94,3 +94,26 @@ def test_the_soak_table_counts_arrivals_held_back_and_gangs_given_up_by_reason()
     text = table({**doc, "seed": 320})
     assert "| soak: arrivals held back (backlog)" in text and "| 6 |" in text
     assert "NotEnoughTasks 3, no pods 4" in text
+
+
+def test_the_soak_figures_keep_every_sample_in_readable_units() -> None:
+    soak = trial(320)
+    soak.samples = [
+        sample(1000.0, 1, rss=100 * 2**20, threads=2, sockets=9, tasks=70, pods=300),
+        sample(
+            1010, 1, rss=101 * 2**20, threads=2, sockets=10, tasks=70, pods=310, session_mean=0.0125
+        ),
+    ]
+    rows = figures([soak])["soak"]["series"]
+    assert rows == [
+        {"t": 0.0, "replica": 1.0, "rss": 100.0, "sockets": 9.0, "tasks": 70.0, "pods": 300.0},
+        {
+            "t": 10.0,
+            "replica": 1.0,
+            "rss": 101.0,
+            "sockets": 10.0,
+            "tasks": 70.0,
+            "pods": 310.0,
+            "session_mean": 12.5,
+        },
+    ]
