@@ -41,8 +41,11 @@ from scheduler.session_gate import SessionGate
 
 log = logging.getLogger("muster.scheduler")
 
-# Connections of the bind lane: one per binder worker (Binder's default concurrency).
-BIND_CONNECTIONS = 64
+# The bind lane: its connections, and the binds written on each before their answers come
+# (kube/pipeline.py); the binder has one worker per bind in flight.
+BIND_CONNECTIONS = 16
+BIND_DEPTH = 4
+BIND_WORKERS = BIND_CONNECTIONS * BIND_DEPTH
 # Connections of the event lane, one per event writer (the recorder's workers).
 EVENT_CONNECTIONS = 4
 # Every how many sessions the writers drop what they keep about objects that are gone.
@@ -82,7 +85,7 @@ class SchedulerProcess:
         # Lanes of their own (connection pools; the rate limit is shared): a bind never waits
         # for a connection behind an event, a status write or a watch, and events, written by
         # one worker per connection from a bounded queue, never take more than their few.
-        self.bind_client = self.client.lane(BIND_CONNECTIONS)
+        self.bind_client = self.client.lane(BIND_CONNECTIONS, depth=BIND_DEPTH)
         self.event_client = self.client.lane(EVENT_CONNECTIONS)
         self.recorder = EventRecorder(self.event_client, self.metrics, workers=EVENT_CONNECTIONS)
         # Read by the metrics thread: a length, read whole.
@@ -105,6 +108,7 @@ class SchedulerProcess:
             self.metrics,
             may_bind=self.is_leader,
             bind_client=self.bind_client,
+            bind_workers=BIND_WORKERS,
         )
         self.reflectors = world_reflectors(
             self.client, self.world, self.metrics, page_size=options.list_page_size

@@ -122,16 +122,24 @@ class Effects:
         *,
         may_bind: Callable[[], bool],
         bind_client: KubeClient | None = None,
+        bind_workers: int = 64,
     ) -> Effects:
         """The effects of a scheduler process: its writer and evictor on `client`, its binder
         on `bind_client` (a lane of its own, so no bind waits for a connection behind status
-        writes; `client` when not given)."""
+        writes; `client` when not given) with `bind_workers` binds in flight."""
         writer = StatusWriter(client, recorder)
         for lane in writer.waiting():
             metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
         return cls(
             cache=world,
-            binder=Binder(bind_client or client, world, recorder, metrics, may_bind=may_bind),
+            binder=Binder(
+                bind_client or client,
+                world,
+                recorder,
+                metrics,
+                concurrency=bind_workers,
+                may_bind=may_bind,
+            ),
             writer=writer,
             evictor=Evictor(client, recorder, may_evict=may_bind),
             recorder=recorder,

@@ -29,6 +29,7 @@ from scheduler.kube.errors import (
     is_retryable,
     status_error,
 )
+from scheduler.kube.pipeline import Pipeline
 from scheduler.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -86,11 +87,17 @@ class KubeClient:
         self._headers: dict[str, str] = {}
         self._headers_at = 0.0
         self._request_timeout = aiohttp.ClientTimeout(total=timeout)
+        # Requests without a query go on pipelined connections when set (a lane's choice).
+        self._pipeline: Pipeline | None = None
 
-    def lane(self, connections: int) -> KubeClient:
+    def lane(self, connections: int, *, depth: int = 0) -> KubeClient:
         """A client to the same server with a connection pool of its own (its requests never
         wait for a connection behind this client's) and this client's rate limit, shared:
-        binds, events and the rest each get a lane, and --kube-api-qps still bounds all."""
+        binds, events and the rest each get a lane, and --kube-api-qps still bounds all.
+
+        With `depth`, the lane's requests without a query are pipelined, `depth` at a time
+        on each of its connections (kube/pipeline.py): only for requests that are safe to
+        send twice, as a broken connection sends what was in flight on it again."""
         twin = KubeClient(
             self.configuration,
             retries=self.retries,
@@ -98,6 +105,10 @@ class KubeClient:
             timeout=self._timeout,
         )
         twin._limiter = self._limiter
+        if depth:
+            twin._pipeline = Pipeline(
+                self.configuration, connections=connections, depth=depth, timeout=self._timeout
+            )
         return twin
 
     async def __aenter__(self) -> KubeClient:
@@ -140,6 +151,8 @@ class KubeClient:
 
     async def close(self) -> None:
         """Close the connection pool."""
+        if self._pipeline is not None:
+            self._pipeline.close()
         if self._gated is not None:
             await self._gated.close()
             self._gated = None
@@ -175,18 +188,22 @@ class KubeClient:
             headers = self._auth()
             headers = {**headers, "Content-Type": content_type} if data is not None else headers
             try:
-                async with self._pool(gated=gate is not None).request(
-                    method,
-                    url,
-                    params=params,
-                    data=data,
-                    headers=headers,
-                    timeout=self._request_timeout,
-                    trace_request_ctx=gate,
-                ) as response:
-                    payload = await response.read()
-                    code = response.status
-                    retry_after = response.headers.get("Retry-After")
+                if self._pipeline is not None and params is None:
+                    answer = await self._pipeline.send(method, path, headers, data, gate)
+                    payload, code, retry_after = answer.body, answer.code, answer.retry_after
+                else:
+                    async with self._pool(gated=gate is not None).request(
+                        method,
+                        url,
+                        params=params,
+                        data=data,
+                        headers=headers,
+                        timeout=self._request_timeout,
+                        trace_request_ctx=gate,
+                    ) as response:
+                        payload = await response.read()
+                        code = response.status
+                        retry_after = response.headers.get("Retry-After")
             except (TimeoutError, aiohttp.ClientError, OSError) as error:
                 if not retry or attempt >= self.retries:
                     raise TransportError(f"{method} {path}: {error!r}") from error

@@ -8,7 +8,14 @@ from pathlib import Path
 from kubernetes import client as k8s_client
 
 from scheduler.kube.client import KubeClient
-from scheduler.server import BIND_CONNECTIONS, EVENT_CONNECTIONS, SchedulerOptions, SchedulerProcess
+from scheduler.server import (
+    BIND_CONNECTIONS,
+    BIND_DEPTH,
+    BIND_WORKERS,
+    EVENT_CONNECTIONS,
+    SchedulerOptions,
+    SchedulerProcess,
+)
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -59,8 +66,14 @@ def test_the_scheduler_binds_and_writes_events_each_in_a_lane_of_its_own(tmp_pat
     assert len(clients) == 3
     assert getattr(binder, "client", None) is process.bind_client
     assert process.recorder.client is process.event_client
-    assert process.bind_client._connections == BIND_CONNECTIONS == getattr(binder, "concurrency", 0)
+    assert process.bind_client._connections == BIND_CONNECTIONS
+    # binds are pipelined, BIND_DEPTH on each connection, one binder worker per bind in flight
+    pipeline = process.bind_client._pipeline
+    assert pipeline is not None
+    assert (pipeline.connections, pipeline.depth) == (BIND_CONNECTIONS, BIND_DEPTH)
+    assert getattr(binder, "concurrency", 0) == BIND_WORKERS == BIND_CONNECTIONS * BIND_DEPTH
     assert process.event_client._connections == EVENT_CONNECTIONS
+    assert process.event_client._pipeline is None and process.client._pipeline is None
     # statuses, evictions and watches stay on the main client
     assert all(r.client is process.client for r in process.reflectors)
     assert getattr(process.effects.writer, "client", None) is process.client
