@@ -96,7 +96,7 @@ class EventRecorder:
         per_second: float = 50.0,
         burst: int = 200,
         queue_size: int = QUEUE_SIZE,
-        workers: int = 4,
+        workers: int,
     ) -> None:
         if queue_size < 1 or workers < 1:
             raise ValueError(f"queue_size {queue_size} and workers {workers} must be at least 1")
@@ -143,20 +143,29 @@ class EventRecorder:
         return 0 if self._queue is None else self._queue.qsize()
 
     def _started(self) -> asyncio.Queue[_Event]:
-        if self._queue is None:
-            self._queue = asyncio.Queue(self.queue_size)
-            loop = asyncio.get_running_loop()
-            self._workers = [
-                loop.create_task(self._work(self._queue), name=f"event-writer-{index}")
-                for index in range(self.workers)
-            ]
-        return self._queue
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = asyncio.Queue(self.queue_size)
+            self._workers = [self._writer(queue, index) for index in range(self.workers)]
+        elif any(worker.done() for worker in self._workers):
+            # A writer ends only by cancellation, which close() alone does; one cancelled
+            # from elsewhere would leave the queue filling with nobody to write it, so it
+            # is replaced (and said) rather than lost quietly.
+            for index, worker in enumerate(self._workers):
+                if worker.done():
+                    log.warning("event writer %d had stopped; starting it again", index)
+                    self._workers[index] = self._writer(queue, index)
+        return queue
+
+    def _writer(self, queue: asyncio.Queue[_Event], index: int) -> asyncio.Task[None]:
+        loop = asyncio.get_running_loop()
+        return loop.create_task(self._work(queue), name=f"event-writer-{index}")
 
     async def _work(self, queue: asyncio.Queue[_Event]) -> None:
         while True:
             event = await queue.get()
             try:
-                await self._write(event.ref, event.event_type, event.reason, event.message)
+                await self._write(event)
             except Exception:
                 # A bug in writing one event must not stop the events after it.
                 log.exception("event %s on %s: not written", event.reason, event.ref.name)
@@ -185,7 +194,8 @@ class EventRecorder:
         for key in [k for k, t in self._recent.items() if now - t >= self.window]:
             del self._recent[key]
 
-    async def _write(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
+    async def _write(self, event: _Event) -> None:
+        ref, reason = event.ref, event.reason
         stamp = now_rfc3339()
         namespace = ref.namespace or "default"
         body = {
@@ -203,8 +213,8 @@ class EventRecorder:
                 "uid": ref.uid,
             },
             "reason": reason,
-            "message": message[:1024],
-            "type": event_type,
+            "message": event.message[:1024],
+            "type": event.event_type,
             "source": {"component": COMPONENT},
             "reportingComponent": COMPONENT,
             "reportingInstance": self.instance,

@@ -27,7 +27,7 @@ def record_once(code: int) -> Refusing:
     client = Refusing(code)
 
     async def scenario() -> None:
-        recorder = EventRecorder(client, Metrics())  # type: ignore[arg-type]
+        recorder = EventRecorder(client, Metrics(), workers=1)  # type: ignore[arg-type]
         recorder.record(ObjectRef("Pod", "v1", "ml", "w-0", "u"), "Normal", "Scheduled", "m")
         await recorder.drain()
 

@@ -106,3 +106,21 @@ def test_a_writer_survives_an_unexpected_error_and_writes_the_next_events() -> N
         return server.written
 
     assert asyncio.run(scenario()) == ["w-1", "w-2"]
+
+
+def test_a_writer_cancelled_from_elsewhere_is_replaced_when_the_next_event_comes() -> None:
+    async def scenario() -> list[str]:
+        server = Stalled()
+        server.open.set()
+        recorder = EventRecorder(server, Metrics(), workers=1)  # type: ignore[arg-type]
+        recorder.record(pod(0), "Normal", "Scheduled", "m")
+        await recorder.drain()
+        (writer,) = [t for t in asyncio.all_tasks() if t.get_name() == "event-writer-0"]
+        writer.cancel()
+        await asyncio.gather(writer, return_exceptions=True)
+        recorder.record(pod(1), "Normal", "Scheduled", "m")
+        await asyncio.wait_for(recorder.drain(), timeout=5)
+        await recorder.close()
+        return server.written
+
+    assert asyncio.run(scenario()) == ["w-0", "w-1"]

@@ -23,7 +23,7 @@ def flood_then(reason: str) -> tuple[Server, Metrics]:
     metrics = Metrics()
 
     async def scenario() -> None:
-        recorder = EventRecorder(server, metrics, per_second=0.001, burst=5)  # type: ignore[arg-type]
+        recorder = EventRecorder(server, metrics, per_second=0.001, burst=5, workers=1)  # type: ignore[arg-type]
         for index in range(50):  # 50 binds: more Scheduled events than the burst
             recorder.record(ObjectRef("Pod", "v1", "ml", f"w-{index}"), "Normal", "Scheduled", "m")
         recorder.record(ObjectRef("Queue", "", "", "bad"), "Warning", reason, "spec.capability")
