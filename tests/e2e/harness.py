@@ -566,6 +566,17 @@ def condition(obj: Obj, kind: str) -> Obj | None:
     return None
 
 
+def wait_for_phase(
+    cluster: Cluster, namespace: str, name: str, phase: str, timeout: float = 10.0
+) -> None:
+    """Wait until the PodGroup's status.phase is `phase`; fail naming what the namespace shows."""
+    wait_for(
+        lambda: cluster.podgroup(namespace, name).get("status", {}).get("phase") == phase,
+        timeout=timeout,
+        message=lambda: f"podgroup {name} {phase}\n{cluster.describe(namespace)}",
+    )
+
+
 def placement_verdict(podgroup: Obj) -> Obj | None:
     """The PodGroup's Unschedulable=True condition once it is about placing the gang. While
     its pods are still being created the gang first says it waits for them (NotEnoughTasks:

@@ -8,7 +8,15 @@ import time
 import pytest
 
 from tests.e2e.conftest import StartScheduler
-from tests.e2e.harness import Cluster, bound, condition, make_gang, placement_verdict, wait_for
+from tests.e2e.harness import (
+    Cluster,
+    bound,
+    condition,
+    make_gang,
+    placement_verdict,
+    wait_for,
+    wait_for_phase,
+)
 
 UNSCHEDULABLE = re.compile(r"\d+/4 tasks in gang unschedulable: 0/\d+ nodes are available")
 
@@ -37,11 +45,7 @@ def test_gang_of_four_waits_for_its_last_member_then_is_placed_at_once(
         timeout=2 * scheduler.period + 2,
         message=lambda: f"all 4 members bound\n{cluster.describe(namespace)}",
     )
-    wait_for(
-        lambda: cluster.podgroup(namespace, "train").get("status", {}).get("phase") == "Running",
-        timeout=5,
-        message=lambda: f"podgroup train Running\n{cluster.describe(namespace)}",
-    )
+    wait_for_phase(cluster, namespace, "train", "Running", timeout=5)
 
 
 @pytest.mark.nodes(2, "2")

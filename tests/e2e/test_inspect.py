@@ -34,6 +34,7 @@ from tests.e2e.harness import (
     make_podgroup,
     scheduler_conf,
     wait_for,
+    wait_for_phase,
 )
 
 PREEMPTING = "enqueue, allocate, preempt, reclaim, backfill"
@@ -103,11 +104,7 @@ def test_explain_of_a_running_gang_names_each_members_node_and_exits_0(
     start_scheduler()
     podgroup, pods = make_gang("small", 2, cpu="1")
     cluster.submit(namespace, podgroup, pods)
-    wait_for(
-        lambda: cluster.podgroup(namespace, "small").get("status", {}).get("phase") == "Running",
-        timeout=10,
-        message=lambda: f"podgroup small Running\n{cluster.describe(namespace)}",
-    )
+    wait_for_phase(cluster, namespace, "small", "Running", timeout=10)
     # Running counts members placed in the session, so it may be written before their binds
     # land (as Volcano's phase): wait for the binds too.
     placements = wait_for(
@@ -139,11 +136,7 @@ def test_status_all_namespaces_json_lists_the_queues_and_podgroups_with_why_they
         timeout=10,
         message=lambda: f"Unschedulable condition on podgroup big\n{cluster.describe(namespace)}",
     )
-    wait_for(
-        lambda: cluster.podgroup(namespace, "fits").get("status", {}).get("phase") == "Running",
-        timeout=10,
-        message=lambda: f"podgroup fits Running\n{cluster.describe(namespace)}",
-    )
+    wait_for_phase(cluster, namespace, "fits", "Running", timeout=10)
     wait_for(
         lambda: all(cluster.placements(namespace).get(f"fits-{i}") for i in range(2)),
         timeout=10,

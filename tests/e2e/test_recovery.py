@@ -16,6 +16,7 @@ from tests.e2e.harness import (
     node_names,
     scheduled_events,
     wait_for,
+    wait_for_phase,
 )
 
 GANGS = 6
@@ -128,8 +129,4 @@ def test_gang_left_part_bound_whose_bound_members_finished_is_completed(
         timeout=15,
         message=lambda: f"the last 3 members bound\n{cluster.describe(namespace)}",
     )
-    wait_for(
-        lambda: cluster.podgroup(namespace, "cut").get("status", {}).get("phase") == "Running",
-        timeout=10,
-        message=lambda: f"podgroup cut Running\n{cluster.describe(namespace)}",
-    )
+    wait_for_phase(cluster, namespace, "cut", "Running", timeout=10)
