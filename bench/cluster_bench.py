@@ -10,7 +10,8 @@ nodes in a namespace of its own that it deletes afterwards), creates the gangs (
 the scheduler starts, or --rate pods/s while it runs), starts one scheduler process and watches the
 pods until all are bound. Runners:
 
-  ceiling  posts bindings round-robin with no decisions, 128 in flight: the API server's limit
+  ceiling  posts bindings round-robin with no decisions, 128 in flight on pipelined connections
+           (as muster binds): the API server's limit
   naive    first-fit, one pod at a time, each bind awaited: a one-at-a-time scheduler
   muster   `muster scheduler --no-leader-elect --schedule-period 0.2s`
   NAME     any `--scheduler-cmd NAME=CMD` (kube-scheduler, Volcano, another muster): CMD's

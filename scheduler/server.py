@@ -43,7 +43,7 @@ log = logging.getLogger("muster.scheduler")
 
 # The bind lane: its connections, and the binds written on each before their answers come
 # (kube/pipeline.py); the binder has one worker per bind in flight.
-BIND_CONNECTIONS = 16
+BIND_CONNECTIONS = 32
 BIND_DEPTH = 4
 BIND_WORKERS = BIND_CONNECTIONS * BIND_DEPTH
 # Connections of the event lane, one per event writer (the recorder's workers).
@@ -202,6 +202,7 @@ class SchedulerProcess:
     def _session(self) -> None:
         # The generations the session sees: changes that arrive while it runs get the next.
         generation, status_generation = self.world.generation, self.world.status_generation
+        began = time.monotonic()
         try:
             self.cycle()
         except Exception as error:
@@ -214,8 +215,12 @@ class SchedulerProcess:
                 log.exception("scheduling cycle failed")
                 self._last_cycle_error = text
             return
+        ended = time.monotonic()
         self.gate.session_ran(
-            generation=generation, status_generation=status_generation, now=time.monotonic()
+            generation=generation,
+            status_generation=status_generation,
+            now=ended,
+            seconds=ended - began,
         )
         self._last_cycle_error = ""
         self.metrics.cycles.labels("session").inc()

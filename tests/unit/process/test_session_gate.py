@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.session_gate import RESYNC_SECONDS, STATUS_REFRESH_SECONDS, SessionGate
+from scheduler.session_gate import (
+    RESYNC_SECONDS,
+    STATUS_REFRESH_SECONDS,
+    STATUS_SHARE,
+    SessionGate,
+)
 
 LAST_SESSION = 500.0
 
@@ -62,4 +67,30 @@ def test_the_generations_of_the_last_session_are_the_ones_compared() -> None:
     )
     assert gate.needs_session(
         generation=7, status_generation=5, reloaded=False, now=LAST_SESSION + 2.5
+    )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "since", "runs"),
+    [
+        pytest.param(0.01, STATUS_REFRESH_SECONDS, True, id="cheap-session-refreshes-each-second"),
+        pytest.param(0.1, STATUS_REFRESH_SECONDS, False, id="costly-session-refreshes-later"),
+        pytest.param(0.1, 0.1 * STATUS_SHARE - 0.01, False, id="not-before-its-share"),
+        pytest.param(0.1, 0.1 * STATUS_SHARE, True, id="at-its-share"),
+    ],
+)
+def test_status_only_sessions_take_at_most_their_share_of_the_loop(
+    seconds: float, since: float, runs: bool
+) -> None:
+    gate = SessionGate()
+    gate.session_ran(generation=7, status_generation=3, now=LAST_SESSION, seconds=seconds)
+    assert (
+        gate.needs_session(
+            generation=7, status_generation=4, reloaded=False, now=LAST_SESSION + since
+        )
+        is runs
+    )
+    # a change that can move a decision never waits for the share
+    assert gate.needs_session(
+        generation=8, status_generation=4, reloaded=False, now=LAST_SESSION + 0.01
     )
