@@ -12,7 +12,7 @@ from scheduler import gc_policy
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.cache.wiring import LIST_PAGE_SIZE
 from scheduler.logs import configure
-from scheduler.server import SchedulerOptions, SchedulerProcess
+from scheduler.server import BIND_CONNECTIONS, BIND_DEPTH, SchedulerOptions, SchedulerProcess
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
 
@@ -73,6 +73,13 @@ def add_parser(subparsers: Any) -> None:
         default=LIST_PAGE_SIZE,
         help=f"objects per page of the initial lists (default {LIST_PAGE_SIZE})",
     )
+    parser.add_argument(
+        "--bind-pipeline-depth",
+        type=positive_int,
+        default=BIND_DEPTH,
+        help=f"binds in flight on each of the bind lane's {BIND_CONNECTIONS} connections "
+        f"(default {BIND_DEPTH}; 1 for a proxy that does not take HTTP/1.1 pipelining)",
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(func=run_scheduler)
@@ -93,6 +100,7 @@ def options_from_args(args: argparse.Namespace) -> SchedulerOptions:
         qps=args.kube_api_qps,
         burst=args.kube_api_burst,
         list_page_size=args.list_page_size,
+        bind_depth=args.bind_pipeline_depth,
     )
 
 

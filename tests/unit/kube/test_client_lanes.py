@@ -11,7 +11,6 @@ from scheduler.kube.client import KubeClient
 from scheduler.server import (
     BIND_CONNECTIONS,
     BIND_DEPTH,
-    BIND_WORKERS,
     EVENT_CONNECTIONS,
     SchedulerOptions,
     SchedulerProcess,
@@ -71,9 +70,21 @@ def test_the_scheduler_binds_and_writes_events_each_in_a_lane_of_its_own(tmp_pat
     pipeline = process.bind_client._pipeline
     assert pipeline is not None
     assert (pipeline.connections, pipeline.depth) == (BIND_CONNECTIONS, BIND_DEPTH)
-    assert getattr(binder, "concurrency", 0) == BIND_WORKERS == BIND_CONNECTIONS * BIND_DEPTH
+    assert getattr(binder, "concurrency", 0) == BIND_CONNECTIONS * BIND_DEPTH
     assert process.event_client._connections == EVENT_CONNECTIONS
     assert process.event_client._pipeline is None and process.client._pipeline is None
     # statuses, evictions and watches stay on the main client
     assert all(r.client is process.client for r in process.reflectors)
     assert getattr(process.effects.writer, "client", None) is process.client
+
+
+def test_the_pipeline_depth_flag_sets_the_binds_in_flight_on_each_connection(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    options = SchedulerOptions(kubeconfig=str(kubeconfig), leader_elect=False, bind_depth=1)
+    process = SchedulerProcess(options)
+    pipeline = process.bind_client._pipeline
+    assert pipeline is not None and pipeline.depth == 1
+    assert getattr(process.effects.binder, "concurrency", 0) == BIND_CONNECTIONS

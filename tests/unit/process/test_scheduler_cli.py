@@ -45,6 +45,7 @@ def test_without_flags_the_options_are_the_defaults() -> None:
         pytest.param(["--kube-api-qps", "50"], "qps", 50.0, id="qps"),
         pytest.param(["--kube-api-burst", "7"], "burst", 7, id="burst"),
         pytest.param(["--list-page-size", "250"], "list_page_size", 250, id="list-page-size"),
+        pytest.param(["--bind-pipeline-depth", "1"], "bind_depth", 1, id="bind-pipeline-depth"),
     ],
 )
 def test_each_flag_sets_its_option(flags: list[str], field: str, expected: object) -> None:
@@ -64,4 +65,12 @@ def test_a_list_page_size_of_zero_is_refused_naming_the_value(
 ) -> None:
     with pytest.raises(SystemExit):
         options("--list-page-size", "0")
+    assert "'0' is not a whole number above 0" in capsys.readouterr().err
+
+
+def test_a_bind_pipeline_depth_of_zero_is_refused_naming_the_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        options("--bind-pipeline-depth", "0")
     assert "'0' is not a whole number above 0" in capsys.readouterr().err
