@@ -33,6 +33,7 @@ from scheduler.endpoints import EndpointThread, scheduler_routes, serve_in_threa
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
 from scheduler.health import Health
+from scheduler.heap import HeapTrimmer, glibc
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.lease import LeaderElector
@@ -81,6 +82,7 @@ class SchedulerProcess:
         self.options = options
         self.metrics = Metrics()
         self.config = ConfigSource(options.scheduler_conf)
+        self.heap = HeapTrimmer(glibc(), clock=time.monotonic)
         self.world = World(frozenset(options.scheduler_names), options.default_queue)
         self.client = KubeClient(
             load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst
@@ -199,6 +201,7 @@ class SchedulerProcess:
                 self.health.cycle_finished()
             self.metrics.observe_cache(self.world.counts())
             self.metrics.tasks.set(len(asyncio.all_tasks()))
+            self.heap.trim_if_due()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), timeout=period)
 

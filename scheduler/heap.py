@@ -1,0 +1,74 @@
+"""HeapTrimmer: gives the memory the process freed back to the operating system, now and then.
+
+glibc's malloc keeps freed memory in its heap for reuse and returns it only from the top of
+the heap, so a long-lived process whose objects come and go (pods, watch events, sessions'
+copies of the cluster) holds more and more pages it no longer uses, interleaved with ones it
+does. The chaos soak saw every replica's RSS climb all the time (the leader's by 21 MiB in an
+hour, a standby's by 6 MiB in 35 minutes) while the memory Python's objects took stayed flat
+(tracemalloc, 40-43 MiB in a standby); one malloc_trim(0), which releases the free pages
+inside the heap too, took 5.2 MiB back from a standby and 6.6 MiB from the leader at once. A
+container's memory limit counts these pages, so the scheduler trims about once a minute.
+Elsewhere than glibc it does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+# Seconds between two trims; one costs a walk of the heap, about a millisecond here.
+TRIM_EVERY = 60.0
+
+
+class _Libc(Protocol):
+    def malloc_trim(self, pad: int) -> int: ...
+
+
+def glibc() -> _Libc | None:
+    """The C library when it is glibc (it has malloc_trim), else None."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+    except OSError:
+        return None
+    if not hasattr(libc, "malloc_trim"):
+        return None
+    libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    libc.malloc_trim.restype = ctypes.c_int
+    return libc
+
+
+class HeapTrimmer:
+    """Calls malloc_trim(0) at most every `every` seconds of `clock` time."""
+
+    def __init__(
+        self,
+        libc: _Libc | None,
+        *,
+        every: float = TRIM_EVERY,
+        clock: Callable[[], float],
+    ) -> None:
+        self._libc = libc
+        self._every = every
+        self._clock = clock
+        self._last = clock()
+        self.trims = 0
+
+    def trim_if_due(self) -> bool:
+        """Trim when `every` seconds passed since the last; whether it did."""
+        if self._libc is None:
+            return False
+        now = self._clock()
+        if now - self._last < self._every:
+            return False
+        self._last = now
+        self._libc.malloc_trim(0)
+        self.trims += 1
+        return True

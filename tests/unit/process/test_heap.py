@@ -1,0 +1,38 @@
+"""The scheduler gives freed heap memory back about once a minute (glibc's malloc_trim)."""
+
+from __future__ import annotations
+
+from scheduler.heap import HeapTrimmer, glibc
+
+
+class FakeLibc:
+    def __init__(self) -> None:
+        self.pads: list[int] = []
+
+    def malloc_trim(self, pad: int) -> int:
+        self.pads.append(pad)
+        return 1
+
+
+def test_a_trim_at_most_every_interval_of_the_clock() -> None:
+    now = [100.0]
+    libc = FakeLibc()
+    trimmer = HeapTrimmer(libc, every=60.0, clock=lambda: now[0])
+    done = []
+    for moment in (100.0, 159.9, 160.0, 200.0, 220.0, 400.0):
+        now[0] = moment
+        done.append(trimmer.trim_if_due())
+    assert done == [False, False, True, False, True, True]
+    assert libc.pads == [0, 0, 0]  # malloc_trim(0): every free page, not only the top
+
+
+def test_without_glibc_nothing_is_trimmed() -> None:
+    trimmer = HeapTrimmer(None, every=0.0, clock=lambda: 1e9)
+    assert trimmer.trim_if_due() is False
+    assert trimmer.trims == 0
+
+
+def test_this_machine_s_glibc_is_found_and_trims() -> None:
+    libc = glibc()
+    assert libc is not None  # Debian's glibc, as in the image
+    assert libc.malloc_trim(0) in (0, 1)
