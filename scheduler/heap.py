@@ -1,4 +1,4 @@
-"""HeapTrimmer: gives the memory the process freed back to the operating system, now and then.
+"""The process's heap: big blocks in pages of their own, freed memory given back now and then.
 
 glibc's malloc keeps freed memory in its heap for reuse and returns it only from the top of
 the heap, so a long-lived process whose objects come and go (pods, watch events, sessions'
@@ -8,7 +8,16 @@ hour, a standby's by 6 MiB in 35 minutes) while the memory Python's objects took
 (tracemalloc, 40-43 MiB in a standby); one malloc_trim(0), which releases the free pages
 inside the heap too, took 5.2 MiB back from a standby and 6.6 MiB from the leader at once. A
 container's memory limit counts these pages, so the scheduler trims about once a minute.
-Elsewhere than glibc it does nothing.
+
+Trimming alone did not stop the leader's climb (about 4 MiB in 10 minutes, seed 380). glibc
+gives an allocation of 128 KiB or more pages of its own, but each time such a block is freed
+it raises that threshold to the block's size, so later big blocks (TLS read buffers, list
+pages, watch chunks, a session's lists over every pod) come from the heap and, freed, leave
+holes that trimming cannot close. With the threshold pinned at 128 KiB the leader's RSS
+stayed within 1 MiB over 10 minutes of the same soak (89.7-90.7 MiB) and rose only when a
+connection opened (about 0.3 MiB each, its TLS buffer).
+
+Elsewhere than glibc both do nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +34,20 @@ log = logging.getLogger(__name__)
 TRIM_EVERY = 60.0
 
 
+# glibc's mallopt parameter for the size from which an allocation gets pages of its own.
+M_MMAP_THRESHOLD = -3
+# Allocations this big or bigger (a TLS connection's 256 KiB read buffer, a list page, a
+# watch chunk, a session's lists over every pod) get pages of their own, returned to the OS
+# when freed. glibc's default starts here too but rises to the size of every such block
+# freed, after which those blocks come from the heap and, freed, leave holes among the
+# pages that live objects hold.
+MMAP_THRESHOLD = 128 * 1024
+
+
 class _Libc(Protocol):
     def malloc_trim(self, pad: int) -> int: ...
+
+    def mallopt(self, param: int, value: int) -> int: ...
 
 
 def glibc() -> _Libc | None:
@@ -42,7 +63,20 @@ def glibc() -> _Libc | None:
         return None
     libc.malloc_trim.argtypes = [ctypes.c_size_t]
     libc.malloc_trim.restype = ctypes.c_int
+    libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    libc.mallopt.restype = ctypes.c_int
     return libc
+
+
+def pin_mmap_threshold(libc: _Libc | None, threshold: int = MMAP_THRESHOLD) -> bool:
+    """Keep big allocations in pages of their own for the process's life (glibc's dynamic
+    threshold off); whether glibc took it. Elsewhere than glibc it does nothing."""
+    if libc is None:
+        return False
+    if libc.mallopt(M_MMAP_THRESHOLD, threshold) != 1:
+        log.warning("glibc refused an mmap threshold of %d bytes; its own is kept", threshold)
+        return False
+    return True
 
 
 class HeapTrimmer:

@@ -33,7 +33,7 @@ from scheduler.endpoints import EndpointThread, scheduler_routes, serve_in_threa
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
 from scheduler.health import Health
-from scheduler.heap import HeapTrimmer, glibc
+from scheduler.heap import HeapTrimmer, glibc, pin_mmap_threshold
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.lease import LeaderElector
@@ -82,7 +82,9 @@ class SchedulerProcess:
         self.options = options
         self.metrics = Metrics()
         self.config = ConfigSource(options.scheduler_conf)
-        self.heap = HeapTrimmer(glibc(), clock=time.monotonic)
+        libc = glibc()
+        pin_mmap_threshold(libc)
+        self.heap = HeapTrimmer(libc, clock=time.monotonic)
         self.world = World(frozenset(options.scheduler_names), options.default_queue)
         self.client = KubeClient(
             load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst

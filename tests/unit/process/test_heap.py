@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.heap import HeapTrimmer, glibc
+from scheduler.heap import M_MMAP_THRESHOLD, HeapTrimmer, glibc, pin_mmap_threshold
 
 
 class FakeLibc:
@@ -36,3 +36,29 @@ def test_this_machine_s_glibc_is_found_and_trims() -> None:
     libc = glibc()
     assert libc is not None  # Debian's glibc, as in the image
     assert libc.malloc_trim(0) in (0, 1)
+
+
+class RecordingLibc(FakeLibc):
+    def __init__(self, answer: int) -> None:
+        super().__init__()
+        self.answer = answer
+        self.options: list[tuple[int, int]] = []
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.options.append((param, value))
+        return self.answer
+
+
+def test_the_mmap_threshold_is_pinned_at_128_kib() -> None:
+    libc = RecordingLibc(answer=1)
+    assert pin_mmap_threshold(libc) is True
+    assert libc.options == [(M_MMAP_THRESHOLD, 128 * 1024)]
+
+
+def test_a_threshold_glibc_refuses_is_reported() -> None:
+    assert pin_mmap_threshold(RecordingLibc(answer=0)) is False
+    assert pin_mmap_threshold(None) is False
+
+
+def test_this_machine_s_glibc_takes_the_threshold() -> None:
+    assert pin_mmap_threshold(glibc()) is True
