@@ -48,7 +48,7 @@ class SessionGate:
         return since >= RESYNC_SECONDS
 
     def session_ran(
-        self, *, generation: int, status_generation: int, now: float, seconds: float = 0.0
+        self, *, generation: int, status_generation: int, now: float, seconds: float
     ) -> None:
         """A session over the world at these generations finished without an error at `now`,
         after `seconds`."""

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from scheduler.heap import M_MMAP_THRESHOLD, HeapTrimmer, glibc, pin_mmap_threshold
+import logging
+from pathlib import Path
+
+import pytest
+
+from scheduler import server
+from scheduler.heap import M_MMAP_THRESHOLD, TRIM_EVERY, HeapTrimmer, glibc, pin_mmap_threshold
+from tests.unit.kube.test_client_lanes import KUBECONFIG
 
 
 class FakeLibc:
@@ -55,9 +62,27 @@ def test_the_mmap_threshold_is_pinned_at_128_kib() -> None:
     assert libc.options == [(M_MMAP_THRESHOLD, 128 * 1024)]
 
 
-def test_a_threshold_glibc_refuses_is_reported() -> None:
-    assert pin_mmap_threshold(RecordingLibc(answer=0)) is False
+def test_a_threshold_glibc_refuses_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="scheduler.heap"):
+        assert pin_mmap_threshold(RecordingLibc(answer=0)) is False
+    assert "refused an mmap threshold of 131072 bytes" in caplog.text
     assert pin_mmap_threshold(None) is False
+
+
+def test_the_scheduler_process_pins_the_threshold_and_trims_with_the_same_libc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    libc = RecordingLibc(answer=1)
+    monkeypatch.setattr(server, "glibc", lambda: libc)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    process = server.SchedulerProcess(
+        server.SchedulerOptions(kubeconfig=str(kubeconfig), leader_elect=False)
+    )
+    assert libc.options == [(M_MMAP_THRESHOLD, 128 * 1024)]
+    process.heap._last -= TRIM_EVERY
+    assert process.heap.trim_if_due() is True
+    assert libc.pads == [0]
 
 
 def test_this_machine_s_glibc_takes_the_threshold() -> None:

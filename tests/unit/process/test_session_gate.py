@@ -17,7 +17,9 @@ LAST_SESSION = 500.0
 
 def gate_after_a_session(generation: int = 7, status_generation: int = 3) -> SessionGate:
     gate = SessionGate()
-    gate.session_ran(generation=generation, status_generation=status_generation, now=LAST_SESSION)
+    gate.session_ran(
+        generation=generation, status_generation=status_generation, now=LAST_SESSION, seconds=0.0
+    )
     return gate
 
 
@@ -61,7 +63,7 @@ def test_a_standby_period_makes_the_next_leader_period_run_a_session() -> None:
 
 def test_the_generations_of_the_last_session_are_the_ones_compared() -> None:
     gate = gate_after_a_session(generation=7, status_generation=3)
-    gate.session_ran(generation=9, status_generation=5, now=LAST_SESSION + 2)
+    gate.session_ran(generation=9, status_generation=5, now=LAST_SESSION + 2, seconds=0.0)
     assert not gate.needs_session(
         generation=9, status_generation=5, reloaded=False, now=LAST_SESSION + 2.5
     )
