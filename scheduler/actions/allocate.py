@@ -88,7 +88,7 @@ class Allocate(Action[AllocateArguments]):
         session: Session,
     ) -> tuple[dict[str, KeyHeap[JobInfo]], list[JobInfo]]:
         actions = session.config.actions
-        by_queue: dict[str, KeyHeap[JobInfo]] = {}
+        by_queue: dict[str, list[JobInfo]] = {}
         nominated: list[JobInfo] = []
         has_failures = bool(session.snapshot.failures)
         for job in session.jobs.values():
@@ -111,8 +111,9 @@ class Allocate(Action[AllocateArguments]):
                 continue
             if has_failures and not retry_due(session, job):
                 continue
-            by_queue.setdefault(job.queue, KeyHeap(session.job_key)).push(job)
-        return by_queue, nominated
+            by_queue.setdefault(job.queue, []).append(job)
+        ordered = {name: KeyHeap(session.job_key, jobs) for name, jobs in by_queue.items()}
+        return ordered, nominated
 
     @staticmethod
     def _allocate_job(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
@@ -174,7 +175,7 @@ def _place(
             picker.reconsider(task, node)
             job.wait(QUEUE_SHARE_EXCEEDED, queue_share_would_exceed(queue.name))
             return _Outcome.QUEUE_FULL
-        if task.request.fits_in(node.idle):
+        if picker.picked_now:
             statement.allocate(task, node)
         else:
             statement.pipeline(task, node)

@@ -53,7 +53,7 @@ class Enqueue(Action[EnqueueArguments]):
             self._expire_admissions(session, timeout, now)
         self._release_closed_queues(session)
         headroom = self._cluster_headroom(session, factor)
-        by_queue: dict[str, KeyHeap[JobInfo]] = {}
+        pending: dict[str, list[JobInfo]] = {}
         for job in session.jobs.values():
             if job.phase is not PodGroupPhase.PENDING:
                 continue
@@ -67,8 +67,8 @@ class Enqueue(Action[EnqueueArguments]):
                 # Refused, with the reason the queue plugins give (QueueNotFound).
                 session.job_enqueueable(job)
                 continue
-            heap = by_queue.setdefault(job.queue, KeyHeap(session.job_key))
-            heap.push(job)
+            pending.setdefault(job.queue, []).append(job)
+        by_queue = {name: KeyHeap(session.job_key, jobs) for name, jobs in pending.items()}
         queues = OrderedHeap(session.compare_queues, (session.queues[name] for name in by_queue))
         while queues:
             queue = queues.pop()

@@ -166,8 +166,17 @@ class NodeInfo:
             if status is TaskStatus.RELEASING:
                 self.releasing.add(request)
                 self.releasing_pods += 1
-            self.used.add(request)
-            self.idle.sub(request)
+            used = self.used
+            idle = self.idle
+            if request.scalars:
+                used.add(request)
+                idle.sub(request)
+            else:
+                # Inline for the common request (every placement a session makes).
+                used.cpu += request.cpu
+                used.memory += request.memory
+                idle.cpu -= request.cpu
+                idle.memory -= request.memory
             self.pod_count += 1
             if task.placement.host_ports:
                 self.used_ports.extend(task.placement.host_ports)
@@ -189,8 +198,16 @@ class NodeInfo:
             if status is TaskStatus.RELEASING:
                 self.releasing.sub(request)
                 self.releasing_pods -= 1
-            self.used.sub(request)
-            self.idle.add(request)
+            used = self.used
+            idle = self.idle
+            if request.scalars:
+                used.sub(request)
+                idle.add(request)
+            else:
+                used.cpu -= request.cpu
+                used.memory -= request.memory
+                idle.cpu += request.cpu
+                idle.memory += request.memory
             self.pod_count -= 1
             for port in stored.placement.host_ports:
                 self.used_ports.remove(port)

@@ -271,11 +271,15 @@ def describe(resource: Resource) -> str:
 
 def shortfall(need: Resource, held: Resource) -> Resource:
     """What of `need` is not yet covered by `held`, per dimension, never below zero."""
-    keys = set(need.scalars)
+    cpu = need.cpu - held.cpu
+    memory = need.memory - held.memory
+    scalars = need.scalars
     return Resource(
-        max(need.cpu - held.cpu, 0),
-        max(need.memory - held.memory, 0),
-        {key: max(need.scalars[key] - held.scalars.get(key, 0), 0) for key in keys},
+        cpu if cpu > 0 else 0,
+        memory if memory > 0 else 0,
+        {key: max(value - held.scalars.get(key, 0), 0) for key, value in scalars.items()}
+        if scalars
+        else None,
     )
 
 

@@ -174,10 +174,7 @@ class ClusterSnapshot:
             nodes[name] = copy
         jobs = {}
         for key, job in self.jobs.items():
-            shell = job.clone_shell()
-            for task in job.tasks.values():
-                shell.add_task(twin(task))
-            jobs[key] = shell
+            jobs[key] = job.clone(twin)
         # What topology_tasks() answers: the tasks on nodes and in jobs (not the orphans).
         on_nodes_and_in_jobs = list(topology)
         orphans = {uid: twin(task) for uid, task in self.orphans.items()}

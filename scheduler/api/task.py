@@ -440,8 +440,18 @@ class PodTopologySpec:
     # The hash, worked out once: the spec is part of node picker shape keys, looked up on
     # every pick, and hashing its nested terms each time cost more than the pick.
     _hash: int = field(default=0, init=False, repr=False, compare=False)
+    # `spread` split by whenUnsatisfiable (DoNotSchedule, ScheduleAnyway), once: the
+    # filter asks for the hard ones on every node it checks.
+    hard_spread: tuple[SpreadConstraint, ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+    soft_spread: tuple[SpreadConstraint, ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "hard_spread", tuple(c for c in self.spread if c.hard))
+        object.__setattr__(self, "soft_spread", tuple(c for c in self.spread if not c.hard))
         fields = (
             self.namespace,
             self.required_affinity,

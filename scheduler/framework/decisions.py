@@ -1,15 +1,22 @@
-"""What a session decides: the values the effects layer turns into API calls."""
+"""What a session decides: the values the effects layer turns into API calls.
+
+The records a session makes per pod or per gang (binds, conditions, messages) are frozen
+msgspec Structs rather than frozen dataclasses: a session makes tens of thousands, and a
+frozen dataclass's constructor (object.__setattr__ per field) took 0.5 us each, a Struct's
+0.05 us. Both are immutable and compare and hash by value. The per-queue records, which
+hold mutable vectors, stay dataclasses."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import msgspec
+
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.resources import Resource
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimBinding:
+class ClaimBinding(msgspec.Struct, frozen=True, gc=False):
     """PreBind for one unbound WaitForFirstConsumer claim of a pod being bound: provision
     it on the bind's node (the claim gets volume.kubernetes.io/selected-node), or bind it
     to a static PersistentVolume (the volume's claimRef names the claim)."""
@@ -23,8 +30,7 @@ class ClaimBinding:
     volume_resource_version: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Bind:
+class Bind(msgspec.Struct, frozen=True, gc=False):
     """Bind a pod to a node (POST pods/NAME/binding), after its claims' PreBind."""
 
     namespace: str
@@ -35,8 +41,7 @@ class Bind:
     claims: tuple[ClaimBinding, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Evict:
+class Evict(msgspec.Struct, frozen=True, gc=False):
     """Evict a pod: DisruptionTarget condition, an event naming the reason, delete."""
 
     namespace: str
@@ -47,8 +52,7 @@ class Evict:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class GroupCondition:
+class GroupCondition(msgspec.Struct, frozen=True, gc=False):
     """A PodGroup condition as the session wants it."""
 
     type: str
@@ -60,8 +64,7 @@ class GroupCondition:
     last_transition_time: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class PodGroupStatusUpdate:
+class PodGroupStatusUpdate(msgspec.Struct, frozen=True, gc=False):
     """A PodGroup status that differs from what the API server holds."""
 
     namespace: str
@@ -75,8 +78,7 @@ class PodGroupStatusUpdate:
     uid: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class PodUnschedulable:
+class PodUnschedulable(msgspec.Struct, frozen=True, gc=False):
     """A pending pod that stays pending: PodScheduled=False and a FailedScheduling event."""
 
     namespace: str
@@ -87,8 +89,7 @@ class PodUnschedulable:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class FieldNotHonoured:
+class FieldNotHonoured(msgspec.Struct, frozen=True, gc=False):
     """A pod placed although muster does not honour some of its spec (api/pod_fields.py):
     a Warning event FieldNotHonoured on it, once per pod."""
 
@@ -123,8 +124,7 @@ class QueueStatusUpdate:
     observed_allocated: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
-class InvalidObjectReport:
+class InvalidObjectReport(msgspec.Struct, frozen=True, gc=False):
     """An object muster cannot use, or uses without honouring all of it: the writer puts
     the message on a Warning event with `reason`."""
 

@@ -158,9 +158,13 @@ def _same_conditions(job: JobInfo, conditions: tuple[GroupCondition, ...]) -> bo
     return tuple(_kept(c) for c in job.conditions) == conditions
 
 
-def podgroup_update(job: JobInfo, now: float = 0.0) -> PodGroupStatusUpdate | None:
-    """The PodGroup status to write, or None when the server already holds it."""
-    phase = phase_after(job)
+def podgroup_update(
+    job: JobInfo, now: float = 0.0, phase: PodGroupPhase | None = None
+) -> PodGroupStatusUpdate | None:
+    """The PodGroup status to write, or None when the server already holds it (`phase`:
+    phase_after(job), when the caller has it)."""
+    if phase is None:
+        phase = phase_after(job)
     conditions = conditions_after(job, phase, now)
     running = job.count(TaskStatus.RUNNING)
     succeeded = job.count(TaskStatus.SUCCEEDED)
@@ -252,8 +256,8 @@ def close_result(
     """Fill the status parts of a session's result from its final state."""
     phases: dict[str, PodGroupPhase] = {}
     for job in snapshot.jobs.values():
-        update = podgroup_update(job, snapshot.now)
-        phases[job.key] = phase_after(job)
+        phase = phases[job.key] = phase_after(job)
+        update = podgroup_update(job, snapshot.now, phase)
         if update is not None and not job.shadow:
             result.podgroups.append(update)
         result.unschedulable.extend(pod_messages(job))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -32,13 +32,16 @@ from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import FitErrors, Status
 
+# What anti-affinity terms can tell of a pod: its namespace, the label pairs they name,
+# the values of the keys they test.
+Seen = tuple[str, tuple[tuple[str, str], ...], tuple[str | None, ...]]
 Shape = tuple[
     PodPlacementSpec,
     int,
     int,
     frozenset[tuple[str, int]],
     PodTopologySpec | None,
-    tuple[str, tuple[tuple[str, str], ...], tuple[str | None, ...]] | None,
+    Seen | None,
 ]
 
 
@@ -50,19 +53,34 @@ class Symmetry:
 
     pairs: frozenset[tuple[str, str]] = frozenset()
     keys: tuple[str, ...] = ()
+    # `of` per namespace and label set: a gang's pods share one label mapping (the cache
+    # shares equal ones), so the answer is worked out once a gang, not once a pod. Keyed
+    # by the mapping's id, and holding the mapping, so the id cannot be reused meanwhile.
+    _known: dict[tuple[str, int], tuple[Mapping[str, str], Seen | None]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
-    def of(
-        self, task: TaskInfo
-    ) -> tuple[str, tuple[tuple[str, str], ...], tuple[str | None, ...]] | None:
+    def of(self, task: TaskInfo) -> Seen | None:
         """The part of a pod's identity anti-affinity terms can tell apart, or None."""
-        if not self.pairs and not self.keys:
-            return None
         labels = task.labels
-        named = self.pairs.intersection(labels.items())
-        tested = tuple(map(labels.get, self.keys)) if self.keys else ()
-        if not named and all(value is None for value in tested):
-            return None  # no term can match this pod, whatever its namespace
-        return (task.namespace, tuple(sorted(named)), tested)
+        memo_key = (task.namespace, id(labels))
+        known = self._known.get(memo_key)
+        if known is not None and known[0] is labels:
+            return known[1]
+        seen = self._seen(task.namespace, labels)
+        self._known[memo_key] = (labels, seen)
+        return seen
+
+    def _seen(self, namespace: str, labels: Mapping[str, str]) -> Seen | None:
+        named = self.pairs.intersection(labels.items()) if self.pairs else None
+        if not self.keys:
+            if not named:
+                return None  # no term can match this pod, whatever its namespace
+            return (namespace, tuple(sorted(named)), ())
+        tested = tuple(map(labels.get, self.keys))
+        if not named and tested.count(None) == len(tested):
+            return None
+        return (namespace, tuple(sorted(named or ())), tested)
 
 
 def shape_of(task: TaskInfo, symmetry: Symmetry | None = None) -> Shape:
@@ -186,6 +204,10 @@ class NodePicker:
         pod_terms: tuple[Symmetry, bool] | None = None,
     ) -> None:
         self.session = session
+        self._fits, self._score = session.node_checks()
+        # Whether the node the last pick returned has room for its task now (False: it was
+        # chosen for room being released, and the task is pipelined there).
+        self.picked_now = False
         # The nodes this picker chooses among: every node, or one topology domain's.
         self.nodes = nodes if nodes is not None else session.node_list
         self._percentage = percentage
@@ -199,7 +221,9 @@ class NodePicker:
         self._symmetry, self._topology_scores = (
             pod_terms if pod_terms is not None else pod_topology_of(session)
         )
-        self._keys: dict[str, Shape] = {}
+        # Each task's shape heap, memoised per task: pick and reconsider both ask, and the
+        # key reads the task's labels and hashes a tuple of six.
+        self._task_shapes: dict[str, _ShapeHeap] = {}
         # Shapes whose refused nodes a removal may turn (see _ShapeHeap), and those with
         # nodes refused since the last placement that a placement may turn.
         self._topological: list[_ShapeHeap] = []
@@ -239,7 +263,7 @@ class NodePicker:
         shape = self._shape(task)
         if shape.failure is not None:
             return None
-        session = self.session
+        fits = self._fits
         stash: list[_HeapEntry] = []
         chosen: NodeInfo | None = None
         while chosen is None:
@@ -253,7 +277,7 @@ class NodePicker:
                 if shape.newest.get(node.name) != node.version:
                     self._push(task, shape, node)
                 continue
-            if not session.fits(task, node).ok:
+            if not fits(task, node).ok:
                 shape.full[node.name] = node
                 if shape.reopens:
                     self._to_reopen[id(shape)] = shape
@@ -263,6 +287,7 @@ class NodePicker:
             else:
                 # Fits only once releasing pods go: prefer any node with room now.
                 stash.append(entry)
+        self.picked_now = chosen is not None
         if chosen is None and stash:
             chosen = stash.pop(0).node
         for entry in stash:
@@ -276,7 +301,7 @@ class NodePicker:
     def reconsider(self, task: TaskInfo, node: NodeInfo) -> None:
         """Score a picked node again for the task's shape: call after placing the task there
         (its room changed) or after deciding not to use it (it must not be lost)."""
-        shape = self._shapes.get(self._shape_key(task))
+        shape = self._task_shapes.get(task.uid)
         if shape is not None:
             self._push(task, shape, node)
         if self._to_reopen and task.node_name == node.name:
@@ -317,13 +342,6 @@ class NodePicker:
         return shape.failure or self._failure_message(task, shape)
 
     # Internals -------------------------------------------------------------
-    def _shape_key(self, task: TaskInfo) -> Shape:
-        # Memoised per task: pick and reconsider both ask, and the key reads its labels.
-        key = self._keys.get(task.uid)
-        if key is None:
-            key = self._keys[task.uid] = shape_of(task, self._symmetry)
-        return key
-
     def _rescore(self, shape: _ShapeHeap) -> None:
         # A placement moved the counts this shape's score reads, on nodes other than the
         # one placed on (whose version alone changed): score its heap again.
@@ -345,7 +363,11 @@ class NodePicker:
         shape.full.clear()
 
     def _shape(self, task: TaskInfo) -> _ShapeHeap:
-        return self._shape_of_key(self._shape_key(task), task)
+        shape = self._task_shapes.get(task.uid)
+        if shape is None:
+            key = shape_of(task, self._symmetry)
+            shape = self._task_shapes[task.uid] = self._shape_of_key(key, task)
+        return shape
 
     def _shape_of_key(self, key: Shape, task: TaskInfo) -> _ShapeHeap:
         shape = self._shapes.get(key)
@@ -434,7 +456,7 @@ class NodePicker:
         return True
 
     def _push(self, task: TaskInfo, shape: _ShapeHeap, node: NodeInfo) -> None:
-        score = self.session.score(task, node)
+        score = self._score(task, node)
         shape.newest[node.name] = node.version
         heapq.heappush(shape.heap, _HeapEntry(-score, next(self._sequence), node.version, node))
 

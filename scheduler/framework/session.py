@@ -178,7 +178,11 @@ class Session:
         """The job's place in job order (smaller first): the plugins' keys in tier order,
         then older first (RFC 3339 UTC timestamps sort as strings; they have one-second
         resolution, so ties go by name, which people can predict)."""
-        return (*[fn(job) for fn in self._job_keys], job.creation_timestamp, job.key)
+        keys = self._job_keys
+        if len(keys) == 1:
+            # The default config's one key (drf's share), without a list per job.
+            return (keys[0](job), job.creation_timestamp, job.key)
+        return (*[fn(job) for fn in keys], job.creation_timestamp, job.key)
 
     def compare_jobs(self, a: JobInfo, b: JobInfo) -> int:
         """Negative when job a is served before b, positive when after (job_key's order)."""
@@ -187,7 +191,11 @@ class Session:
 
     def task_key(self, task: TaskInfo) -> tuple[Any, ...]:
         """The task's place in placement order (as job_key, by pod name)."""
-        return (*[fn(task) for fn in self._task_keys], task.creation_timestamp, task.name)
+        keys = self._task_keys
+        if len(keys) == 1:
+            # The default config's one key (priority's), without a list per task.
+            return (keys[0](task), task.creation_timestamp, task.name)
+        return (*[fn(task) for fn in keys], task.creation_timestamp, task.name)
 
     def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
         """Tasks in placement order."""
@@ -224,15 +232,30 @@ class Session:
             total += fn(task, node)
         return total
 
+    def node_checks(
+        self,
+    ) -> tuple[Callable[[TaskInfo, NodeInfo], Status], Callable[[TaskInfo, NodeInfo], float]]:
+        """`fits` and `score`, or the one plugin's method where only one answers (the
+        default config: predicates, nodeorder): the node picker calls them for every node
+        it weighs, and the frame of the combining method cost as much as the answer."""
+        fits = self._fits[0] if len(self._fits) == 1 else self.fits
+        score = self._scores[0] if len(self._scores) == 1 else self.score
+        return fits, score
+
     # Job and queue questions ------------------------------------------------
     def job_valid(self, job: JobInfo) -> Waiting | None:
         """Why the job cannot be scheduled this session, or None; recorded on the job."""
         if job.invalid is not None:
             verdict: Waiting | None = Waiting(INVALID_PODGROUP, str(job.invalid))
         else:
-            verdict = next(
-                (w for tier in self._points["job_valid"] for fn in tier if (w := fn(job))), None
-            )
+            verdict = None
+            for tier in self._points["job_valid"]:
+                for fn in tier:
+                    verdict = fn(job)
+                    if verdict is not None:
+                        break
+                if verdict is not None:
+                    break
         if verdict is not None:
             job.wait(verdict.reason, verdict.message)
         return verdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class Code(enum.Enum):
@@ -25,11 +25,12 @@ class Status:
 
     code: Code
     reasons: tuple[str, ...] = ()
+    # True when the task may go on the node. A field set once, not a property: the node
+    # picker reads it for every node it tries, and a property is a call each time.
+    ok: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def ok(self) -> bool:
-        """True when the task may go on the node."""
-        return self.code is Code.SUCCESS
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", self.code is Code.SUCCESS)
 
 
 OK = Status(Code.SUCCESS)

@@ -65,7 +65,9 @@ class DrfPlugin(Plugin[NoArguments]):
         self._update(task, -1)
 
     def _update(self, task: TaskInfo, sign: int) -> None:
-        allocated = self.allocated.setdefault(task.job, Resource())
+        allocated = self.allocated.get(task.job)
+        if allocated is None:
+            allocated = self.allocated[task.job] = Resource()
         if sign > 0:
             allocated.add(task.request)
         else:

@@ -55,6 +55,11 @@ class _Domains:
     # Per constraint (by index): the nodes its policies count, and their domain values.
     nodes: list[dict[str, NodeInfo]]
     values: list[frozenset[str]]
+    # Per constraint, its (topology key, value) pairs; and every pair at a count of 0,
+    # which each count over placed pods starts from (counts are taken again after
+    # every placement).
+    pairs: list[list[TopologyPair]]
+    zero: dict[TopologyPair, int]
 
 
 @dataclass(slots=True)
@@ -99,7 +104,7 @@ class PodTopologySpread:
         spec = task.topology
         if spec is None:
             return OK
-        constraints = [c for c in spec.spread if c.hard]
+        constraints = spec.hard_spread
         if not constraints:
             return OK
         labels = node.labels
@@ -133,7 +138,7 @@ class PodTopologySpread:
         spec = task.topology
         if spec is None:
             return 0.0
-        constraints = [c for c in spec.spread if not c.hard]
+        constraints = spec.soft_spread
         if not constraints:
             return 0.0
         domains = self._domains_for(task, hard=False)
@@ -151,7 +156,7 @@ class PodTopologySpread:
 
     def _raw(
         self,
-        constraints: list[SpreadConstraint],
+        constraints: tuple[SpreadConstraint, ...],
         domains: _Domains,
         counts: _Counts,
         node: NodeInfo,
@@ -179,7 +184,7 @@ class PodTopologySpread:
     def _eligible(self, task: TaskInfo, *, hard: bool) -> _Domains:
         spec = task.topology
         assert spec is not None
-        constraints = tuple(c for c in spec.spread if c.hard is hard)
+        constraints = spec.hard_spread if hard else spec.soft_spread
         # Which nodes count depends on the keys and policies, not on the selectors.
         key = (
             task.placement,
@@ -215,13 +220,20 @@ class PodTopologySpread:
                         continue
                 nodes[index][node.name] = node
                 values[index].add(labels[constraint.topology_key])
-        cached = self._domains[key] = _Domains(labelled, nodes, [frozenset(v) for v in values])
+        pairs = [
+            [(constraint.topology_key, value) for value in found]
+            for constraint, found in zip(constraints, values, strict=True)
+        ]
+        zero = dict.fromkeys((pair for listed in pairs for pair in listed), 0)
+        cached = self._domains[key] = _Domains(
+            labelled, nodes, [frozenset(v) for v in values], pairs, zero
+        )
         return cached
 
     def _counts_for(
         self,
         task: TaskInfo,
-        constraints: list[SpreadConstraint],
+        constraints: tuple[SpreadConstraint, ...],
         domains: _Domains,
         *,
         hard: bool,
@@ -233,12 +245,10 @@ class PodTopologySpread:
             return cached
         spec = task.topology
         assert spec is not None
-        counts = _Counts(version)
-        by_pair = counts.by_pair
+        by_pair = dict(domains.zero)
+        counts = _Counts(version, by_pair)
         for index, constraint in enumerate(constraints):
             key = constraint.topology_key
-            for value in domains.values[index]:
-                by_pair.setdefault((key, value), 0)
             selector = constraint.selector
             if selector is None:
                 continue  # no labelSelector: no pod matches
@@ -255,10 +265,8 @@ class PodTopologySpread:
                     continue
                 pair = (key, counted[other.node_name].labels[key])
                 by_pair[pair] += 1
-        for index, constraint in enumerate(constraints):
-            key = constraint.topology_key
-            found = [by_pair[(key, v)] for v in domains.values[index]]
-            counts.minimum.append(min(found) if found else 0)
+        for pairs in domains.pairs:
+            counts.minimum.append(min(map(by_pair.__getitem__, pairs)) if pairs else 0)
         self._counts[memo_key] = counts
         return counts
 

@@ -125,6 +125,9 @@ class ProportionPlugin(Plugin[NoArguments]):
         self.jobs: dict[str, JobInfo] = {}
         # Queues directly under root (whether or not a `root` Queue object exists).
         self._top: list[QueueShare] = []
+        # _admission_capability per queue: fixed for the session (the cluster's size and
+        # the queues' guarantees and capabilities), asked once per Pending job.
+        self._capabilities: dict[str, Resource] = {}
 
     def on_session_open(self, session: Session) -> None:
         self.jobs = session.jobs
@@ -263,13 +266,17 @@ class ProportionPlugin(Plugin[NoArguments]):
         attr = self.shares.get(queue.name)
         if attr is None:
             return False
-        if not within(task.request, attr.allocated, attr.deserved):
+        request = task.request
+        if not within(request, attr.allocated, attr.deserved):
             return False
-        return all(
-            within(task.request, level.allocated, level.capability)
-            for level in attr.ancestors()
-            if level.capability is not None
-        )
+        # A loop, not all() over ancestors(): this runs for every pod placed.
+        level = attr.parent
+        while level is not None:
+            capability = level.capability
+            if capability is not None and not within(request, level.allocated, capability):
+                return False
+            level = level.parent
+        return True
 
     def reclaim_allowed(
         self, reclaimer: TaskInfo, queue: QueueInfo, taken: Resource, unit: Resource
@@ -313,6 +320,12 @@ class ProportionPlugin(Plugin[NoArguments]):
     def _admission_capability(self, attr: QueueShare) -> Resource:
         """What the queue may hold at most: what its parent may hold (the cluster at the
         top) less its siblings' guarantees, within its own capability."""
+        known = self._capabilities.get(attr.queue.name)
+        if known is None:
+            known = self._capabilities[attr.queue.name] = self._compute_capability(attr)
+        return known
+
+    def _compute_capability(self, attr: QueueShare) -> Resource:
         if attr.queue.name == ROOT_QUEUE:
             return self.total.capped(attr.capability)
         parent = attr.parent

@@ -3,9 +3,9 @@ VolumeRestrictions and NodeVolumeLimits, with Volcano's toggles, behind one faca
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
+import msgspec.structs
 from pydantic import Field
 
 from scheduler.api.node import NodeInfo
@@ -86,5 +86,5 @@ class StorageFilters:
         out = []
         for bind in binds:
             claims = binding.claim_bindings(bind.uid)
-            out.append(dataclasses.replace(bind, claims=claims) if claims else bind)
+            out.append(msgspec.structs.replace(bind, claims=claims) if claims else bind)
         return out

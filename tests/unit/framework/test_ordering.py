@@ -27,3 +27,20 @@ def test_an_item_pushed_back_takes_its_new_place() -> None:
     share[first] = 0.9  # q1 was served: its share grew
     heap.push(first)
     assert drain(heap) == ["q2", "q1"]
+
+
+def test_items_pushed_between_pops_interleave_with_those_it_was_built_with() -> None:
+    # Built with a run of items (sorted once) and pushed more as it is drained: every pop
+    # still takes the smallest key of all, ties going to the item given first.
+    keys = {"a": 1, "b": 3, "c": 5, "d": 2, "e": 3, "f": 6, "g": 0}
+    heap = KeyHeap(keys.__getitem__, ["c", "a", "b"])
+    assert heap.pop() == "a"
+    heap.push("d")
+    heap.push("e")  # ties with b, which came first
+    assert heap.pop() == "d"
+    assert heap.pop() == "b"
+    heap.push("g")
+    heap.push("f")
+    assert len(heap) == 4
+    assert drain(heap) == ["g", "e", "c", "f"]
+    assert not heap
