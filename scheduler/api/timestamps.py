@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 
 
+@functools.lru_cache(maxsize=8)
 def format_rfc3339(epoch: float) -> str:
-    """ "2026-01-01T00:00:00Z" for an epoch time; "" for 0 (a time nobody set)."""
+    """ "2026-01-01T00:00:00Z" for an epoch time; "" for 0 (a time nobody set). Cached: a
+    session stamps every PodGroup's conditions with its one time."""
     if epoch <= 0:
         return ""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -91,6 +91,21 @@ def shape_of(task: TaskInfo, symmetry: Symmetry | None = None) -> Shape:
     return (task.placement, request.cpu, request.memory, scalars, task.topology, seen)
 
 
+def _alike(a: TaskInfo, b: TaskInfo) -> bool:
+    """Whether two tasks surely have one shape: the same placement, topology and label
+    objects (the cache shares equal ones; a gang's pods hold the same), namespace and
+    request, which is all shape_of reads."""
+    if a.placement is not b.placement or a.topology is not b.topology or a.labels is not b.labels:
+        return False
+    first, second = a.request, b.request
+    return (
+        a.namespace == b.namespace
+        and first.cpu == second.cpu
+        and first.memory == second.memory
+        and first.scalars == second.scalars
+    )
+
+
 def _turns_yes_on_placement(task: TaskInfo) -> bool:
     """Whether a node that refused the task may take it after another pod is placed:
     required pod affinity (a matching pod arrives in the domain) and DoNotSchedule spread
@@ -224,6 +239,9 @@ class NodePicker:
         # Each task's shape heap, memoised per task: pick and reconsider both ask, and the
         # key reads the task's labels and hashes a tuple of six.
         self._task_shapes: dict[str, _ShapeHeap] = {}
+        # The last task given a shape, and that shape: the next task is usually its gang
+        # mate, alike in every object the key reads, which identity tells at once.
+        self._previous: tuple[TaskInfo, _ShapeHeap] | None = None
         # Shapes whose refused nodes a removal may turn (see _ShapeHeap), and those with
         # nodes refused since the last placement that a placement may turn.
         self._topological: list[_ShapeHeap] = []
@@ -365,8 +383,13 @@ class NodePicker:
     def _shape(self, task: TaskInfo) -> _ShapeHeap:
         shape = self._task_shapes.get(task.uid)
         if shape is None:
-            key = shape_of(task, self._symmetry)
-            shape = self._task_shapes[task.uid] = self._shape_of_key(key, task)
+            previous = self._previous
+            if previous is not None and _alike(previous[0], task):
+                shape = previous[1]
+            else:
+                shape = self._shape_of_key(shape_of(task, self._symmetry), task)
+            self._task_shapes[task.uid] = shape
+            self._previous = (task, shape)
         return shape
 
     def _shape_of_key(self, key: Shape, task: TaskInfo) -> _ShapeHeap:

@@ -59,18 +59,16 @@ class DrfPlugin(Plugin[NoArguments]):
         return self.share(job.key)  # the smaller dominant share first
 
     def on_allocate(self, task: TaskInfo) -> None:
-        self._update(task, +1)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        self._update(task, -1)
-
-    def _update(self, task: TaskInfo, sign: int) -> None:
-        allocated = self.allocated.get(task.job)
-        if allocated is None:
-            allocated = self.allocated[task.job] = Resource()
-        if sign > 0:
-            allocated.add(task.request)
-        else:
-            allocated.sub(task.request)
+        self._allocated_of(task.job).add(task.request)
         # Placing a gang moves its share once per task; ordering asks far less often.
         self.shares.pop(task.job, None)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self._allocated_of(task.job).sub(task.request)
+        self.shares.pop(task.job, None)
+
+    def _allocated_of(self, job: str) -> Resource:
+        allocated = self.allocated.get(job)
+        if allocated is None:
+            allocated = self.allocated[job] = Resource()
+        return allocated
