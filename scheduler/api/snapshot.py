@@ -154,6 +154,22 @@ class ClusterSnapshot:
         if node is not None:
             node.add_task(task)
 
+    def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        """set_task_status(task, status, node_name=node.name), by the short way when the
+        task is on no node (every placement a session makes)."""
+        if task.node_name:
+            self.set_task_status(task, status, node_name=node.name)
+            return
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.set_task_status(task, status)
+        else:
+            task.status = status
+        name = task.node_name = node.name
+        held = self.nodes.get(name)
+        if held is not None:
+            held.add_task(task)
+
     def clone(self) -> ClusterSnapshot:
         """A copy a session may change freely: tasks, nodes and jobs are copied once each."""
         tasks: dict[str, TaskInfo] = {}
