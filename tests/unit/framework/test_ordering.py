@@ -1,8 +1,9 @@
-"""KeyHeap: the smallest key first, ties in push order, keys taken when an item is pushed."""
+"""KeyHeap: the smallest key first, ties in push order, keys taken when an item is pushed;
+OrderedHeap: the same by a comparison asked as items are pushed and popped."""
 
 from __future__ import annotations
 
-from scheduler.framework.ordering import KeyHeap
+from scheduler.framework.ordering import KeyHeap, OrderedHeap
 
 
 def drain(heap: KeyHeap[str]) -> list[str]:
@@ -43,4 +44,35 @@ def test_items_pushed_between_pops_interleave_with_those_it_was_built_with() -> 
     heap.push("f")
     assert len(heap) == 4
     assert drain(heap) == ["g", "e", "c", "f"]
+    assert not heap
+
+
+def by_rank(rank: dict[str, int]) -> OrderedHeap[str]:
+    def compare(a: str, b: str) -> int:
+        return rank[a] - rank[b]
+
+    return OrderedHeap(compare)
+
+
+def test_the_comparison_decides_and_ties_keep_push_order() -> None:
+    rank = {"low": 3, "high": 1, "mid-a": 2, "mid-b": 2}
+    heap = by_rank(rank)
+    for name in ("low", "mid-a", "high", "mid-b"):
+        heap.push(name)
+    assert len(heap) == 4
+    popped = []
+    while heap:
+        popped.append(heap.pop())
+    assert popped == ["high", "mid-a", "mid-b", "low"]  # mid-a was pushed before mid-b
+
+
+def test_a_queue_pushed_back_is_placed_by_the_comparison_of_now() -> None:
+    rank = {"q1": 1, "q2": 2}
+    heap = by_rank(rank)
+    heap.push("q1")
+    heap.push("q2")
+    served = heap.pop()
+    rank[served] = 5  # its share grew past q2's
+    heap.push(served)
+    assert [heap.pop(), heap.pop()] == ["q2", "q1"]
     assert not heap
