@@ -490,8 +490,6 @@ class JobInfo:
         twin.tasks = {}
         twin.tasks_by_status = {}
         twin.allocated = Resource()
-        twin.ready = 0
-        twin.pipelined = 0
         twin.fit_errors = {}
         twin.wait_reason = ""
         twin.wait_message = ""

@@ -429,3 +429,47 @@ def test_place_moves_a_task_as_set_task_status_does_from_no_node_or_from_another
     assert {t.name: t.node_name for t in short.jobs["default/g"].tasks.values()} == {
         t.name: t.node_name for t in long.jobs["default/g"].tasks.values()
     }
+
+
+def test_set_task_status_of_a_task_the_job_does_not_hold_adds_it_in_that_status() -> None:
+    # Not a member yet, or a fresh record of a member (another object, the same uid): the
+    # job holds the given object afterwards, indexed and totalled under the new status.
+    job = gang("g", 2, cpu=1)
+    member = next(iter(job.tasks.values()))
+    newcomer = task("g-9", 1, job="default/g")
+    job.set_task_status(newcomer, TaskStatus.ALLOCATED)
+    assert newcomer.status is TaskStatus.ALLOCATED
+    assert job.tasks[newcomer.uid] is newcomer
+    assert job.allocated.cpu == 1000 and job.ready_count() == 1
+    fresh = task(member.name, 1, job="default/g")
+    fresh.uid = member.uid
+    job.set_task_status(fresh, TaskStatus.PIPELINED)
+    assert job.tasks[member.uid] is fresh
+    assert [t.uid for t in job.tasks_in(TaskStatus.PIPELINED)] == [member.uid]
+    assert job.count(TaskStatus.PENDING) == 1 and job.pipelined_count() == 1
+
+
+def test_a_copied_job_counts_its_members_as_the_original_and_forgets_why_it_waited() -> None:
+    job = gang("g", 5, cpu=1)
+    statuses = [
+        TaskStatus.ALLOCATED,
+        TaskStatus.PIPELINED,
+        TaskStatus.PIPELINED,
+        TaskStatus.SUCCEEDED,
+        TaskStatus.PENDING,
+    ]
+    for member, status in zip(
+        sorted(job.tasks.values(), key=lambda t: t.name), statuses, strict=True
+    ):
+        job.set_task_status(member, status)
+    job.wait("NotEnoughResources", "only 1 of 5")
+    job.fit_errors["x"] = "0/1 nodes are available"
+    copy = job.clone(lambda member: member.clone())
+    assert copy.ready_count() == job.ready_count() == 2
+    assert copy.pipelined_count() == job.pipelined_count() == 2
+    assert copy.allocated == job.allocated and copy.allocated is not job.allocated
+    assert {s: sorted(b) for s, b in copy.tasks_by_status.items()} == {
+        s: sorted(b) for s, b in job.tasks_by_status.items()
+    }
+    assert (copy.wait_reason, copy.wait_message, copy.fit_errors) == ("", "", {})
+    assert job.wait_reason == "NotEnoughResources"
