@@ -198,16 +198,8 @@ class NodeInfo:
             if status is TaskStatus.RELEASING:
                 self.releasing.sub(request)
                 self.releasing_pods -= 1
-            used = self.used
-            idle = self.idle
-            if request.scalars:
-                used.sub(request)
-                idle.add(request)
-            else:
-                used.cpu -= request.cpu
-                used.memory -= request.memory
-                idle.cpu += request.cpu
-                idle.memory += request.memory
+            self.used.sub(request)
+            self.idle.add(request)
             self.pod_count -= 1
             for port in stored.placement.host_ports:
                 self.used_ports.remove(port)
