@@ -161,6 +161,8 @@ def _place(
     """Place the tasks in order on the picker's best nodes until one finds none or the
     queue refuses it; `explain` records why on the job (a domain attempt does not: the
     next domain may hold the gang)."""
+    # Asked once for the lot when the queue's answer adds up; else once per task.
+    queue_takes_all = session.allocatable_all(queue, tasks)
     for task in tasks:
         node = picker.pick(task)
         if node is None:
@@ -171,7 +173,7 @@ def _place(
             return _Outcome.NO_NODE
         # Checked after the pick so that a full cluster is reported as such,
         # not as the queue's share (which is capped by the cluster's size).
-        if not session.allocatable(queue, task):
+        if not queue_takes_all and not session.allocatable(queue, task):
             picker.reconsider(task, node)
             job.wait(QUEUE_SHARE_EXCEEDED, queue_share_would_exceed(queue.name))
             return _Outcome.QUEUE_FULL

@@ -56,6 +56,11 @@ class Plugin(Configurable[A]):
     """Base of every plugin; override the extension points the policy needs."""
 
     kind: ClassVar[str] = "plugin"
+    # Set by a plugin whose `allocatable` says yes to a request only if it would to every
+    # smaller one, and whose figures move during a session only by the requests placed:
+    # then a yes to the summed requests of a gang's pods is a yes to each of them placed in
+    # turn, and the session asks once per gang (Session.allocatable_all).
+    allocatable_adds_up: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

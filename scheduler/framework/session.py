@@ -86,6 +86,12 @@ class Session:
         self._fits = [fn for tier in self._points["node_fits"] for fn in tier]
         self._scores = [fn for tier in self._points["node_score"] for fn in tier]
         self._on_allocate = [fn for tier in self._points["on_allocate"] for fn in tier]
+        # Whether every plugin asked `allocatable` adds up (Plugin.allocatable_adds_up).
+        self._allocatable_adds_up = all(
+            plugin.allocatable_adds_up
+            for plugin in self.plugins
+            if any(plugin.allocatable in tier for tier in self._points["allocatable"])
+        )
         self._on_deallocate = [fn for tier in self._points["on_deallocate"] for fn in tier]
         self._job_keys = [fn for tier in self._points["job_order"] for fn in tier]
         self._task_keys = [fn for tier in self._points["task_order"] for fn in tier]
@@ -297,6 +303,24 @@ class Session:
                         job.wait(answer.reason, answer.message)
                     return False
                 if not answer:
+                    return False
+        return True
+
+    def allocatable_all(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        """True when the queue may take every one of `tasks` placed in turn, asked once
+        with their summed request; False when that says no or cannot be told (a plugin that
+        does not add up): then ask `allocatable` task by task, which says why."""
+        if len(tasks) < 2 or not self._allocatable_adds_up:
+            return False
+        probe = tasks[0].clone()
+        total = Resource()
+        for task in tasks:
+            total.add(task.request)
+        probe.request = total
+        for tier in self._points["allocatable"]:
+            for fn in tier:
+                # A refusal's reason is not recorded: the tasks are asked one by one next.
+                if fn(queue, probe) is not True:
                     return False
         return True
 

@@ -126,6 +126,9 @@ class CapacityPlugin(Plugin[CapacityArguments]):
     enqueue, and the reclaim votes (preemptive, reclaim_allowed)."""
 
     name = NAME
+    # allocatable: allocated + request within each level's capability in every dimension the
+    # request names; placements only add to allocated.
+    allocatable_adds_up = True
 
     def __init__(self, arguments: CapacityArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)

@@ -21,23 +21,29 @@ class GangPlugin(Plugin[NoArguments]):
     name = "gang"
 
     def job_valid(self, job: JobInfo) -> Waiting | None:
-        live = [t for t in job.tasks.values() if t.status is not TaskStatus.FAILED]
-        if len(live) < job.min_member:
-            missing = job.min_member - len(live)
+        # Counted from the job's index, not by walking its members: this runs for every
+        # job of every session.
+        live = len(job.tasks) - job.count(TaskStatus.FAILED)
+        if live < job.min_member:
+            missing = job.min_member - live
             return Waiting(
                 NOT_ENOUGH_TASKS,
-                f"PodGroup {job.key} has {len(live)} pods but minMember is {job.min_member}; "
+                f"PodGroup {job.key} has {live} pods but minMember is {job.min_member}; "
                 f"waiting for {missing} more (or lower minMember)",
             )
         # A member muster refuses (a field it does not honour) is never placed: the gang
         # waits, whole, rather than run short or against the field.
-        refused = [t for t in live if t.gated and t.status is TaskStatus.PENDING and t.refusal]
-        if refused and len(live) - len(refused) < job.min_member:
+        pending = job.tasks_by_status.get(TaskStatus.PENDING)
+        refused = [t for t in pending.values() if t.gated and t.refusal] if pending else []
+        if refused and live - len(refused) < job.min_member:
             first = min(refused, key=lambda t: t.name)
             return Waiting(FIELD_NOT_HONOURED, f"pod {first.key}: {first.refusal}")
+        if not job.min_task_member:
+            return None
         per_role: dict[str, int] = {}
-        for task in live:
-            per_role[task.role] = per_role.get(task.role, 0) + 1
+        for task in job.tasks.values():
+            if task.status is not TaskStatus.FAILED:
+                per_role[task.role] = per_role.get(task.role, 0) + 1
         for role, need in sorted(job.min_task_member.items()):
             if per_role.get(role, 0) < need:
                 return Waiting(

@@ -280,7 +280,8 @@ class NodeOrderPlugin(Plugin[NodeOrderArguments]):
 
     def on_allocate(self, task: TaskInfo) -> None:
         """A placed pod counts for its neighbours' pod affinity and spread scores."""
-        self._pods.placed(task)
+        if self._pods.pods is not None:  # only in sessions with pod-to-pod terms
+            self._pods.placed(task)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         """An unplaced or evicted pod no longer counts."""

@@ -77,7 +77,8 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
         """A placed pod with claims takes the volumes its node offers."""
         if task.placement.claims:
             self._storage.allocate(task)
-        self._pods.placed(task)
+        if self._pods.pods is not None:  # only in sessions with pod-to-pod terms
+            self._pods.placed(task)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         """An undone placement gives its volumes back."""

@@ -117,6 +117,9 @@ class ProportionPlugin(Plugin[NoArguments]):
     """Queue shares by weight: queue order, overuse, allocatable and enqueue checks."""
 
     name = "proportion"
+    # allocatable: allocated + request within deserved (and parents' capability), in every
+    # dimension the request names; placements only add to allocated.
+    allocatable_adds_up = True
 
     def __init__(self, arguments: NoArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
