@@ -184,11 +184,7 @@ class Session:
         """The job's place in job order (smaller first): the plugins' keys in tier order,
         then older first (RFC 3339 UTC timestamps sort as strings; they have one-second
         resolution, so ties go by name, which people can predict)."""
-        keys = self._job_keys
-        if len(keys) == 1:
-            # The default config's one key (drf's share), without a list per job.
-            return (keys[0](job), job.creation_timestamp, job.key)
-        return (*[fn(job) for fn in keys], job.creation_timestamp, job.key)
+        return (*[fn(job) for fn in self._job_keys], job.creation_timestamp, job.key)
 
     def compare_jobs(self, a: JobInfo, b: JobInfo) -> int:
         """Negative when job a is served before b, positive when after (job_key's order)."""
