@@ -272,7 +272,7 @@ class ProportionPlugin(Plugin[NoArguments]):
         request = task.request
         if not within(request, attr.allocated, attr.deserved):
             return False
-        # A loop, not all() over ancestors(): this runs for every pod placed.
+        # A loop, not all() over ancestors(): this can run for every pod placed.
         level = attr.parent
         while level is not None:
             capability = level.capability
