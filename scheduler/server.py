@@ -93,7 +93,11 @@ class SchedulerProcess:
         # for a connection behind an event, a status write or a watch, and events, written by
         # one worker per connection from a bounded queue, never take more than their few.
         self.bind_client = self.client.lane(BIND_CONNECTIONS, depth=options.bind_depth)
-        self.event_client = self.client.lane(EVENT_CONNECTIONS)
+        # Events on the bind lane's lean transport, one at a time per connection (no
+        # pipelining to ask of a proxy): through aiohttp each took as much CPU as a bind
+        # did before binds left it. Safe to send twice, as the transport may: an event's
+        # name is fixed before it is sent, and a second create of it is a 409, taken as done.
+        self.event_client = self.client.lane(EVENT_CONNECTIONS, depth=1)
         self.recorder = EventRecorder(self.event_client, self.metrics, workers=EVENT_CONNECTIONS)
         # Read by the metrics thread: a length, read whole.
         self.metrics.events_queued.set_function(self.recorder.queued)

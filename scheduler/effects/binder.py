@@ -74,6 +74,10 @@ class Binder:
         self.world = world
         self.recorder = recorder
         self.metrics = metrics
+        # The series every bind that lands moves, looked up once: a labels() lookup takes a
+        # lock and checks the values, a few µs on the hot path (10,000 binds, two each).
+        self._bound = metrics.binds.labels("success")
+        self._scheduled = metrics.schedule_attempts.labels("scheduled")
         self.may_bind = may_bind
         self.concurrency = concurrency
         # A fixed pool of workers on one queue: a 10,000-pod backlog costs no
@@ -177,8 +181,8 @@ class Binder:
         self._volumes_bound.discard(bind.uid)
         self.metrics.bind_duration.observe(time.perf_counter() - start)
         self.world.confirm_bound(bind.uid)
-        self.metrics.binds.labels("success").inc()
-        self.metrics.schedule_attempts.labels("scheduled").inc()
+        self._bound.inc()
+        self._scheduled.inc()
         self.recorder.record(
             _pod_ref(bind),
             "Normal",
