@@ -72,7 +72,11 @@ def test_the_scheduler_binds_and_writes_events_each_in_a_lane_of_its_own(tmp_pat
     assert (pipeline.connections, pipeline.depth) == (BIND_CONNECTIONS, BIND_DEPTH)
     assert getattr(binder, "concurrency", 0) == BIND_CONNECTIONS * BIND_DEPTH
     assert process.event_client._connections == EVENT_CONNECTIONS
-    assert process.event_client._pipeline is None and process.client._pipeline is None
+    # events go on the same lean transport, one at a time on each of their connections
+    events = process.event_client._pipeline
+    assert events is not None
+    assert (events.connections, events.depth) == (EVENT_CONNECTIONS, 1)
+    assert process.client._pipeline is None
     # statuses, evictions and watches stay on the main client
     assert all(r.client is process.client for r in process.reflectors)
     assert getattr(process.effects.writer, "client", None) is process.client
