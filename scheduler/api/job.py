@@ -121,6 +121,19 @@ def _phase(value: str) -> PodGroupPhase:
 INT32_MAX = 2**31 - 1
 
 
+# How a member in each status counts in its job's totals: whether its request is in
+# `allocated`, and what it adds to `ready` (towards minMember) and to `pipelined`. The one
+# place add_task, remove_task, set_task_status and clone read it from.
+_COUNTS: dict[TaskStatus, tuple[bool, int, int]] = {
+    status: (
+        status in ALLOCATED_STATUSES,
+        int(status in READY_STATUSES),
+        int(status is TaskStatus.PIPELINED),
+    )
+    for status in TaskStatus
+}
+
+
 class JobInfo:
     """A gang: its PodGroup's spec and status, and its tasks indexed by status."""
 
@@ -321,12 +334,11 @@ class JobInfo:
         """Add a member, indexed under its current status."""
         self.tasks[task.uid] = task
         self.tasks_by_status.setdefault(task.status, {})[task.uid] = task
-        if task.status in ALLOCATED_STATUSES:
+        allocated, ready, pipelined = _COUNTS[task.status]
+        if allocated:
             self.allocated.add(task.request)
-        if task.status in READY_STATUSES:
-            self.ready += 1
-        elif task.status is TaskStatus.PIPELINED:
-            self.pipelined += 1
+        self.ready += ready
+        self.pipelined += pipelined
 
     def remove_task(self, task: TaskInfo) -> None:
         """Remove a member (with the status it has now)."""
@@ -336,12 +348,11 @@ class JobInfo:
         bucket = self.tasks_by_status.get(stored.status)
         if bucket is not None:
             bucket.pop(stored.uid, None)
-        if stored.status in ALLOCATED_STATUSES:
+        allocated, ready, pipelined = _COUNTS[stored.status]
+        if allocated:
             self.allocated.sub(stored.request)
-        if stored.status in READY_STATUSES:
-            self.ready -= 1
-        elif stored.status is TaskStatus.PIPELINED:
-            self.pipelined -= 1
+        self.ready -= ready
+        self.pipelined -= pipelined
 
     def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a member to another status, keeping the index and totals right."""
@@ -366,20 +377,15 @@ class JobInfo:
         if bucket is None:
             bucket = by_status[status] = {}
         bucket[uid] = task
-        was_allocated = old in ALLOCATED_STATUSES
-        if was_allocated is not (status in ALLOCATED_STATUSES):
-            if was_allocated:
-                self.allocated.sub(task.request)
-            else:
+        was_allocated, was_ready, was_pipelined = _COUNTS[old]
+        allocated, ready, pipelined = _COUNTS[status]
+        if was_allocated is not allocated:
+            if allocated:
                 self.allocated.add(task.request)
-        if old in READY_STATUSES:
-            self.ready -= 1
-        elif old is TaskStatus.PIPELINED:
-            self.pipelined -= 1
-        if status in READY_STATUSES:
-            self.ready += 1
-        elif status is TaskStatus.PIPELINED:
-            self.pipelined += 1
+            else:
+                self.allocated.sub(task.request)
+        self.ready += ready - was_ready
+        self.pipelined += pipelined - was_pipelined
 
     def tasks_in(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
         """Members in any of the given statuses."""
@@ -463,7 +469,7 @@ class JobInfo:
         twin = self._empty_copy()
         tasks = twin.tasks
         by_status = twin.tasks_by_status
-        allocated = twin.allocated
+        total = twin.allocated
         ready = pipelined = 0
         for uid, task in self.tasks.items():
             copy = tasks[uid] = twin_of(task)
@@ -472,12 +478,11 @@ class JobInfo:
             if bucket is None:
                 bucket = by_status[status] = {}
             bucket[uid] = copy
-            if status in ALLOCATED_STATUSES:
-                allocated.add(copy.request)
-            if status in READY_STATUSES:
-                ready += 1
-            elif status is TaskStatus.PIPELINED:
-                pipelined += 1
+            allocated, ready_count, pipelined_count = _COUNTS[status]
+            if allocated:
+                total.add(copy.request)
+            ready += ready_count
+            pipelined += pipelined_count
         twin.ready = ready
         twin.pipelined = pipelined
         return twin

@@ -140,7 +140,8 @@ class ClusterSnapshot:
     ) -> None:
         """Change a task's status, and its node when `node_name` is given ("" for none),
         keeping its job's and nodes' figures right: the one place a task's status moves."""
-        node = self.nodes.get(task.node_name)
+        # A pending task is on no node (every placement a session makes): nothing to leave.
+        node = self.nodes.get(task.node_name) if task.node_name else None
         if node is not None:
             node.remove_task(task)
         job = self.jobs.get(task.job)
@@ -153,22 +154,6 @@ class ClusterSnapshot:
             node = self.nodes.get(node_name)
         if node is not None:
             node.add_task(task)
-
-    def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
-        """set_task_status(task, status, node_name=node.name), by the short way when the
-        task is on no node (every placement a session makes)."""
-        if task.node_name:
-            self.set_task_status(task, status, node_name=node.name)
-            return
-        job = self.jobs.get(task.job)
-        if job is not None:
-            job.set_task_status(task, status)
-        else:
-            task.status = status
-        name = task.node_name = node.name
-        held = self.nodes.get(name)
-        if held is not None:
-            held.add_task(task)
 
     def clone(self) -> ClusterSnapshot:
         """A copy a session may change freely: tasks, nodes and jobs are copied once each."""

@@ -392,7 +392,7 @@ class Session:
     # Moving tasks (called by Statement) ------------------------------------
     def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
         """Put a pending task on a node as Allocated or Pipelined."""
-        self.snapshot.place(task, node, status)
+        self.snapshot.set_task_status(task, status, node_name=node.name)
         for fn in self._on_allocate:
             fn(task)
 

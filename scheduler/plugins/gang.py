@@ -14,6 +14,9 @@ from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.arguments import NoArguments
 from scheduler.framework.plugin import Plugin, SortKey, Vote, Waiting
 
+# Members that count as the gang's pods: all but the failed.
+_LIVE = tuple(status for status in TaskStatus if status is not TaskStatus.FAILED)
+
 
 class GangPlugin(Plugin[NoArguments]):
     """All or nothing: placements of a job commit only when the gang is complete."""
@@ -33,17 +36,13 @@ class GangPlugin(Plugin[NoArguments]):
             )
         # A member muster refuses (a field it does not honour) is never placed: the gang
         # waits, whole, rather than run short or against the field.
-        pending = job.tasks_by_status.get(TaskStatus.PENDING)
-        refused = [t for t in pending.values() if t.gated and t.refusal] if pending else []
+        refused = [t for t in job.tasks_in(TaskStatus.PENDING) if t.gated and t.refusal]
         if refused and live - len(refused) < job.min_member:
             first = min(refused, key=lambda t: t.name)
             return Waiting(FIELD_NOT_HONOURED, f"pod {first.key}: {first.refusal}")
         if not job.min_task_member:
             return None
-        per_role: dict[str, int] = {}
-        for task in job.tasks.values():
-            if task.status is not TaskStatus.FAILED:
-                per_role[task.role] = per_role.get(task.role, 0) + 1
+        per_role = job.role_counts(*_LIVE)
         for role, need in sorted(job.min_task_member.items()):
             if per_role.get(role, 0) < need:
                 return Waiting(

@@ -401,34 +401,21 @@ def test_clone_copies_orphans_and_invalid_lists() -> None:
     assert [t.name for t in original.orphans.values()] == ["early"]
 
 
-def test_place_moves_a_task_as_set_task_status_does_from_no_node_or_from_another() -> None:
-    # place() takes the short way for a task on no node and the long one for a task that
-    # has one; both leave the job's index, the totals and the nodes as set_task_status.
-    def world() -> tuple[Any, Any]:
-        job = gang("g", 2, cpu=1)
-        return snapshot([node("n1", cpu=4), node("n2", cpu=4)], [job]), job
-
-    short, job = world()
-    long, twin_job = world()
-    for snap, moved, how in ((short, job, "place"), (long, twin_job, "set")):
-        first, second = sorted(moved.tasks.values(), key=lambda t: t.name)
-        if how == "place":
-            snap.place(first, snap.nodes["n1"], TaskStatus.ALLOCATED)
-            snap.place(second, snap.nodes["n1"], TaskStatus.PIPELINED)
-            snap.place(first, snap.nodes["n2"], TaskStatus.ALLOCATED)  # it has a node
-        else:
-            snap.set_task_status(first, TaskStatus.ALLOCATED, node_name="n1")
-            snap.set_task_status(second, TaskStatus.PIPELINED, node_name="n1")
-            snap.set_task_status(first, TaskStatus.ALLOCATED, node_name="n2")
-    for snap in (short, long):
-        placed = snap.jobs["default/g"]
-        assert placed.ready_count() == 1 and placed.pipelined_count() == 1
-        assert placed.allocated.cpu == 1000
-        assert snap.nodes["n1"].idle.cpu == 4000 and snap.nodes["n1"].pipelined_pods == 1
-        assert snap.nodes["n2"].idle.cpu == 3000 and snap.nodes["n2"].pod_count == 1
-    assert {t.name: t.node_name for t in short.jobs["default/g"].tasks.values()} == {
-        t.name: t.node_name for t in long.jobs["default/g"].tasks.values()
-    }
+def test_set_task_status_moves_a_task_from_no_node_or_from_another() -> None:
+    # From no node (the way every placement goes, with no node to leave) and from one
+    # node to another: the job's index, the totals and both nodes stay right.
+    job = gang("g", 2, cpu=1)
+    snap = snapshot([node("n1", cpu=4), node("n2", cpu=4)], [job])
+    first, second = sorted(job.tasks.values(), key=lambda t: t.name)
+    snap.set_task_status(first, TaskStatus.ALLOCATED, node_name="n1")
+    snap.set_task_status(second, TaskStatus.PIPELINED, node_name="n1")
+    snap.set_task_status(first, TaskStatus.ALLOCATED, node_name="n2")  # it has a node
+    placed = snap.jobs["default/g"]
+    assert placed.ready_count() == 1 and placed.pipelined_count() == 1
+    assert placed.allocated.cpu == 1000
+    assert snap.nodes["n1"].idle.cpu == 4000 and snap.nodes["n1"].pipelined_pods == 1
+    assert snap.nodes["n2"].idle.cpu == 3000 and snap.nodes["n2"].pod_count == 1
+    assert {t.name: t.node_name for t in placed.tasks.values()} == {"g-0": "n2", "g-1": "n1"}
 
 
 def test_set_task_status_of_a_task_the_job_does_not_hold_adds_it_in_that_status() -> None:
