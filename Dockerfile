@@ -11,25 +11,39 @@ FROM base AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
-# `strip` (binutils) for the trim step below: in this stage only, so not in the image.
+# In this stage only, so not in the image: `strip` (binutils) for the trim step below, and a C
+# compiler for mypyc, which compiles the scheduling core (setup.py, scheduler/build.py). The
+# compiler needs the interpreter's headers: the official base has them, Debian's python3 (the
+# stand-in base of tests/image/base.sh) has them in python3-dev.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends binutils \
+ && apt-get install -y --no-install-recommends binutils gcc libc6-dev \
+ && { python -c "import os, sysconfig; os.stat(sysconfig.get_paths()['include'] + '/Python.h')" \
+      || apt-get install -y --no-install-recommends python3-dev; } \
  && rm -rf /var/lib/apt/lists/*
+# mypyc comes with mypy (pinned, so an image build compiles the same way each time), used
+# at build time only: the compiled modules need nothing of it at run time. It type-checks
+# the core as `make typecheck` does, so it needs the stubs the test extra installs too.
+RUN pip install 'mypy==1.20.2' 'setuptools>=68' wheel 'types-PyYAML>=6,<7'
 WORKDIR /src
-# Every dependency ships manylinux wheels, so no compiler is needed, even here.
-COPY pyproject.toml README.md ./
+# Every dependency ships manylinux wheels: the compiler is for muster's own core only.
+COPY pyproject.toml setup.py README.md ./
 COPY scheduler ./scheduler
 # The CRDs go into the wheel (share/muster/crds) for `muster demo` and `muster sim`.
 COPY crds/*.yaml ./crds/
 COPY tests/image/trim_venv.py /usr/local/lib/muster-build/
-# A wheel of muster, then a venv with no pip in it: the builder's pip installs into it
-# through --python. Then the venv is trimmed to what muster's processes load, each module
-# compiled in advance (the root filesystem is read-only at run time, so Python could not
-# cache bytecode there): from about 200 MB to about 45 MB (tests/image/trim_venv.py says
-# what goes and why; `make image-test` runs every process in the trimmed image).
-RUN pip wheel --no-deps --wheel-dir /wheels . \
+# muster's dependencies as wheels, fetched once: mypyc checks the core against them (so they
+# are installed here too) and the venv installs them from the same files. Then a wheel of
+# muster with its core compiled, and a venv with no pip in it: the builder's pip installs
+# into it through --python. Then the venv is trimmed to what muster's processes load, each
+# module compiled in advance (the root filesystem is read-only at run time, so Python could
+# not cache bytecode there): from about 200 MB to about 49 MB (tests/image/trim_venv.py
+# says what goes and why; `make image-test` runs every process in the trimmed image).
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+ && pip wheel --wheel-dir /wheels -r /tmp/requirements.txt \
+ && pip install --no-index --find-links /wheels -r /tmp/requirements.txt \
+ && MUSTER_COMPILE=1 pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
  && python -m venv --without-pip /opt/muster \
- && pip --python /opt/muster/bin/python install --no-compile /wheels/*.whl \
+ && pip --python /opt/muster/bin/python install --no-compile --no-index --find-links /wheels muster \
  && python /usr/local/lib/muster-build/trim_venv.py /opt/muster
 
 FROM base

@@ -3,7 +3,8 @@
     python bench/session_bench.py [--pods 10000] [--nodes 1000] [--gang 8] [--repeat 3]
                                   [--mixed 0.2]
 
-Prints the session time (snapshot clone + every action + status computation)
+Prints which core ran (compiled with mypyc, as in the image, or plain Python), then the
+session time (snapshot clone + every action + status computation)
 at the given size, at 2x pods and at 2x nodes. Target (docs/design.md): 10,000
 pending pods in gangs of 8 on 1,000 nodes in at most 200 ms.
 
@@ -34,6 +35,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo, topology_spec
+from scheduler.build import core
 from scheduler.engine import default_config, load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
 
@@ -222,6 +224,9 @@ def main() -> None:
         help="CPython's collector settings, not the scheduler's (scheduler/gc_policy.py)",
     )
     args = parser.parse_args()
+    # Compiled (the image; `make compiled`, then run from build/compiled with PYTHONPATH=.)
+    # or plain Python (a checkout): a third of the time apart (docs/design.md).
+    print(f"core: {core()}")
     COLLECTOR["policy"] = not args.cpython_gc
     if COLLECTOR["policy"]:
         gc_policy.tune()

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
+from scheduler import __version__, build
 from scheduler.api.resources import UNLIMITED, Resource, share_of
 from scheduler.framework.decisions import SessionResult
 
@@ -20,6 +21,12 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        Info(
+            "muster_build",
+            "muster's version, and whether its scheduling core runs compiled (mypyc), as "
+            "plain Python, or mixed (a broken install).",
+            registry=r,
+        ).info({"version": __version__, "core": build.core()})
         self.schedule_attempts = Counter(
             "muster_schedule_attempts_total",
             "Pods the scheduler tried to place, by result (scheduled, unschedulable, error).",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scheduler import gc_policy
+from scheduler import build, gc_policy
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.cache.wiring import LIST_PAGE_SIZE, world_reflectors
 from scheduler.cache.world import World
@@ -158,6 +158,11 @@ class SchedulerProcess:
         self.health.watch_tasks(background)
         background.append(
             loop.create_task(ensure_default_queue(self.client, self.options.default_queue))
+        )
+        core = build.core()
+        # Some modules compiled and some not: an install gone wrong, slower than it should be.
+        (log.warning if core == "mixed" else log.info)(
+            "scheduling core: %s (scheduler/build.py lists the compiled modules)", core
         )
         try:
             await self._wait_synced()

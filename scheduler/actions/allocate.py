@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import enum
 
-from pydantic import Field
-
-from scheduler.actions.eviction import Backoff, retry_due
+from scheduler.actions.allocate_arguments import AllocateArguments
+from scheduler.actions.eviction import retry_due
 from scheduler.api.gang_state import may_place, started_short
 from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
@@ -27,18 +26,10 @@ from scheduler.api.topology import (
     placed_nodes,
 )
 from scheduler.framework.action import Action
-from scheduler.framework.arguments import Count
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.ordering import KeyHeap, OrderedHeap
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-
-
-class AllocateArguments(Backoff):
-    """allocate's arguments: kube-scheduler's node sampling, and the retry backoff."""
-
-    percentage_of_nodes_to_score: Count = Field(0, alias="percentageOfNodesToScore", ge=0, le=100)
-    min_feasible_nodes_to_find: Count = Field(100, alias="minFeasibleNodesToFind", ge=1)
 
 
 class Allocate(Action[AllocateArguments]):

@@ -489,15 +489,32 @@ class JobInfo:
 
     def _empty_copy(self) -> JobInfo:
         """A copy of the job with no tasks (clone fills it)."""
-        twin = JobInfo.__new__(JobInfo)
-        for slot in JobInfo.__slots__:
-            setattr(twin, slot, getattr(self, slot))
-        twin.tasks = {}
-        twin.tasks_by_status = {}
-        twin.allocated = Resource()
-        twin.fit_errors = {}
-        twin.wait_reason = ""
-        twin.wait_message = ""
+        # Through the constructor (the compiled core builds native objects only this way);
+        # what a session finds out (fit errors, why it waits) starts empty.
+        twin = JobInfo(
+            namespace=self.namespace,
+            name=self.name,
+            uid=self.uid,
+            queue=self.queue,
+            min_member=self.min_member,
+            min_task_member=self.min_task_member,
+            min_resources=self.min_resources,
+            priority=self.priority,
+            priority_class_name=self.priority_class_name,
+            phase=self.phase,
+            conditions=self.conditions,
+            creation_timestamp=self.creation_timestamp,
+            shadow=self.shadow,
+        )
+        twin.observed_phase = self.observed_phase
+        twin.running = self.running
+        twin.succeeded = self.succeeded
+        twin.failed = self.failed
+        twin.invalid = self.invalid
+        twin.admitted_since = self.admitted_since
+        twin.timed_out_since = self.timed_out_since
+        twin.unhonoured = self.unhonoured
+        twin.network_topology = self.network_topology
         return twin
 
     def wait(self, reason: str, message: str) -> None:

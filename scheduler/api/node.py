@@ -207,15 +207,17 @@ class NodeInfo:
 
     def clone(self) -> NodeInfo:
         """An independent copy: accounting and task statuses can change without touching self."""
-        twin = NodeInfo.__new__(NodeInfo)
-        twin.name = self.name
-        twin.allocatable = self.allocatable
-        twin.max_pods = self.max_pods
-        twin.labels = self.labels
-        twin.taints = self.taints
-        twin.unschedulable = self.unschedulable
-        twin.ready = self.ready
-        twin.images = self.images
+        # Through the constructor (the compiled core builds native objects only this way).
+        twin = NodeInfo(
+            self.name,
+            self.allocatable,
+            max_pods=self.max_pods,
+            labels=self.labels,
+            taints=self.taints,
+            unschedulable=self.unschedulable,
+            ready=self.ready,
+            images=self.images,
+        )
         twin.used = self.used.clone()
         twin.idle = self.idle.clone()
         twin.releasing = self.releasing.clone()

@@ -714,28 +714,30 @@ class TaskInfo:
 
     def clone(self) -> TaskInfo:
         """A copy with its own status and node; request and placement are shared."""
-        twin = TaskInfo.__new__(TaskInfo)
-        twin.uid = self.uid
-        twin.namespace = self.namespace
-        twin.name = self.name
-        twin.request = self.request
-        twin.job = self.job
-        twin.role = self.role
-        twin.scheduler_name = self.scheduler_name
-        twin.priority = self.priority
-        twin.preemption_policy = self.preemption_policy
-        twin.node_name = self.node_name
-        twin.status = self.status
-        twin.placement = self.placement
-        twin.labels = self.labels
-        twin.topology = self.topology
-        twin.images = self.images
-        twin.gated = self.gated
-        twin.unhonoured = self.unhonoured
-        twin.queue_annotation = self.queue_annotation
-        twin.owner_uid = self.owner_uid
-        twin.creation_timestamp = self.creation_timestamp
-        return twin
+        # Through the constructor, not __new__ and attribute copies: the compiled core
+        # (docs/design.md, "The compiled core") builds native objects only this way.
+        return TaskInfo(
+            uid=self.uid,
+            namespace=self.namespace,
+            name=self.name,
+            request=self.request,
+            job=self.job,
+            role=self.role,
+            scheduler_name=self.scheduler_name,
+            priority=self.priority,
+            preemption_policy=self.preemption_policy,
+            node_name=self.node_name,
+            status=self.status,
+            placement=self.placement,
+            gated=self.gated,
+            queue_annotation=self.queue_annotation,
+            owner_uid=self.owner_uid,
+            creation_timestamp=self.creation_timestamp,
+            unhonoured=self.unhonoured,
+            labels=self.labels,
+            topology=self.topology,
+            images=self.images,
+        )
 
     def __repr__(self) -> str:
         return f"TaskInfo({self.key}, {self.status.value}, node={self.node_name or '-'})"

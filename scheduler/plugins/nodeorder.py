@@ -51,12 +51,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus, Toleration
-from scheduler.framework.arguments import Arguments, Weight
 from scheduler.framework.plugin import Plugin
 from scheduler.plugins.matching import (
     SCORED_EFFECT,
@@ -64,6 +61,7 @@ from scheduler.plugins.matching import (
     term_matches,
     untolerated_preferences,
 )
+from scheduler.plugins.nodeorder_arguments import NodeOrderArguments
 from scheduler.plugins.podtopologyspread import PodTopology
 
 if TYPE_CHECKING:
@@ -89,21 +87,6 @@ IMAGE_LOCALITY_WEIGHT = "imagelocality.weight"
 MB = 1024 * 1024
 IMAGE_MIN_BYTES = 23 * MB
 IMAGE_MAX_BYTES_PER_CONTAINER = 1000 * MB
-
-
-class NodeOrderArguments(Arguments):
-    """nodeorder's arguments, in Volcano's spelling."""
-
-    least_requested_weight: Weight = Field(1.0, alias="leastrequested.weight")
-    most_requested_weight: Weight = Field(0.0, alias="mostrequested.weight")
-    balanced_resource_weight: Weight = Field(1.0, alias="balancedresource.weight")
-    node_affinity_weight: Weight = Field(1.0, alias="nodeaffinity.weight")
-    # Volcano's defaults (kube-scheduler's too): InterPodAffinity and PodTopologySpread 2.
-    pod_affinity_weight: Weight = Field(2.0, alias="podaffinity.weight")
-    pod_topology_spread_weight: Weight = Field(2.0, alias="podtopologyspread.weight")
-    # Volcano's defaults: TaintToleration 3, ImageLocality 1.
-    taint_toleration_weight: Weight = Field(3.0, alias="tainttoleration.weight")
-    image_locality_weight: Weight = Field(1.0, alias="imagelocality.weight")
 
 
 # Per set of scoring tolerations: the untolerated PreferNoSchedule count of each node that

@@ -88,6 +88,13 @@ def test_only_tmp_is_writable_in_the_container(engine: Engine, image: str) -> No
     assert seen["writable"] == ["/tmp"]
 
 
+def test_the_image_runs_the_core_compiled(engine: Engine, image: str) -> None:
+    # the Dockerfile builds with MUSTER_COMPILE=1: every module scheduler/build.py lists is a
+    # C extension module in the image, and none was trimmed away or left as plain Python
+    script = "from scheduler.build import core; print(core())"
+    assert run_read_only(engine, image, "-c", script, entrypoint="python").strip() == "compiled"
+
+
 def test_every_muster_module_imports_in_the_trimmed_image(engine: Engine, image: str) -> None:
     # the venv is trimmed to what the processes load (tests/image/trim_venv.py): a module of
     # muster that imports something trimmed away fails here, whichever process it belongs to

@@ -177,6 +177,10 @@ def compile_tree(site: Path) -> tuple[int, int]:
     for source in sorted(site.rglob("*.py")):
         relative = source.relative_to(site)
         if relative.parts[0].removesuffix(".py") in OWN_PACKAGES:
+            if any(source.parent.glob(f"{source.stem}.*.so")):
+                # Compiled with mypyc (scheduler/build.py): the extension module is what
+                # imports; the source stays for tracebacks, no bytecode is ever read.
+                continue
             py_compile.compile(
                 str(source),
                 doraise=True,

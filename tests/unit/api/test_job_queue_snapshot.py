@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -12,7 +13,8 @@ from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.queue import QueueInfo, QueueState
 from scheduler.api.resources import UNLIMITED, Resource
 from scheduler.api.snapshot import build_snapshot
-from scheduler.api.task import TaskStatus
+from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.build import core
 from tests.unit.builders import gang, node, snapshot, task
 
 GIB = 2**30
@@ -460,3 +462,54 @@ def test_a_copied_job_counts_its_members_as_the_original_and_forgets_why_it_wait
     }
     assert (copy.wait_reason, copy.wait_message, copy.fit_errors) == ("", "", {})
     assert job.wait_reason == "NotEnoughResources"
+
+
+def _fields(cls: type) -> list[str]:
+    # The slots: the data descriptors that are not properties.
+    return [
+        name
+        for name in dir(cls)
+        if inspect.isdatadescriptor(attribute := getattr(cls, name))
+        and not isinstance(attribute, property)
+    ]
+
+
+@pytest.mark.skipif(core() != "plain", reason="sentinels of any type need plain Python")
+def test_a_copied_job_carries_every_field_a_session_does_not_recompute() -> None:
+    # Clones go through the constructor (the compiled core needs it), so a field added to
+    # JobInfo must be passed on there too; this fails when one is forgotten.
+    original = JobInfo(namespace="ns", name="pg")
+    recomputed = {
+        "key",
+        "tasks",
+        "tasks_by_status",
+        "allocated",
+        "ready",
+        "pipelined",
+        "fit_errors",
+        "wait_reason",
+        "wait_message",
+    }
+    sentinels = {}
+    for name in _fields(JobInfo):
+        if name not in recomputed | {"namespace", "name"}:
+            sentinels[name] = object()
+            setattr(original, name, sentinels[name])
+    copy = original.clone(lambda member: member)
+    assert copy.key == "ns/pg"
+    for name, sentinel in sentinels.items():
+        assert getattr(copy, name) is sentinel, name
+    assert set(_fields(JobInfo)) == set(sentinels) | recomputed | {"namespace", "name"}
+
+
+@pytest.mark.skipif(core() != "plain", reason="sentinels of any type need plain Python")
+def test_a_copied_task_carries_every_field() -> None:
+    original = task("t")
+    sentinels = {}
+    for name in _fields(TaskInfo):
+        sentinels[name] = object()
+        setattr(original, name, sentinels[name])
+    copy = original.clone()
+    assert copy is not original
+    for name, sentinel in sentinels.items():
+        assert getattr(copy, name) is sentinel, name

@@ -7,7 +7,7 @@ import pytest
 from scheduler.api.errors import ConfigError
 from scheduler.api.job import PodGroupPhase
 from scheduler.engine import default_config, load_config, schedule
-from scheduler.plugins.nodeorder import NodeOrderArguments
+from scheduler.plugins.nodeorder_arguments import NodeOrderArguments
 from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot
 
 

@@ -1,0 +1,57 @@
+"""Which modules the image compiles with mypyc, and whether this process runs them so.
+
+The modules a session spends its time in (the snapshot's records, the session and its
+node picker, allocate and backfill, the default plugins) are compiled into C extension
+modules when muster is built with MUSTER_COMPILE=1 (setup.py; the image is built so).
+Plain Python runs the very same sources: it is what development and most of `make test`
+use, and `make test-compiled` checks that both make the same decisions
+(docs/design.md, "The compiled core").
+
+A module listed here must compile as written: no pydantic model with fields of its own
+(a compiled class keeps only its fields' plain types, so aliases and bounds would be
+lost: such models live in a *_arguments module beside it), and objects built through
+their constructors (a compiled class cannot be made with __new__ and filled in).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import sys
+
+COMPILED_MODULES = (
+    "scheduler.api.resources",
+    "scheduler.api.task",
+    "scheduler.api.job",
+    "scheduler.api.node",
+    "scheduler.api.snapshot",
+    "scheduler.framework.node_picker",
+    "scheduler.framework.session",
+    "scheduler.framework.statement",
+    "scheduler.framework.ordering",
+    "scheduler.framework.job_status",
+    "scheduler.actions.allocate",
+    "scheduler.actions.backfill",
+    "scheduler.plugins.nodeorder",
+    "scheduler.plugins.gang",
+    "scheduler.plugins.priority",
+    "scheduler.plugins.predicates",
+    "scheduler.plugins.proportion",
+    "scheduler.plugins.drf",
+    "scheduler.engine",
+)
+
+
+def is_compiled(module: str) -> bool:
+    """Whether the module, once imported, came from an extension module."""
+    __import__(module)
+    origin = sys.modules[module].__file__ or ""
+    return origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+def core() -> str:
+    """How this process runs the core: "compiled", "plain" (Python), or "mixed" (some
+    modules compiled: an install gone wrong, which the scheduler logs as a warning)."""
+    compiled = [is_compiled(module) for module in COMPILED_MODULES]
+    if all(compiled):
+        return "compiled"
+    return "mixed" if any(compiled) else "plain"
