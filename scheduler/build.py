@@ -1,7 +1,7 @@
 """Which modules the image compiles with mypyc, and whether this process runs them so.
 
 The modules a session spends its time in (the snapshot's records, the session and its
-node picker, allocate and backfill, the default plugins) are compiled into C extension
+node picker, enqueue, allocate and backfill, the default plugins) are compiled into C extension
 modules when muster is built with MUSTER_COMPILE=1 (setup.py; the image is built so).
 Plain Python runs the very same sources: it is what development and most of `make test`
 use, and `make test-compiled` checks that both make the same decisions
@@ -24,11 +24,14 @@ COMPILED_MODULES = (
     "scheduler.api.job",
     "scheduler.api.node",
     "scheduler.api.snapshot",
+    "scheduler.api.queue",
+    "scheduler.api.gang_state",
     "scheduler.framework.node_picker",
     "scheduler.framework.session",
     "scheduler.framework.statement",
     "scheduler.framework.ordering",
     "scheduler.framework.job_status",
+    "scheduler.actions.enqueue",
     "scheduler.actions.allocate",
     "scheduler.actions.backfill",
     "scheduler.plugins.nodeorder",

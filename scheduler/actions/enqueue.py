@@ -8,30 +8,18 @@ so waiting for the pods here would wait forever."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
+from scheduler.actions.enqueue_arguments import EnqueueArguments
 from scheduler.api.gang_state import has_started
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.reasons import CLUSTER_FULL, INQUEUE_TIMEOUT, QUEUE_NOT_OPEN
 from scheduler.api.resources import Resource
 from scheduler.framework.action import Action
-from scheduler.framework.arguments import Arguments, Factor, Seconds
 from scheduler.framework.ordering import KeyHeap, OrderedHeap
 from scheduler.framework.session import Session
 
-# Seconds an admitted gang may wait to start before it gives its reservation back.
-DEFAULT_INQUEUE_TIMEOUT = 300.0
 # Volcano's overcommit plugin admits up to 1.2x the cluster's allocatable, so
 # that a gang is queued while others finish; the factor is configurable.
 DEFAULT_OVERCOMMIT = 1.2
-
-
-class EnqueueArguments(Arguments):
-    """enqueue's arguments; the overcommit factor may also come from Volcano's
-    `overcommit` plugin (its `overcommit-factor`), which muster folds into enqueue."""
-
-    overcommit_factor: Factor | None = Field(None, alias="overcommit-factor")
-    inqueue_timeout: Seconds = Field(DEFAULT_INQUEUE_TIMEOUT, alias="inqueue-timeout")
 
 
 class Enqueue(Action[EnqueueArguments]):

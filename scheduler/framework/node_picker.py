@@ -24,7 +24,6 @@ import heapq
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import PodPlacementSpec, PodTopologySpec, TaskInfo
@@ -171,15 +170,12 @@ class _Admissible:
     refusals: list[Status]
 
 
-class _HeapEntry(NamedTuple):
-    """A node's score for a shape, as a min-heap orders it: best score first, then the
-    entry pushed first (so nodes themselves are never compared)."""
-
-    negated_score: float
-    sequence: int
-    # The node's version when scored; -1 for an entry to be scored when it reaches the top.
-    version: int
-    node: NodeInfo
+# A node's score for a shape, as a min-heap orders it: (negated score, sequence, the node's
+# version when scored, the node). Best score first, then the entry pushed first, so nodes
+# themselves are never compared; version -1 for an entry to be scored when it reaches the
+# top. A plain tuple: a NamedTuple is built through a Python-level __new__ even when
+# compiled, and entries are made for every placement.
+_HeapEntry = tuple[float, int, int, NodeInfo]
 
 
 @dataclass(slots=True)
@@ -288,10 +284,10 @@ class NodePicker:
             if not shape.heap and not self._load_window(task, shape):
                 break
             entry = heapq.heappop(shape.heap)
-            node = entry.node
+            _, _, version, node = entry
             if node.name in shape.full:
                 continue
-            if entry.version != node.version:
+            if version != node.version:
                 if shape.newest.get(node.name) != node.version:
                     self._push(task, shape, node)
                 continue
@@ -307,7 +303,7 @@ class NodePicker:
                 stash.append(entry)
         self.picked_now = chosen is not None
         if chosen is None and stash:
-            chosen = stash.pop(0).node
+            _, _, _, chosen = stash.pop(0)
         for entry in stash:
             heapq.heappush(shape.heap, entry)
         if chosen is None:
@@ -366,7 +362,7 @@ class NodePicker:
         task = shape.rescored_for
         if task is None or not shape.heap:
             return
-        nodes = {entry.node.name: entry.node for entry in shape.heap}
+        nodes = {node.name: node for _, _, _, node in shape.heap}
         shape.heap = []
         for name, node in nodes.items():
             if name not in shape.full:
@@ -481,12 +477,12 @@ class NodePicker:
     def _push(self, task: TaskInfo, shape: _ShapeHeap, node: NodeInfo) -> None:
         score = self._score(task, node)
         shape.newest[node.name] = node.version
-        heapq.heappush(shape.heap, _HeapEntry(-score, next(self._sequence), node.version, node))
+        heapq.heappush(shape.heap, (-score, next(self._sequence), node.version, node))
 
     def _push_any(self, shape: _ShapeHeap, node: NodeInfo) -> None:
         # Scored lazily: version -1 never matches, so the first pop rescores it.
         shape.newest.pop(node.name, None)
-        heapq.heappush(shape.heap, _HeapEntry(float("-inf"), next(self._sequence), -1, node))
+        heapq.heappush(shape.heap, (float("-inf"), next(self._sequence), -1, node))
 
     def _failure_message(self, task: TaskInfo, shape: _ShapeHeap) -> str:
         errors = FitErrors(len(self.nodes))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo, TaskStatus
@@ -17,13 +16,24 @@ class _Kind(enum.Enum):
     EVICT = "evict"
 
 
-@dataclass(slots=True)
 class _Operation:
-    kind: _Kind
-    task: TaskInfo
-    node: str
-    reason: str = ""
-    previous: TaskStatus = TaskStatus.PENDING
+    # A plain class, not a dataclass: compiled, a dataclass still runs a generated Python
+    # __init__, and one is made for every placement.
+    __slots__ = ("kind", "node", "previous", "reason", "task")
+
+    def __init__(
+        self,
+        kind: _Kind,
+        task: TaskInfo,
+        node: str,
+        reason: str = "",
+        previous: TaskStatus = TaskStatus.PENDING,
+    ) -> None:
+        self.kind = kind
+        self.task = task
+        self.node = node
+        self.reason = reason
+        self.previous = previous
 
 
 class Statement:
