@@ -130,7 +130,7 @@ def _restricted(request: Resource, resources: list[str]) -> Resource:
         elif name == "memory":
             held.memory = value
         elif value:
-            held.scalars[name] = value
+            held.add(Resource(scalars={name: value}))
     return held
 
 

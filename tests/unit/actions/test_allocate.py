@@ -6,6 +6,7 @@ import pytest
 
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.node import NodeInfo
+from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.engine import load_config, schedule
 from scheduler.framework.job_status import SCHEDULED, UNSCHEDULABLE
@@ -81,7 +82,9 @@ def test_older_job_first_at_equal_priority() -> None:
 def test_min_task_member_holds_the_gang_until_every_role_fits() -> None:
     # One head that needs a GPU node, two workers; no GPU anywhere: nothing goes.
     job = gang("ray", 3, roles={"head": 1, "worker": 2}, min_task_member={"head": 1, "worker": 2})
-    next(t for t in job.tasks.values() if t.role == "head").request.scalars["nvidia.com/gpu"] = 1
+    next(t for t in job.tasks.values() if t.role == "head").request.add(
+        Resource(scalars={"nvidia.com/gpu": 1})
+    )
     result = schedule(snapshot([node("n1", cpu=8)], [job]))
     assert result.binds == []
     assert "Insufficient nvidia.com/gpu" in result.podgroups[0].conditions[0].message

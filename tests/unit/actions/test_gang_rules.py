@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.api.resources import Resource
 from scheduler.api.task import TaskStatus
 from scheduler.engine import schedule
 from tests.unit.actions.eviction_helpers import config, evicted_by_job
@@ -16,7 +17,9 @@ PORT_SPEC = {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostP
 def test_gang_with_enough_pods_but_a_role_short_is_not_bound() -> None:
     # minMember 3 is met by three workers, but the head (needs a GPU nobody has) is not placed.
     job = gang("ray", 4, min_member=3, roles={"worker": 3, "head": 1}, min_task_member={"head": 1})
-    next(t for t in job.tasks.values() if t.role == "head").request.scalars["nvidia.com/gpu"] = 1
+    next(t for t in job.tasks.values() if t.role == "head").request.add(
+        Resource(scalars={"nvidia.com/gpu": 1})
+    )
     result = schedule(snapshot([node("n1", cpu=8)], [job]))
     assert result.binds == []
     assert result.podgroups[0].phase.value == "Inqueue"
@@ -35,7 +38,9 @@ def test_preemptor_gang_with_a_role_that_cannot_be_placed_evicts_nothing() -> No
     low = [running_gang(f"low{i}", 1, priority=1, on=["n0"]) for i in range(4)]
     high = gang("high", 3, min_member=2, roles={"worker": 2, "head": 1}, priority=100)
     high.min_task_member = {"head": 1, "worker": 1}
-    next(t for t in high.tasks.values() if t.role == "head").request.scalars["nvidia.com/gpu"] = 1
+    next(t for t in high.tasks.values() if t.role == "head").request.add(
+        Resource(scalars={"nvidia.com/gpu": 1})
+    )
     result = schedule(snapshot([node("n0", cpu=4)], [*low, high]), config())
     assert result.evictions == []
 

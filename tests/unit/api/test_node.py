@@ -177,9 +177,9 @@ def test_host_ports_are_claimed_and_released_with_their_task() -> None:
     spec = {"containers": [{"ports": [{"containerPort": 80, "hostPort": 8080}]}]}
     member = running("web", 1, spec=spec)
     info.add_task(member)
-    assert info.used_ports == [HostPort("", "TCP", 8080)]
+    assert info.used_ports == (HostPort("", "TCP", 8080),)
     info.remove_task(member)
-    assert info.used_ports == []
+    assert info.used_ports == ()
 
 
 def test_every_change_bumps_the_version() -> None:
@@ -211,7 +211,7 @@ def test_clone_ports_are_independent() -> None:
     spec = {"containers": [{"ports": [{"containerPort": 80, "hostPort": 8080}]}]}
     copy = original.clone()
     copy.add_task(running("web", 1, spec=spec))
-    assert original.used_ports == []
+    assert original.used_ports == ()
 
 
 # status.images (ImageLocality)

@@ -45,10 +45,10 @@ def test_queue_capped_in_cpu_alone_runs_pods_asking_ephemeral_storage() -> None:
     team = queue("team", capability=capped(cpu="100"))
     job = gang("scratch", 2, cpu=1, queue="team")
     for member in job.tasks.values():
-        member.request.scalars["ephemeral-storage"] = 10 * 2**30
+        member.request.add(Resource(scalars={"ephemeral-storage": 10 * 2**30}))
     disk = node("n1", cpu=8)
-    disk.allocatable.scalars["ephemeral-storage"] = 100 * 2**30
-    disk.idle.scalars["ephemeral-storage"] = 100 * 2**30
+    disk.allocatable.add(Resource(scalars={"ephemeral-storage": 100 * 2**30}))
+    disk.idle.add(Resource(scalars={"ephemeral-storage": 100 * 2**30}))
     result = schedule(snapshot([disk], [job], [team]))
     assert len(result.binds) == 2
 
