@@ -4,9 +4,10 @@
                                   [--mixed 0.2]
 
 Prints which core ran (compiled with mypyc, as in the image, or plain Python), then the
-session time (snapshot clone + every action + status computation)
-at the given size, at 2x pods and at 2x nodes. Target (docs/design.md): 10,000
-pending pods in gangs of 8 on 1,000 nodes in at most 200 ms.
+session time (snapshot clone + every action + status computation) at the given size, at 2x
+pods and at 2x nodes. Target (docs/design.md): 10,000 pending pods on 1,000 nodes in at most
+100 ms, 50,000 pods on 5,000 nodes in at most 300 ms. Run from build/compiled with
+PYTHONPATH=. (after `make compiled`) to time the compiled core.
 
 With --mixed F, it also times the same backlog where a fraction F of the gangs use
 pod-to-pod constraints (half required anti-affinity to their own gang on hostname,
