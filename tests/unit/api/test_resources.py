@@ -175,3 +175,21 @@ def test_request_not_using_a_dimension_fits_a_node_overcommitted_in_it() -> None
     idle = Resource(cpu=-500, memory=2**30)
     assert Resource(cpu=0, memory=2**20).fits_in(idle)
     assert Resource(cpu=0, memory=2**20).insufficient(idle) == []
+
+
+def test_vectors_without_extended_resources_share_nothing_they_write() -> None:
+    # Vectors with no extended resources share one read-only empty mapping (memory); the
+    # first write gives a vector a dict of its own, and no other vector sees it.
+    first, second = Resource(1000, 0), Resource(2000, 0)
+    first.add(Resource(scalars={"nvidia.com/gpu": 2}))
+    second.sub(Resource(scalars={"example.com/fpga": 1}))
+    assert first.scalars == {"nvidia.com/gpu": 2}
+    assert second.scalars == {"example.com/fpga": -1}
+    assert Resource().scalars == {}
+    assert Resource.from_list({"cpu": "1", "nvidia.com/gpu": "1"}).scalars == {"nvidia.com/gpu": 1}
+    assert Resource().scalars == {}
+
+
+def test_the_shared_empty_mapping_refuses_a_direct_write() -> None:
+    with pytest.raises(TypeError):
+        Resource().scalars["nvidia.com/gpu"] = 1  # type: ignore[index]
