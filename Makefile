@@ -42,8 +42,8 @@ compiled: venv
 
 test-compiled: compiled
 	cd $(COMPILED) && MUSTER_EXPECT_COMPILED=1 $(CURDIR)/$(BIN)/pytest -p no:cacheprovider $(CORE_TESTS)
-	$(BIN)/python bench/decisions.py > $(COMPILED)/decisions.plain
-	cd $(COMPILED) && PYTHONPATH=. $(CURDIR)/$(BIN)/python bench/decisions.py --expect-compiled > decisions.compiled
+	$(BIN)/python bench/decisions.py --expect plain > $(COMPILED)/decisions.plain
+	cd $(COMPILED) && PYTHONPATH=. $(CURDIR)/$(BIN)/python bench/decisions.py --expect compiled > decisions.compiled
 	diff $(COMPILED)/decisions.plain $(COMPILED)/decisions.compiled
 
 demo: venv

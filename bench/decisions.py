@@ -2,14 +2,15 @@
 two builds of muster decide alike (plain Python against the mypyc-compiled core:
 `make test-compiled` diffs their outputs).
 
-    python bench/decisions.py [--expect-compiled]
+    python bench/decisions.py [--expect plain|compiled]
 
 Each line: the workload, how many binds, PodGroup updates and pod messages it made, and a
 digest of all of them (binds, evictions, statuses, messages, attempts, admissions). The
 workloads: gangs of 8 on an empty cluster; a fifth of them with pod-to-pod constraints;
 gangs of 16 on a cluster too small for all; rack-constrained topology gangs; queues held
 by capacity limits; and a cluster half full of running pods of lower priority that a
-backlog of higher priority preempts. --expect-compiled refuses to run on plain Python.
+backlog of higher priority preempts. --expect refuses to run on any other core than the one
+named (a diff of two runs that both ran plain Python would prove nothing).
 """
 
 from __future__ import annotations
@@ -126,12 +127,14 @@ def workloads() -> list[tuple[str, ClusterSnapshot, SchedulerConfig]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--expect-compiled", action="store_true", help="refuse to run unless the core is compiled"
+        "--expect",
+        choices=("plain", "compiled"),
+        help="refuse to run unless the core runs so (scheduler/build.py)",
     )
     args = parser.parse_args()
     kind = core()
-    if args.expect_compiled and kind != "compiled":
-        sys.exit(f"decisions: the core is {kind}, not compiled (build it with `make compiled`)")
+    if args.expect and kind != args.expect:
+        sys.exit(f"decisions: the core runs {kind}, not {args.expect} (`make compiled` builds it)")
     print(f"core: {kind}", file=sys.stderr)
     for label, snapshot, config in workloads():
         result: Any = schedule(snapshot, config)
