@@ -26,11 +26,11 @@ unit: venv
 
 test: lint typecheck unit test-compiled manifests
 
-# The image runs the scheduling core compiled with mypyc (setup.py lists the modules). A copy
-# of the tree in $(COMPILED) is compiled in place, so the sources here stay plain Python and
-# an edit never hides behind a stale extension module. test-compiled runs the core's unit
-# tests against that copy and checks that it makes the same decisions as plain Python on
-# the bench's workloads (bench/decisions.py).
+# The image runs the scheduling core compiled with mypyc (scheduler/build.py lists the
+# modules, setup.py compiles them). A copy of the tree in $(COMPILED) is compiled in place, so
+# the sources here stay plain Python and an edit never hides behind a stale extension module.
+# test-compiled runs the core's unit tests against that copy and checks that it makes the
+# same decisions as plain Python on the bench's workloads (bench/decisions.py).
 COMPILED := build/compiled
 CORE_TESTS := tests/unit/api tests/unit/framework tests/unit/actions tests/unit/plugins
 
