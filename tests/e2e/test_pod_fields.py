@@ -51,13 +51,20 @@ def field_warnings(cluster: Cluster, namespace: str, name: str) -> list[Obj]:
 def stays_pending_naming(
     cluster: Cluster, namespace: str, name: str, words: str, timeout: float
 ) -> Obj:
+    def naming() -> Obj | None:
+        # A session may run while the gang's pods are still being created: the first
+        # message can be about the missing members; the one that names the field follows.
+        found = pod_scheduled(cluster, namespace, name)
+        return found if found and words in found.get("message", "") else None
+
     found = wait_for(
-        lambda: pod_scheduled(cluster, namespace, name),
+        naming,
         timeout=timeout,
-        message=lambda: f"PodScheduled=False on {name}\n{cluster.describe(namespace)}",
+        message=lambda: (
+            f"PodScheduled=False naming {words!r} on {name}\n{cluster.describe(namespace)}"
+        ),
     )
     assert found["reason"] == "Unschedulable"
-    assert words in found["message"], found["message"]
     assert node_of(cluster, namespace, name) is None
     return found
 
