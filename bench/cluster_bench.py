@@ -27,15 +27,18 @@ import argparse
 import asyncio
 import math
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import client, ensure_nodes
+from harness.cluster import client, ensure_nodes, env_with_bench_path
+from harness.core import CORES, tree_of, write_bytecode
 from harness.memory import cache_bytes
 from harness.report import (
     ceiling_note,
+    decision_figures,
     plot_scale,
     plot_side_by_side,
     session_figures,
@@ -45,7 +48,6 @@ from harness.report import (
 )
 from harness.runners import RUNNERS, ExternalScheduler, Options, RunResult, run
 from harness.workload import Workload
-from session_bench import measure as session_measure
 
 from scheduler.kube.config import load_configuration
 
@@ -81,6 +83,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="with --kubeconfig: first create the --nodes Node objects the cluster lacks "
         "(a bare API server with no kubelets)",
     )
+    parser.add_argument(
+        "--core",
+        choices=CORES,
+        default="plain",
+        help="how the muster runner runs its scheduling core: plain Python from the checkout, "
+        "or compiled with mypyc as the image runs it (from build/compiled: `make compiled`)",
+    )
     parser.add_argument("--schedule-period", default="0.2s")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--profile", choices=["", "py-spy", "py-spy-raw", "cprofile"], default="")
@@ -104,7 +113,22 @@ def options_of(args: argparse.Namespace, profile: str) -> Options:
         if command.name in external:
             raise SystemExit(f"--scheduler-cmd {spec!r}: runner {command.name!r} given twice")
         external[command.name] = command
-    return Options(args.kubeconfig, args.schedule_period, args.timeout, profile, args.out, external)
+    try:
+        tree = tree_of(args.core)
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
+    # Absolute paths: the compiled runner runs from its own tree.
+    kubeconfig = args.kubeconfig.resolve() if args.kubeconfig else None
+    return Options(
+        kubeconfig,
+        args.schedule_period,
+        args.timeout,
+        profile,
+        args.out.resolve(),
+        external,
+        core=args.core,
+        tree=tree,
+    )
 
 
 def runners_of(args: argparse.Namespace, options: Options) -> list[str]:
@@ -141,6 +165,7 @@ def side_by_side_main(args: argparse.Namespace) -> int:
     workload = workload_of(args, args.nodes, args.pods, args.rate)
     options = options_of(args, args.profile)
     runners = runners_of(args, options)
+    write_bytecode(options.tree)
     if args.create_nodes:
         if args.kubeconfig is None:
             raise SystemExit("--create-nodes needs --kubeconfig (muster sim makes its own nodes)")
@@ -171,6 +196,7 @@ def side_by_side_main(args: argparse.Namespace) -> int:
 def scale_main(args: argparse.Namespace) -> int:
     """muster at every size of the grid: session time, memory and throughput."""
     options = options_of(args, "")
+    write_bytecode(options.tree)
     skip = {s.strip() for s in args.scale_skip.split(",") if s.strip()}
     sizes = [
         (int(n), int(p)) for p in args.scale_pods.split(",") for n in args.scale_nodes.split(",")
@@ -199,25 +225,52 @@ def scale_point(workload: Workload, options: Options, repeat: int) -> dict[str, 
     """One grid point: in-process session time and cache bytes, and muster on sim."""
     low, _, high = workload.gang.partition("-")
     gang = (int(low) + int(high or low)) // 2
-    session_s, _ = session_measure(workload.pods, workload.nodes, gang, 3)
+    session_s = session_in(options, workload.pods, workload.nodes, gang, 3)
     memory = cache_bytes(workload)
     runs = [run("muster", workload, options) for _ in range(repeat)]
     peaks = [session_figures(r)[0] * 1000 for r in runs]
+    decisions = [decision_figures(r)[0] * 1000 for r in runs]
     return {
         "nodes": workload.nodes,
         "pods": workload.pods,
+        "core": options.core,
         "session_ms": session_s * 1000,
         "session_gang": gang,
         **memory,
         "pods_per_s": statistics.median(r.pods_per_s for r in runs),
         "pods_per_s_runs": [r.pods_per_s for r in runs],
-        "scraped_session_peak_ms": statistics.median(p for p in peaks if not math.isnan(p))
-        if any(not math.isnan(p) for p in peaks)
-        else math.nan,
+        "scraped_session_peak_ms": _median_of_known(peaks),
+        "scraped_decision_peak_ms": _median_of_known(decisions),
         "cpu_ms_per_pod": statistics.median(r.cpu_ms_per_pod for r in runs),
         "peak_rss_mib": statistics.median(r.peak_rss_mib for r in runs),
         "first_bind_s": statistics.median(r.first_bind_s for r in runs),
     }
+
+
+def session_in(options: Options, pods: int, nodes: int, gang: int, repeat: int) -> float:
+    """session_bench's median session seconds, measured in a process run from the runs'
+    tree, so the compiled core is timed when the runs use it (refused if it is not)."""
+    code = (
+        "import session_bench; from scheduler.build import core; "
+        f"print(core(), session_bench.measure({pods}, {nodes}, {gang}, {repeat})[0])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=options.tree,
+        env=env_with_bench_path(options.tree),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    core, seconds = done.stdout.split()[-2:]
+    if core != options.core:
+        raise SystemExit(f"the session was timed on the {core} core, not {options.core}")
+    return float(seconds)
+
+
+def _median_of_known(values: list[float]) -> float:
+    known = [v for v in values if not math.isnan(v)]
+    return statistics.median(known) if known else math.nan
 
 
 def scale_line(row: dict[str, Any]) -> str:
@@ -227,7 +280,8 @@ def scale_line(row: dict[str, Any]) -> str:
         f"{row['bytes_per_pod']:5.0f} B/pod, {row['bytes_per_node']:5.0f} B/node, "
         f"{row['pods_per_s']:6,.0f} pods/s, CPU {row['cpu_ms_per_pod']:.3f} ms/pod, "
         f"RSS {row['peak_rss_mib']:.0f} MiB, 1st bind {row['first_bind_s']:.1f} s, "
-        f"scraped session peak {row['scraped_session_peak_ms']:.0f} ms"
+        f"scraped session peak {row['scraped_session_peak_ms']:.0f} ms "
+        f"(deciding {row['scraped_decision_peak_ms']:.0f} ms)"
     )
 
 

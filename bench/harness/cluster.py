@@ -222,8 +222,9 @@ class Creator:
         self.gang_of[name] = group
 
 
-def env_with_bench_path() -> dict[str, str]:
-    """The environment for bench subprocesses: `harness` and `scheduler` importable."""
+def env_with_bench_path(tree: Path = REPO) -> dict[str, str]:
+    """The environment for bench subprocesses: `harness` and `scheduler` importable, from
+    the checkout or from another tree (build/compiled)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "bench"), str(REPO)])
+    env["PYTHONPATH"] = os.pathsep.join([str(tree / "bench"), str(tree)])
     return env

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 import msgspec
+from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler.api.errors import ApiError
 from scheduler.kube.client import KubeClient
@@ -121,7 +122,11 @@ class Sample:
     rss_kib: int
     session_sum: float = 0.0
     session_count: float = 0.0
+    # The decision alone (snapshot and actions), without applying it.
+    decide_sum: float = 0.0
+    decide_count: float = 0.0
     binds: float = 0.0
+    core: str = ""  # muster_build_info's core label: how the scheduler ran its core
 
 
 @dataclass
@@ -158,21 +163,40 @@ class Sampler:
 
     def session_series(self) -> list[tuple[float, float, int]]:
         """(time, mean session seconds, sessions) per interval that ran at least one session."""
+        return self._series("session_sum", "session_count")
+
+    def decision_series(self) -> list[tuple[float, float, int]]:
+        """The same for the decision alone (muster_scheduling_attempt_duration_seconds)."""
+        return self._series("decide_sum", "decide_count")
+
+    def core(self) -> str:
+        """The core the scheduler said it runs ("" if it serves no muster_build_info)."""
+        return next((s.core for s in reversed(self.samples) if s.core), "")
+
+    def _series(self, sums: str, counts: str) -> list[tuple[float, float, int]]:
         series = []
         for before, after in zip(self.samples, self.samples[1:], strict=False):
-            count = after.session_count - before.session_count
+            count = getattr(after, counts) - getattr(before, counts)
             if count > 0:
-                mean = (after.session_sum - before.session_sum) / count
+                mean = (getattr(after, sums) - getattr(before, sums)) / count
                 series.append((after.at, mean, int(count)))
         return series
 
 
 def parse_metrics(text: str, sample: Sample) -> None:
-    """Fill the session histogram's sum and count and the successful binds from Prometheus text."""
-    for line in text.splitlines():
-        if line.startswith("muster_session_duration_seconds_sum"):
-            sample.session_sum = float(line.rsplit(" ", 1)[1])
-        elif line.startswith("muster_session_duration_seconds_count"):
-            sample.session_count = float(line.rsplit(" ", 1)[1])
-        elif line.startswith("muster_binds_total") and 'result="success"' in line:
-            sample.binds = float(line.rsplit(" ", 1)[1])
+    """Fill the session's and the decision's sums and counts, the successful binds and the
+    core muster says it runs, from Prometheus text."""
+    for family in text_string_to_metric_families(text):
+        for metric in family.samples:
+            if metric.name == "muster_session_duration_seconds_sum":
+                sample.session_sum = metric.value
+            elif metric.name == "muster_session_duration_seconds_count":
+                sample.session_count = metric.value
+            elif metric.name == "muster_scheduling_attempt_duration_seconds_sum":
+                sample.decide_sum = metric.value
+            elif metric.name == "muster_scheduling_attempt_duration_seconds_count":
+                sample.decide_count = metric.value
+            elif metric.name == "muster_binds_total" and metric.labels.get("result") == "success":
+                sample.binds = metric.value
+            elif metric.name == "muster_build_info":
+                sample.core = metric.labels.get("core", "")

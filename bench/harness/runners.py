@@ -90,6 +90,9 @@ class Options:
     profile: str = ""  # "", "py-spy", "py-spy-raw" or "cprofile" (muster only)
     out: Path = REPO / "bench" / "out"
     external: dict[str, ExternalScheduler] = field(default_factory=dict)  # runner name -> command
+    # The `muster` runner's core, and the tree it runs from (harness.core.tree_of).
+    core: str = "plain"
+    tree: Path = REPO
 
 
 @dataclass
@@ -113,6 +116,8 @@ class RunResult:
     cpu_ms_per_pod_binding: float  # from the sample before the first bind to the end
     peak_rss_mib: float
     sessions: list[tuple[float, float, int]] = field(default_factory=list)
+    decisions: list[tuple[float, float, int]] = field(default_factory=list)  # the same, deciding
+    core: str = ""  # the core muster reported (muster_build_info); "" for other runners
     bind_curve: list[tuple[float, int]] = field(default_factory=list)
     cpu_curve: list[tuple[float, float]] = field(default_factory=list)
     profile: str = ""
@@ -232,9 +237,10 @@ def _start(
     else:
         known = ", ".join([*RUNNERS, *options.external])
         raise ValueError(f"runner {runner!r} is not one of {known}; add it with --scheduler-cmd")
+    tree = options.tree if runner == "muster" else REPO
     with (options.out / f"{runner}.log").open("ab") as log:
         process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env_with_bench_path()
+            args, stdout=log, stderr=subprocess.STDOUT, cwd=tree, env=env_with_bench_path(tree)
         )
     return process, profile_path
 
@@ -318,6 +324,8 @@ def _result(
         cpu_ms_per_pod_binding=(cpu - cpu_at_first) * 1000 / max(1, bound),
         peak_rss_mib=hwm_kib / 1024,
         sessions=[(at - started, mean, n) for at, mean, n in sampler.session_series()],
+        decisions=[(at - started, mean, n) for at, mean, n in sampler.decision_series()],
+        core=sampler.core(),
         bind_curve=[
             (t - started, i + 1) for i, t in enumerate(times) if i % step == 0 or i == bound - 1
         ],

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.machinery
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,11 +15,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
+import harness.core
 from cluster_bench import options_of, parse_args, runners_of, workload_of
-from harness.cluster import NOT_READY, ensure_nodes
+from harness.cluster import NOT_READY, REPO, ensure_nodes, env_with_bench_path
+from harness.core import stale_in
+from harness.observe import Sample, parse_metrics
 from harness.report import SHARED_MACHINE_NOTE, ceiling_note, side_by_side, targets
 from harness.runners import ExternalScheduler, RunResult, _start
 from harness.workload import Workload
+from prometheus_client import generate_latest
+
+from scheduler.build import COMPILED_MODULES, core
+from scheduler.metrics import Metrics
 
 
 def result(runner: str, pods_per_s: float) -> RunResult:
@@ -154,3 +164,60 @@ def test_create_nodes_makes_the_missing_nodes_and_lifts_the_not_ready_taint() ->
     assert sorted(cluster.nodes) == ["bench-node-0000", "bench-node-0001", "bench-node-0002"]
     assert sorted(cluster.patched) == ["bench-node-0001", "bench-node-0002"]
     assert all(n.get("spec", {}).get("taints", []) == [] for n in cluster.nodes.values())
+
+
+def test_the_session_target_is_judged_on_the_decision_and_the_whole_session_shown() -> None:
+    muster = result("muster", 900)
+    muster.decisions = [(1.0, 0.040, 1), (1.5, 0.080, 2)]
+    muster.sessions = [(1.0, 0.090, 1), (1.5, 0.150, 2)]
+    muster.core = "compiled"
+    lines = targets(side_by_side([result("ceiling", 1000), muster], {}))
+    assert (
+        "muster session, largest 0.5 s-interval mean scraped: deciding 80 ms "
+        "(target <= 100: met), 150 ms with applying the decisions"
+    ) in lines
+    assert "muster core: compiled (muster_build_info)" in lines
+
+
+def test_the_scrape_reads_the_decision_and_the_core_the_scheduler_reports() -> None:
+    metrics = Metrics()
+    metrics.attempt_duration.observe(0.04)
+    metrics.session_duration.observe(0.06)
+    metrics.binds.labels("success").inc(7)
+    sample = Sample(at=0.0, cpu_s=0.0, rss_kib=0)
+    parse_metrics(generate_latest(metrics.registry).decode(), sample)
+    assert (sample.decide_count, sample.decide_sum) == (1, pytest.approx(0.04))
+    assert (sample.session_count, sample.session_sum) == (1, pytest.approx(0.06))
+    assert sample.binds == 7
+    assert sample.core == core() != ""
+
+
+def test_a_compiled_tree_is_refused_until_it_holds_the_checkouts_sources_compiled(
+    tmp_path: Path,
+) -> None:
+    assert "holds no compiled copy" in stale_in(tmp_path)
+    shutil.copytree(REPO / "scheduler", tmp_path / "scheduler")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    missing = COMPILED_MODULES[-1]
+    for module in COMPILED_MODULES[:-1]:
+        (tmp_path / Path(*module.split("."))).with_suffix(suffix).touch()
+    assert stale_in(tmp_path) == f"{missing} has no extension module in {tmp_path}"
+    (tmp_path / Path(*missing.split("."))).with_suffix(suffix).touch()
+    assert stale_in(tmp_path) == ""
+    edited = tmp_path / "scheduler" / "api" / "task.py"
+    edited.write_text(edited.read_text() + "# edited after make compiled\n")
+    assert stale_in(tmp_path) == f"scheduler/api/task.py in {tmp_path} differs from the checkout's"
+
+
+def test_core_compiled_without_a_current_compiled_tree_stops_the_bench_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(harness.core, "COMPILED_TREE", tmp_path)
+    with pytest.raises(SystemExit, match=r"--core compiled: .* run `make compiled` first"):
+        options_of(parse_args(["--core", "compiled"]), "")
+    assert options_of(parse_args([]), "").tree == REPO
+
+
+def test_the_muster_runner_imports_muster_from_its_cores_tree(tmp_path: Path) -> None:
+    env = env_with_bench_path(tmp_path)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "bench"), str(tmp_path)]
