@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from scheduler import __version__
+from scheduler import __version__, gc_policy
 
 # Each subcommand module exposes `add_parser(subparsers) -> None`, which sets
 # `func` on its parser. Only the module of the subcommand being run is
@@ -48,9 +48,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     named = words[0] if words and words[0] in dict(_SUBCOMMANDS) else None
     invoked = Path(sys.argv[0]).name if sys.argv else ""
     prog = "kubectl muster" if invoked == KUBECTL_PLUGIN else "muster"
-    args = build_parser(named, prog).parse_args(words)
-    func: Callable[[argparse.Namespace], int] = args.func
-    return func(args)
+    if named == "scheduler":
+        # Before its modules are imported: the scheduler starts with the collector held
+        # until its cache is loaded (scheduler/gc_policy.py).
+        gc_policy.hold()
+    try:
+        args = build_parser(named, prog).parse_args(words)
+        func: Callable[[argparse.Namespace], int] = args.func
+        return func(args)
+    finally:
+        gc_policy.release()
 
 
 if __name__ == "__main__":

@@ -185,7 +185,12 @@ class SchedulerProcess:
 
         synced = asyncio.ensure_future(all_synced())
         stop = asyncio.ensure_future(self.stopping.wait())
-        await asyncio.wait([synced, stop], return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            [synced, stop], timeout=gc_policy.HOLD_SECONDS, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            gc_policy.release()  # a slow start: the collector runs while the lists go on
+            await asyncio.wait([synced, stop], return_when=asyncio.FIRST_COMPLETED)
         synced.cancel()
         stop.cancel()
 

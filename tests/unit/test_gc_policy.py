@@ -1,14 +1,18 @@
-"""The scheduler process's collector settings: a larger young generation, and the cache's
-objects kept out of traversals once loaded."""
+"""The scheduler process's collector settings: held while it starts, a larger young
+generation, and the cache's objects kept out of traversals once loaded."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from scheduler import gc_policy
+from scheduler import cli, gc_policy
+from tests.unit.offline_process import offline_process
 
 
 @pytest.fixture
@@ -36,3 +40,64 @@ def test_settle_keeps_what_the_cache_loaded_out_of_traversals() -> None:
 
     assert gc.get_freeze_count() >= len(cache)
     assert not any(obj is cache for obj in gc.get_objects())
+
+
+@pytest.fixture
+def collector_back() -> Iterator[None]:
+    yield
+    gc.enable()
+    gc.unfreeze()
+
+
+@pytest.mark.usefixtures("collector_back")
+def test_hold_stops_the_collector_until_settle_freezes_the_cache_and_lets_it_run() -> None:
+    gc_policy.hold()
+    assert not gc.isenabled()
+    cache = [{"pod": index} for index in range(1000)]
+
+    gc_policy.settle()
+
+    assert gc.isenabled()
+    assert not any(obj is cache for obj in gc.get_objects())
+
+
+@pytest.mark.usefixtures("collector_back")
+def test_muster_scheduler_runs_with_the_collector_held_and_gives_it_back_on_return(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: dict[str, bool] = {}
+
+    def parser(named: str | None, prog: str) -> argparse.ArgumentParser:
+        fake = argparse.ArgumentParser(prog=prog)
+        fake.add_argument("command")
+        fake.set_defaults(func=lambda args: seen.setdefault(args.command, gc.isenabled()) and 0)
+        return fake
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    cli.main(["scheduler"])
+    assert seen["scheduler"] is False  # held from before the scheduler's modules load
+    assert gc.isenabled()
+    cli.main(["status"])
+    assert seen["status"] is True  # other commands never hold it
+
+
+@pytest.mark.usefixtures("collector_back")
+def test_a_cache_slow_to_load_gets_the_collector_back_while_the_lists_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    process = offline_process(tmp_path)
+    monkeypatch.setattr(gc_policy, "HOLD_SECONDS", 0.01)
+
+    async def scenario() -> None:
+        gc_policy.hold()
+        waiting = asyncio.ensure_future(process._wait_synced())
+        for _ in range(500):
+            if gc.isenabled():
+                break
+            await asyncio.sleep(0.01)
+        assert gc.isenabled()
+        assert not waiting.done()  # no reflector listed anything: still waiting
+        process.stopping.set()
+        await waiting
+
+    asyncio.run(scenario())

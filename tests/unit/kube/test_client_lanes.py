@@ -12,17 +12,8 @@ from scheduler.server import (
     BIND_CONNECTIONS,
     BIND_DEPTH,
     EVENT_CONNECTIONS,
-    SchedulerOptions,
-    SchedulerProcess,
 )
-
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-"""
+from tests.unit.offline_process import offline_process
 
 
 def test_a_lane_has_its_own_pool_and_shares_the_rate_limit() -> None:
@@ -57,9 +48,7 @@ def test_closing_a_lane_leaves_the_main_pool_open() -> None:
 
 
 def test_the_scheduler_binds_and_writes_events_each_in_a_lane_of_its_own(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    process = SchedulerProcess(SchedulerOptions(kubeconfig=str(kubeconfig), leader_elect=False))
+    process = offline_process(tmp_path)
     binder = process.effects.binder
     clients = {id(process.client), id(process.bind_client), id(process.event_client)}
     assert len(clients) == 3
@@ -85,10 +74,7 @@ def test_the_scheduler_binds_and_writes_events_each_in_a_lane_of_its_own(tmp_pat
 def test_the_pipeline_depth_flag_sets_the_binds_in_flight_on_each_connection(
     tmp_path: Path,
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    options = SchedulerOptions(kubeconfig=str(kubeconfig), leader_elect=False, bind_depth=1)
-    process = SchedulerProcess(options)
+    process = offline_process(tmp_path, bind_depth=1)
     pipeline = process.bind_client._pipeline
     assert pipeline is not None and pipeline.depth == 1
     assert getattr(process.effects.binder, "concurrency", 0) == BIND_CONNECTIONS

@@ -9,7 +9,7 @@ import pytest
 
 from scheduler import server
 from scheduler.heap import M_MMAP_THRESHOLD, TRIM_EVERY, HeapTrimmer, glibc, pin_mmap_threshold
-from tests.unit.kube.test_client_lanes import KUBECONFIG
+from tests.unit.offline_process import offline_process
 
 
 class FakeLibc:
@@ -74,11 +74,7 @@ def test_the_scheduler_process_pins_the_threshold_and_trims_with_the_same_libc(
 ) -> None:
     libc = RecordingLibc(answer=1)
     monkeypatch.setattr(server, "glibc", lambda: libc)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG)
-    process = server.SchedulerProcess(
-        server.SchedulerOptions(kubeconfig=str(kubeconfig), leader_elect=False)
-    )
+    process = offline_process(tmp_path)
     assert libc.options == [(M_MMAP_THRESHOLD, 128 * 1024)]
     process.heap._last -= TRIM_EVERY
     assert process.heap.trim_if_due() is True
