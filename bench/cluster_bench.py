@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/cluster_bench.py [--nodes 1000] [--pods 10000] [--gang 8-64]
         [--rate 0] [--runners ceiling,naive,muster] [--repeat 3] [--kubeconfig FILE]
-        [--scheduler-cmd [NAME=]CMD ...] [--scheduler-name NAME]
+        [--scheduler-cmd [NAME=]CMD ...] [--scheduler-name NAME] [--core plain|compiled]
     .venv/bin/python bench/cluster_bench.py --scale      # the scale curve (many minutes)
 
 Each run starts a fresh `muster sim` with the nodes (or, with --kubeconfig, uses that cluster's
@@ -13,7 +13,8 @@ pods until all are bound. Runners:
   ceiling  posts bindings round-robin with no decisions, 128 in flight on pipelined connections
            (as muster binds): the API server's limit
   naive    first-fit, one pod at a time, each bind awaited: a one-at-a-time scheduler
-  muster   `muster scheduler --no-leader-elect --schedule-period 0.2s`
+  muster   `muster scheduler --no-leader-elect --schedule-period 0.2s`, from the checkout
+           (--core plain) or from build/compiled (--core compiled, as the image runs it)
   NAME     any `--scheduler-cmd NAME=CMD` (kube-scheduler, Volcano, another muster): CMD's
            arguments may hold {kubeconfig}, {namespace}, {scheduler_name}, {metrics_port}, {out};
            every run's pods carry `spec.schedulerName` = --scheduler-name (default muster)
