@@ -12,8 +12,8 @@ Until then the collector does not run at all (`hold`, from the start of `muster 
 to the cache's first full list): nearly everything allocated meanwhile, the modules'
 classes and functions and the listed cluster, lives for the process's life, so each
 traversal of it found nothing and cost much. Importing muster's modules allocates about
-110,000 objects, a listed pod about twenty: with CPython's settings, 0.2 to 0.4 s of the
-import and 60% of decoding a list of 50,000 pods went to the collector. If the cache is not
+110,000 objects, a listed pod about twenty: with CPython's settings, about 0.15 s of the
+import's second of CPU and 60% of decoding a list of 50,000 pods went to the collector. If the cache is not
 loaded within HOLD_SECONDS (an API server that does not answer), the collector runs again,
 so the reference cycles of failing requests retried meanwhile do not pile up.
 """
