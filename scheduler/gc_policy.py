@@ -13,9 +13,10 @@ to the cache's first full list): nearly everything allocated meanwhile, the modu
 classes and functions and the listed cluster, lives for the process's life, so each
 traversal of it found nothing and cost much. Importing muster's modules allocates about
 110,000 objects, a listed pod about twenty: with CPython's settings, about 0.15 s of the
-import's second of CPU and 60% of decoding a list of 50,000 pods went to the collector. If the cache is not
-loaded within HOLD_SECONDS (an API server that does not answer), the collector runs again,
-so the reference cycles of failing requests retried meanwhile do not pile up.
+import's second of CPU and 60% of decoding a list of 50,000 pods went to the collector.
+If the cache is not loaded within HOLD_SECONDS (an API server that does not answer), the
+collector runs again, so the reference cycles of failing requests retried meanwhile do not
+pile up.
 """
 
 from __future__ import annotations
