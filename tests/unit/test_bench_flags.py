@@ -21,7 +21,7 @@ from harness.cluster import NOT_READY, REPO, ensure_nodes, env_with_bench_path
 from harness.core import stale_in
 from harness.observe import Sample, parse_metrics
 from harness.report import SHARED_MACHINE_NOTE, ceiling_note, side_by_side, targets
-from harness.runners import ExternalScheduler, RunResult, _start
+from harness.runners import ExternalScheduler, Options, RunResult, _start
 from harness.workload import Workload
 from prometheus_client import generate_latest
 
@@ -219,5 +219,18 @@ def test_core_compiled_without_a_current_compiled_tree_stops_the_bench_naming_th
 
 
 def test_the_muster_runner_imports_muster_from_its_cores_tree(tmp_path: Path) -> None:
-    env = env_with_bench_path(tmp_path)
-    assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "bench"), str(tmp_path)]
+    # A stand-in tree whose `scheduler.cli` says where it runs and which file it is.
+    tree = tmp_path / "tree"
+    (tree / "scheduler").mkdir(parents=True)
+    (tree / "scheduler" / "__init__.py").write_text("")
+    (tree / "scheduler" / "cli.py").write_text(
+        "import os\nprint(os.getcwd(), os.path.realpath(__file__))\n"
+    )
+    options = Options(out=tmp_path, core="compiled", tree=tree)
+    workload = workload_of(parse_args([]), 10, 20, 0.0)
+    process, _ = _start("muster", workload, options, Path("/k.conf"), "ns", 8123)
+    assert process.wait(timeout=30) == 0
+    cwd, module = (tmp_path / "muster.log").read_text().split()
+    assert (cwd, module) == (str(tree), str(tree / "scheduler" / "cli.py"))
+    env = env_with_bench_path(tree)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(tree / "bench"), str(tree)]
