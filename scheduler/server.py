@@ -254,13 +254,14 @@ class SchedulerProcess:
         # Decisions never read a clock: the session's "now" comes with its snapshot (the
         # core reads perf_counter only to time its actions and plugins for metrics).
         now = time.time()
-        snapshot = self.world.snapshot(now)
-        result = schedule(snapshot, self.config.config, copy=False)
-        decided = time.perf_counter()
-        if not self.is_leader():
-            return result  # leadership went during the session: the new leader decides
-        self.world.record_session(result, now)
-        self.effects.apply(result)
+        with gc_policy.paused():
+            snapshot = self.world.snapshot(now)
+            result = schedule(snapshot, self.config.config, copy=False)
+            decided = time.perf_counter()
+            if not self.is_leader():
+                return result  # leadership went during the session: the new leader decides
+            self.world.record_session(result, now)
+            self.effects.apply(result)
         self._sessions_applied += 1
         if self._sessions_applied % FORGET_EVERY == 0:
             self.effects.forget_gone(self.world.live.jobs.keys(), self.world.tasks.keys())

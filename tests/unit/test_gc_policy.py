@@ -8,10 +8,11 @@ import asyncio
 import gc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from scheduler import cli, gc_policy
+from scheduler import cli, gc_policy, server
 from tests.unit.offline_process import offline_process
 
 
@@ -101,3 +102,41 @@ def test_a_cache_slow_to_load_gets_the_collector_back_while_the_lists_go_on(
         await waiting
 
     asyncio.run(scenario())
+
+
+@pytest.mark.usefixtures("collector_back")
+def test_paused_stops_the_collector_inside_only_and_leaves_a_held_one_held() -> None:
+    with gc_policy.paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+    with pytest.raises(RuntimeError), gc_policy.paused():
+        raise RuntimeError("a session that fails")
+    assert gc.isenabled()
+
+    gc_policy.hold()
+    with gc_policy.paused():
+        pass
+    assert not gc.isenabled(), "a collector held for the start stays held"
+
+
+@pytest.mark.usefixtures("collector_back")
+def test_a_session_runs_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    process = offline_process(tmp_path)
+    during: list[bool] = []
+    decide = server.schedule
+
+    def schedule(*args: Any, **kwargs: Any) -> Any:
+        during.append(gc.isenabled())
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(server, "schedule", schedule)
+
+    async def scenario() -> None:
+        process.cycle()
+
+    asyncio.run(scenario())
+    assert during == [False]
+    assert gc.isenabled()
