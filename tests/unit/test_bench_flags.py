@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.machinery
 import os
 import shutil
@@ -16,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import harness.core
+import session_bench
 from cluster_bench import options_of, parse_args, runners_of, workload_of
 from harness.cluster import NOT_READY, REPO, ensure_nodes, env_with_bench_path
 from harness.core import stale_in
@@ -234,3 +236,17 @@ def test_the_muster_runner_imports_muster_from_its_cores_tree(tmp_path: Path) ->
     assert (cwd, module) == (str(tree), str(tree / "scheduler" / "cli.py"))
     env = env_with_bench_path(tree)
     assert env["PYTHONPATH"].split(os.pathsep) == [str(tree / "bench"), str(tree)]
+
+
+def test_the_session_bench_times_a_session_as_the_scheduler_runs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    try:
+        with session_bench.as_the_scheduler_runs():
+            assert not gc.isenabled(), "the scheduler pauses the collector for a session"
+        assert gc.isenabled()
+        monkeypatch.setitem(session_bench.COLLECTOR, "policy", False)  # --cpython-gc
+        with session_bench.as_the_scheduler_runs():
+            assert gc.isenabled()
+    finally:
+        gc.enable()
