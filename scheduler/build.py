@@ -11,7 +11,10 @@ use, and `make test-compiled` checks that both make the same decisions
 A module listed here must compile as written: no pydantic model with fields of its own
 (a compiled class keeps only its fields' plain types, so aliases and bounds would be
 lost: such models live in a *_arguments module beside it), and objects built through
-their constructors (a compiled class cannot be made with __new__ and filled in).
+their constructors (a compiled class cannot be made with __new__ and filled in), named:
+a classmethod builds with `TaskInfo(...)`, not `cls(...)`, since a call through `cls` is a
+Python call whose keyword arguments are parsed at run time (a tenth of building a listed
+pod's record), where the named class is a direct C call.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class NetworkTopology:
                 name,
                 f"cannot be set with highestTierAllowed ({tier}); set one of the two",
             )
-        return cls("soft" if mode == "soft" else "hard", tier, name or "")
+        return NetworkTopology("soft" if mode == "soft" else "hard", tier, name or "")
 
 
 def _phase(value: str) -> PodGroupPhase:
@@ -268,7 +268,7 @@ class JobInfo:
             if spec.min_resources
             else None
         )
-        job = cls(
+        job = JobInfo(
             namespace=meta.namespace,
             name=meta.name,
             uid=meta.uid,
@@ -321,7 +321,7 @@ class JobInfo:
         try:
             return cls.from_podgroup(group, priority)
         except InvalidObject as error:
-            job = cls(
+            job = JobInfo(
                 namespace=group.metadata.namespace,
                 name=group.metadata.name,
                 uid=group.metadata.uid,

@@ -55,7 +55,7 @@ class NodeImages:
                     sizes[sys.intern(name)] = image.size_bytes
         if not sizes:
             return None
-        return cls(tuple(sizes), array("q", sizes.values()))
+        return NodeImages(tuple(sizes), array("q", sizes.values()))
 
     def size_of(self, name: str) -> int:
         """The size of the image the node knows by `name` (which it must hold)."""
@@ -138,7 +138,7 @@ class NodeInfo:
         )
         max_pods = int_value(allocatable[PODS]) if PODS in allocatable else DEFAULT_MAX_PODS
         ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
-        return cls(
+        return NodeInfo(
             name,
             resources,
             max_pods=max_pods,

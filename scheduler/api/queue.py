@@ -114,7 +114,7 @@ class QueueInfo:
             state = QueueState(queue.status.state) if queue.status.state else QueueState.OPEN
         except ValueError:
             state = QueueState.UNKNOWN
-        info = cls(
+        info = QueueInfo(
             name,
             uid=queue.metadata.uid,
             weight=spec.weight,

@@ -57,7 +57,7 @@ class Resource:
         field: str = "resources",
     ) -> Resource:
         """A vector from a Kubernetes ResourceList ({"cpu": "500m", "memory": "1Gi", ...})."""
-        result = cls()
+        result = Resource()
         if not values:
             return result
         for key, raw in values.items():

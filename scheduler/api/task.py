@@ -668,7 +668,7 @@ class TaskInfo:
         # Strings many pods repeat (namespace, gang, role, node...) are interned, and equal
         # label sets shared: a cached pod holds one copy of each, not its own.
         intern = sys.intern
-        return cls(
+        return TaskInfo(
             uid=meta.uid,
             namespace=intern(meta.namespace),
             name=meta.name,
