@@ -15,7 +15,9 @@ it raises that threshold to the block's size, so later big blocks (TLS read buff
 pages, watch chunks, a session's lists over every pod) come from the heap and, freed, leave
 holes that trimming cannot close. With the threshold pinned at 128 KiB the leader's RSS
 stayed within 1 MiB over 10 minutes of the same soak (89.7-90.7 MiB) and rose only when a
-connection opened (about 0.3 MiB each, its TLS buffer).
+connection opened (about 0.3 MiB each, its TLS buffer). It is pinned at 512 KiB since (see
+MMAP_THRESHOLD): a 20-minute soak (seed 410) then held the leader at 93.6-94.9 MiB once its
+sockets stopped opening, 11 minutes in.
 
 Elsewhere than glibc both do nothing.
 """
@@ -36,12 +38,17 @@ TRIM_EVERY = 60.0
 
 # glibc's mallopt parameter for the size from which an allocation gets pages of its own.
 M_MMAP_THRESHOLD = -3
-# Allocations this big or bigger (a TLS connection's 256 KiB read buffer, a list page, a
-# watch chunk, a session's lists over every pod) get pages of their own, returned to the OS
-# when freed. glibc's default starts here too but rises to the size of every such block
-# freed, after which those blocks come from the heap and, freed, leave holes among the
-# pages that live objects hold.
-MMAP_THRESHOLD = 128 * 1024
+# Allocations this big or bigger (a list page, a session's lists over 50,000 pods) get pages
+# of their own, returned to the OS when freed. glibc's default starts at 128 KiB but rises to
+# the size of every such block freed, after which those blocks come from the heap and, freed,
+# leave holes among the pages that live objects hold: so the threshold is pinned. Pinned above
+# a TLS read: asyncio reads a TLS connection by asking for up to 256 KiB
+# (asyncio.sslproto.SSLProtocol.max_size), twice or more each time data comes, and a block
+# that size with pages of its own costs an mmap and an munmap each time, 33 us here against 4
+# from the heap. Pinned at 128 KiB, those reads were a tenth of muster's CPU per bound pod
+# (0.661 against 0.598 ms, 3 alternated pairs on muster sim); the blocks between 128 and
+# 512 KiB come and go within a call, so they leave no holes the trims do not give back.
+MMAP_THRESHOLD = 512 * 1024
 
 
 class _Libc(Protocol):

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio.sslproto
 import logging
+import sys
 from pathlib import Path
 
 import pytest
 
 from scheduler import server
-from scheduler.heap import M_MMAP_THRESHOLD, TRIM_EVERY, HeapTrimmer, glibc, pin_mmap_threshold
+from scheduler.heap import (
+    M_MMAP_THRESHOLD,
+    MMAP_THRESHOLD,
+    TRIM_EVERY,
+    HeapTrimmer,
+    glibc,
+    pin_mmap_threshold,
+)
 from tests.unit.offline_process import offline_process
 
 
@@ -56,16 +65,19 @@ class RecordingLibc(FakeLibc):
         return self.answer
 
 
-def test_the_mmap_threshold_is_pinned_at_128_kib() -> None:
+def test_the_mmap_threshold_is_pinned_above_a_tls_read() -> None:
     libc = RecordingLibc(answer=1)
     assert pin_mmap_threshold(libc) is True
-    assert libc.options == [(M_MMAP_THRESHOLD, 128 * 1024)]
+    assert libc.options == [(M_MMAP_THRESHOLD, MMAP_THRESHOLD)]
+    # asyncio asks a TLS connection for up to max_size bytes at each read, into a new bytes
+    # object: that block must come from the heap, not from pages of its own.
+    assert asyncio.sslproto.SSLProtocol.max_size + sys.getsizeof(b"") < MMAP_THRESHOLD
 
 
 def test_a_threshold_glibc_refuses_is_reported(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="scheduler.heap"):
         assert pin_mmap_threshold(RecordingLibc(answer=0)) is False
-    assert "refused an mmap threshold of 131072 bytes" in caplog.text
+    assert f"refused an mmap threshold of {MMAP_THRESHOLD} bytes" in caplog.text
     assert pin_mmap_threshold(None) is False
 
 
@@ -75,7 +87,7 @@ def test_the_scheduler_process_pins_the_threshold_and_trims_with_the_same_libc(
     libc = RecordingLibc(answer=1)
     monkeypatch.setattr(server, "glibc", lambda: libc)
     process = offline_process(tmp_path)
-    assert libc.options == [(M_MMAP_THRESHOLD, 128 * 1024)]
+    assert libc.options == [(M_MMAP_THRESHOLD, MMAP_THRESHOLD)]
     process.heap._last -= TRIM_EVERY
     assert process.heap.trim_if_due() is True
     assert libc.pads == [0]
