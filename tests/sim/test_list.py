@@ -100,6 +100,30 @@ def test_limit_and_continue_page_through_a_consistent_snapshot(core: client.Core
     assert first.metadata.resource_version == third.metadata.resource_version
 
 
+def test_pages_follow_etcds_key_order_across_namespaces(core: client.CoreV1Api) -> None:
+    # etcd orders keys by their bytes: "ns-b/a" comes before "ns/z" ("-" < "/"), so a
+    # namespace that prefixes another must not lose objects between pages.
+    ns = unique("order")
+    for namespace, name in ((ns, "z"), (f"{ns}-b", "a")):
+        core.create_namespace({"metadata": {"name": namespace}})
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": name}})
+    whole = [
+        (c.metadata.namespace, c.metadata.name)
+        for c in core.list_config_map_for_all_namespaces().items
+    ]
+    paged: list[tuple[str, str]] = []
+    token = None
+    while True:
+        page = core.list_config_map_for_all_namespaces(limit=2, _continue=token)
+        paged += [(c.metadata.namespace, c.metadata.name) for c in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    assert paged == whole
+    assert paged == sorted(paged, key=lambda key: f"{key[0]}/{key[1]}")
+    assert (f"{ns}-b", "a") in paged and (ns, "z") in paged
+
+
 def test_list_resource_version_is_the_latest_write(core: client.CoreV1Api) -> None:
     cm = core.create_namespaced_config_map("default", {"metadata": {"name": unique("lrv")}})
     listed = core.list_namespaced_config_map("default")
