@@ -46,8 +46,10 @@ M_MMAP_THRESHOLD = -3
 # (asyncio.sslproto.SSLProtocol.max_size), twice or more each time data comes, and a block
 # that size with pages of its own costs an mmap and an munmap each time, 33 us here against 4
 # from the heap. Pinned at 128 KiB, those reads were a tenth of muster's CPU per bound pod
-# (0.661 against 0.598 ms, 3 alternated pairs on muster sim); the blocks between 128 and
-# 512 KiB come and go within a call, so they leave no holes the trims do not give back.
+# (0.661 against 0.598 ms, 3 alternated pairs on muster sim). Blocks of 128 to 512 KiB now
+# come from the heap: the reads' live within a call; a TLS connection's own 256 KiB buffer
+# lives as long as the connection, and the hole it leaves when that closes is among the free
+# pages the minute's trim gives back (malloc_trim releases them inside the heap too).
 MMAP_THRESHOLD = 512 * 1024
 
 
