@@ -40,7 +40,7 @@ from scheduler.sim.resources import Kind, Registry, apply_schema_defaults
 from scheduler.sim.schema import compiled as compiled_schema
 from scheduler.sim.schema import structural_errors
 from scheduler.sim.selectors import Predicate, label_selector_matches
-from scheduler.sim.store import Store, name_of, namespace_of
+from scheduler.sim.store import Store, key_of, name_of, namespace_of
 
 Obj = dict[str, Any]
 
@@ -246,17 +246,15 @@ class ApiServer:
     def _listed(
         self, kind: Kind, namespace: str | None, rv: int, *, paged: bool
     ) -> tuple[list[Obj], list[str]]:
-        """The kind's objects at `rv` in etcd's order (the bytes of namespace/name), with their
-        keys. The last paged list is kept: its next pages are slices of it, found by their
-        continue key, as etcd serves each page from where the last ended. Rebuilding the list
-        for every page made sim's 50,000-pod list quadratic, which a real server is not."""
+        """The kind's objects at `rv` in etcd's order (the store's), with their keys. The last
+        paged list is kept: its next pages are slices of it, found by their continue key, as
+        etcd serves each page from where the last ended. Rebuilding the list for every page
+        made sim's 50,000-pod list quadratic, which a real server is not."""
         kept = self._pages.get((kind.key, namespace))
         if kept is not None and kept[0] == rv:
             return kept[1], kept[2]
         items = self.store.snapshot(kind.key, namespace, rv)
-        keyed = sorted(((_sort_key(o), o) for o in items), key=lambda pair: pair[0])
-        items = [o for _, o in keyed]
-        keys = [k for k, _ in keyed]
+        keys = [key_of(o) for o in items]
         if paged:
             # An object at `rv` never changes (the store replaces objects, it never edits
             # one), and a compacted `rv` is refused before this is read.
@@ -310,7 +308,7 @@ class ApiServer:
         if options.limit > 0 and len(items) > options.limit:
             remaining = len(items) - options.limit
             items = items[: options.limit]
-            metadata["continue"] = _encode_continue(rv, _sort_key(items[-1]))
+            metadata["continue"] = _encode_continue(rv, key_of(items[-1]))
             if not selectors:
                 metadata["remainingItemCount"] = remaining
         if kind.from_crd:
@@ -1306,10 +1304,6 @@ class ApiServer:
 def _spec_of(obj: Obj) -> Obj:
     """Everything but metadata and status: what a generation bump tracks."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
-
-
-def _sort_key(obj: Obj) -> str:
-    return f"{namespace_of(obj)}/{name_of(obj)}"
 
 
 def _encode_continue(rv: int, start: str) -> str:

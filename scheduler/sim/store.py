@@ -169,6 +169,21 @@ def namespace_of(obj: Obj) -> str:
     return str(obj["metadata"].get("namespace") or "")
 
 
+def etcd_key(namespace: str, name: str) -> str:
+    """Where etcd keeps an object under its resource's prefix, and so the order it lists in
+    (names are ASCII, so code-point order is byte order)."""
+    return f"{namespace}/{name}"
+
+
+def key_of(obj: Obj) -> str:
+    """An object's etcd key: what a list is ordered by and a continue token resumes after."""
+    return etcd_key(namespace_of(obj), name_of(obj))
+
+
+def _first(pair: tuple[str, Obj]) -> str:
+    return pair[0]
+
+
 class Store:
     """Objects by resource, namespace and name, plus the history watchers resume from."""
 
@@ -197,12 +212,15 @@ class Store:
         return self._objects.get(key, {}).get(namespace, {}).get(name)
 
     def items(self, key: str, namespace: str | None = None) -> list[Obj]:
-        """Current objects of a resource in key order (namespace, then name), as etcd lists."""
+        """Current objects of a resource in etcd's key order: the bytes of "namespace/name".
+        Not (namespace, name): "a-b/x" sorts before "a/x" in etcd, as '-' is below '/'."""
         by_ns = self._objects.get(key, {})
         if namespace is not None:
             objs = by_ns.get(namespace, {})
             return [objs[n] for n in sorted(objs)]
-        return [by_ns[ns][n] for ns in sorted(by_ns) for n in sorted(by_ns[ns])]
+        keyed = [(etcd_key(ns, n), o) for ns, objs in by_ns.items() for n, o in objs.items()]
+        keyed.sort(key=_first)
+        return [o for _, o in keyed]
 
     def count(self, key: str) -> int:
         """How many objects of a resource exist."""
@@ -220,13 +238,13 @@ class Store:
         current = self.items(key, namespace)
         if rv >= self.rv:
             return current
-        state: dict[tuple[str, str], Obj] = {(namespace_of(o), name_of(o)): o for o in current}
+        state: dict[str, Obj] = {key_of(o): o for o in current}
         for event in reversed(self._history):
             if event.rv <= rv:
                 break
             if event.key != key or (namespace is not None and event.namespace != namespace):
                 continue
-            ident = (event.namespace, name_of(event.obj))
+            ident = etcd_key(event.namespace, name_of(event.obj))
             if event.type == "ADDED" or event.prev is None:
                 state.pop(ident, None)
             else:

@@ -94,6 +94,29 @@ def test_watch_without_resource_version_starts_with_synthetic_added(raw: Raw) ->
         ]
 
 
+def test_watch_from_zero_sends_its_added_in_etcds_key_order(raw: Raw) -> None:
+    # etcd's order is the bytes of "namespace/name": "ns-b/a" before "ns/z", as '-' < '/'.
+    ns = unique("w-order")
+    label = ns.replace("-", "")
+    for namespace, name in ((ns, "z"), (f"{ns}-b", "a")):
+        raw.json("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+        raw.json(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            {"metadata": {"name": name, "labels": {"order": label}}},
+        )
+    frames = list(
+        raw.watch(
+            "/api/v1/configmaps?watch=1&resourceVersion=0&timeoutSeconds=0.3"
+            f"&labelSelector=order%3D{label}"
+        )
+    )
+    assert [(f["object"]["metadata"]["namespace"], f["type"]) for f in frames] == [
+        (f"{ns}-b", "ADDED"),
+        (ns, "ADDED"),
+    ]
+
+
 def test_bookmarks_carry_only_kind_api_version_and_resource_version(raw: Raw) -> None:
     frames = list(
         raw.watch(
