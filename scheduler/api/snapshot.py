@@ -157,28 +157,30 @@ class ClusterSnapshot:
 
     def clone(self) -> ClusterSnapshot:
         """A copy a session may change freely: tasks, nodes and jobs are copied once each."""
-        tasks: dict[str, TaskInfo] = {}
+        # Each task is copied once: the nodes' tasks here, the pending ones by their job.
+        placed: dict[str, TaskInfo] = {}
         topology: list[TaskInfo] = []
-
-        def twin(task: TaskInfo) -> TaskInfo:
-            copy = tasks.get(task.uid)
-            if copy is None:
-                copy = tasks[task.uid] = task.clone()
-                if copy.topology is not None:
-                    topology.append(copy)
-            return copy
-
         nodes = {}
         for name, node in self.nodes.items():
             copy = node.clone()
-            copy.tasks = {uid: twin(task) for uid, task in node.tasks.items()}
+            on_node = copy.tasks = {}
+            for uid, task in node.tasks.items():
+                twin = placed.get(uid)
+                if twin is None:
+                    twin = placed[uid] = task.clone()
+                    if twin.topology is not None:
+                        topology.append(twin)
+                on_node[uid] = twin
             nodes[name] = copy
         jobs = {}
         for key, job in self.jobs.items():
-            jobs[key] = job.clone(twin)
+            jobs[key] = job.clone(placed, topology)
         # What topology_tasks() answers: the tasks on nodes and in jobs (not the orphans).
         on_nodes_and_in_jobs = list(topology)
-        orphans = {uid: twin(task) for uid, task in self.orphans.items()}
+        orphans = {}
+        for uid, task in self.orphans.items():
+            twin = placed.get(uid)
+            orphans[uid] = twin if twin is not None else task.clone()
         return ClusterSnapshot(
             nodes=nodes,
             jobs=jobs,

@@ -232,11 +232,10 @@ class NodePicker:
         self._symmetry, self._topology_scores = (
             pod_terms if pod_terms is not None else pod_topology_of(session)
         )
-        # Each task's shape heap, memoised per task: pick and reconsider both ask, and the
-        # key reads the task's labels and hashes a tuple of six.
-        self._task_shapes: dict[str, _ShapeHeap] = {}
-        # The last task given a shape, and that shape: the next task is usually its gang
-        # mate, alike in every object the key reads, which identity tells at once.
+        # The last task given a shape, and that shape: reconsider asks for the task pick just
+        # had, and the next task is usually its gang mate, alike in every object the key
+        # reads, which identity tells at once. Only the last one is kept: a memo per task
+        # cost a dict entry per pod, more than the key it saved (a tuple of six, hashed).
         self._previous: tuple[TaskInfo, _ShapeHeap] | None = None
         # Shapes whose refused nodes a removal may turn (see _ShapeHeap), and those with
         # nodes refused since the last placement that a placement may turn.
@@ -315,9 +314,14 @@ class NodePicker:
     def reconsider(self, task: TaskInfo, node: NodeInfo) -> None:
         """Score a picked node again for the task's shape: call after placing the task there
         (its room changed) or after deciding not to use it (it must not be lost)."""
-        shape = self._task_shapes.get(task.uid)
-        if shape is not None:
-            self._push(task, shape, node)
+        previous = self._previous
+        if previous is not None and previous[0] is task:
+            # The task pick just answered (every caller's): the node came off its heap.
+            self._push(task, previous[1], node)
+        else:
+            shape = self._shapes.get(shape_of(task, self._symmetry))
+            if shape is not None and node.name in shape.admissible.names:
+                self._push(task, shape, node)
         if self._to_reopen and task.node_name == node.name:
             # The task was placed: affinity and spread verdicts elsewhere may turn to yes.
             for other in self._to_reopen.values():
@@ -377,15 +381,12 @@ class NodePicker:
         shape.full.clear()
 
     def _shape(self, task: TaskInfo) -> _ShapeHeap:
-        shape = self._task_shapes.get(task.uid)
-        if shape is None:
-            previous = self._previous
-            if previous is not None and _alike(previous[0], task):
-                shape = previous[1]
-            else:
-                shape = self._shape_of_key(shape_of(task, self._symmetry), task)
-            self._task_shapes[task.uid] = shape
-            self._previous = (task, shape)
+        previous = self._previous
+        if previous is not None and (previous[0] is task or _alike(previous[0], task)):
+            shape = previous[1]
+        else:
+            shape = self._shape_of_key(shape_of(task, self._symmetry), task)
+        self._previous = (task, shape)
         return shape
 
     def _shape_of_key(self, key: Shape, task: TaskInfo) -> _ShapeHeap:

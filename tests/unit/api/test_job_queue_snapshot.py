@@ -13,7 +13,7 @@ from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.queue import QueueInfo, QueueState
 from scheduler.api.resources import UNLIMITED, Resource
 from scheduler.api.snapshot import build_snapshot
-from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.api.task import PodTopologySpec, TaskInfo, TaskStatus
 from scheduler.build import core
 from tests.unit.builders import gang, node, snapshot, task
 
@@ -394,6 +394,30 @@ def test_clone_shares_one_task_copy_between_node_and_job() -> None:
     assert on_node is not running
 
 
+def test_a_clones_tasks_with_pod_terms_are_its_copies_each_once() -> None:
+    # topology_tasks() of a copy comes from the copy's own pass: each pending or placed
+    # task with pod-to-pod terms once, as the copy holds it; a pod on a node that no job
+    # holds is the node's copy in the orphans too.
+    terms = PodTopologySpec("default")
+    running = task("r", 1, job="default/g", status=TaskStatus.RUNNING, node_name="n1")
+    stray = task("s", 1, job="default/gone", status=TaskStatus.RUNNING, node_name="n1")
+    job = gang("g", 1, cpu=1)
+    job.add_task(running)
+    original = snapshot([node("n1", cpu=4)], [job])
+    original.nodes["n1"].add_task(stray)
+    original.orphans[stray.uid] = stray
+    for member in (*job.tasks.values(), stray):
+        member.topology = terms
+    copy = original.clone()
+    members = copy.jobs["default/g"].tasks
+    assert sorted(t.name for t in copy.topology_tasks()) == ["g-0", "r", "s"]
+    assert all(
+        t is members.get(t.uid, copy.nodes["n1"].tasks.get(t.uid)) for t in copy.topology_tasks()
+    )
+    assert copy.orphans[stray.uid] is copy.nodes["n1"].tasks[stray.uid] is not stray
+    assert members[running.uid] is copy.nodes["n1"].tasks[running.uid]
+
+
 def test_clone_copies_orphans_and_invalid_lists() -> None:
     original = build_snapshot(pods=[pod_object("early", group="missing")])
     copy = original.clone()
@@ -453,7 +477,7 @@ def test_a_copied_job_counts_its_members_as_the_original_and_forgets_why_it_wait
         job.set_task_status(member, status)
     job.wait("NotEnoughResources", "only 1 of 5")
     job.fit_errors["x"] = "0/1 nodes are available"
-    copy = job.clone(lambda member: member.clone())
+    copy = job.clone({}, [])
     assert copy.ready_count() == job.ready_count() == 2
     assert copy.pipelined_count() == job.pipelined_count() == 2
     assert copy.allocated == job.allocated and copy.allocated is not job.allocated
@@ -495,7 +519,7 @@ def test_a_copied_job_carries_every_field_a_session_does_not_recompute() -> None
         if name not in recomputed | {"namespace", "name"}:
             sentinels[name] = object()
             setattr(original, name, sentinels[name])
-    copy = original.clone(lambda member: member)
+    copy = original.clone({}, [])
     assert copy.key == "ns/pg"
     for name, sentinel in sentinels.items():
         assert getattr(copy, name) is sentinel, name

@@ -46,4 +46,21 @@ def test_alike_gang_mates_share_one_shape_heap() -> None:
         chosen = picker.pick(member)
         assert chosen is not None
         picker.reconsider(member, chosen)
-    assert len({id(picker._task_shapes[m.uid]) for m in members}) == 1
+    assert len({id(picker._shape(m)) for m in members}) == 1
+    assert len(picker._shapes) == 1
+
+
+def test_a_node_given_back_for_an_earlier_task_returns_to_that_tasks_shape() -> None:
+    # reconsider for a task other than the one pick just answered (a caller that picked
+    # for two shapes before deciding) still gives the node back to the first one's heap.
+    small_job, big_job = gang("s", 2, cpu=1), gang("b", 1, cpu=2)
+    small, mate = members_sharing_objects(small_job)
+    (big,) = big_job.tasks.values()
+    picker = NodePicker(
+        Session(snapshot([node("n1", cpu=4)], [small_job, big_job]), default_config(), PLUGINS)
+    )
+    assert picker.pick(small) is not None
+    chosen = picker.pick(big)
+    assert chosen is not None
+    picker.reconsider(small, chosen)
+    assert picker.pick(mate) is chosen
