@@ -21,6 +21,7 @@ from scheduler.effects.lanes import KeyedLane
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import (
     FieldNotHonoured,
+    GroupCondition,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -191,16 +192,7 @@ class StatusWriter:
             "running": update.running,
             "succeeded": update.succeeded,
             "failed": update.failed,
-            "conditions": [
-                {
-                    "type": c.type,
-                    "status": c.status,
-                    "reason": c.reason,
-                    "message": c.message,
-                    "lastTransitionTime": c.last_transition_time or stamp,
-                }
-                for c in update.conditions
-            ],
+            "conditions": [_condition(c, stamp) for c in update.conditions],
         }
         # Volcano's PodGroup has no status subresource: status goes with the object.
         path = paths.podgroup(update.namespace, update.name)
@@ -259,6 +251,21 @@ class StatusWriter:
             elif condition.type == NOT_HONOURED_TYPE:
                 # Never silence: the event says which field is ignored and what muster does.
                 self.recorder.record(ref, "Warning", NOT_HONOURED_REASON, condition.message)
+
+
+def _condition(condition: GroupCondition, stamp: str) -> dict[str, str]:
+    """A PodGroup condition as written. An empty message is left out, which reads back the
+    same (the field is optional): kube-apiserver before 1.20 turns an empty string in a
+    merge patch of a custom resource into null and then refuses it as not a string."""
+    written = {
+        "type": condition.type,
+        "status": condition.status,
+        "reason": condition.reason,
+        "lastTransitionTime": condition.last_transition_time or stamp,
+    }
+    if condition.message:
+        written["message"] = condition.message
+    return written
 
 
 def _verdict(update: PodGroupStatusUpdate) -> tuple[object, ...]:

@@ -191,3 +191,44 @@ def test_the_writes_waiting_are_on_the_metrics() -> None:
         return waiting
 
     assert asyncio.run(main()) == 4.0  # 16 at a time: 4 wait their turn
+
+
+class Recording:
+    """Every patch answered at once, its body kept."""
+
+    def __init__(self) -> None:
+        self.bodies: list[Any] = []
+
+    async def patch(self, path: str, body: Any, **_: Any) -> bytes:
+        self.bodies.append(body)
+        return b"{}"
+
+
+def test_a_podgroup_condition_without_a_message_is_written_without_the_field() -> None:
+    # kube-apiserver before 1.20 turns "" in a custom resource's merge patch into null and
+    # refuses the write; a condition with no message leaves the field out.
+    conditions = (
+        GroupCondition("Unschedulable", "True", "NotEnoughTasks", ""),
+        GroupCondition("Admitted", "True", "Enqueued", "fits", "2026-12-03T00:00:00Z"),
+    )
+
+    async def main() -> list[Any]:
+        client = Recording()
+        writer = StatusWriter(client, Quiet())  # type: ignore[arg-type]
+        writer.podgroups(
+            [PodGroupStatusUpdate("ns", "g", PodGroupPhase.INQUEUE, conditions, 0, 0, 0, uid="pg")]
+        )
+        await writer.drain()
+        return client.bodies
+
+    (body,) = asyncio.run(main())
+    unschedulable, admitted = body["status"]["conditions"]
+    assert "message" not in unschedulable
+    assert unschedulable["reason"] == "NotEnoughTasks" and unschedulable["lastTransitionTime"]
+    assert admitted == {
+        "type": "Admitted",
+        "status": "True",
+        "reason": "Enqueued",
+        "message": "fits",
+        "lastTransitionTime": "2026-12-03T00:00:00Z",
+    }
