@@ -100,6 +100,34 @@ def test_no_more_than_connections_times_depth_requests_are_written_at_once() -> 
     asyncio.run(scenario())
 
 
+def test_each_request_goes_to_an_idle_connection_else_the_least_loaded() -> None:
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def held(request: web.Request) -> web.Response:
+            if request.path.startswith("/held"):
+                await release.wait()
+            return web.Response(status=201)
+
+        async with serving(held) as (url, _, connections):
+            pipeline = Pipeline(configuration(url), connections=3, depth=4)
+            # three at once open the three connections; answered, all three are idle
+            await asyncio.gather(*(pipeline.send("POST", f"/open{i}", {}, b"{}") for i in range(3)))
+            tasks = [
+                asyncio.ensure_future(pipeline.send("POST", f"/held{i}", {}, b"{}"))
+                for i in range(7)
+            ]
+            await asyncio.sleep(0)
+            loads = sorted(c.in_flight for c in pipeline._open)
+            release.set()
+            await asyncio.gather(*tasks)
+            pipeline.close()
+        assert len(connections) == 3
+        assert loads == [2, 2, 3]
+
+    asyncio.run(scenario())
+
+
 def test_a_broken_connection_fails_what_was_in_flight_and_the_client_sends_it_again() -> None:
     async def scenario() -> None:
         cuts = [2]
