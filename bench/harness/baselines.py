@@ -3,8 +3,9 @@
     python -m harness.baselines ceiling|naive --kubeconfig K --namespace NS --expect M
 
 ceiling: posts a binding for every pending pod, round-robin over the nodes, with no decision and
-high concurrency, on pipelined connections as muster's bind lane (32 connections, 4 binds in
-flight on each): the most any scheduler could bind through that API server.
+high concurrency, on pipelined connections as muster's bind lane sends them (32 connections,
+4 binds in flight on each, twice muster's default depth): the most any scheduler could bind
+through that API server.
 naive: lists pending pods and nodes, places one pod at a time first-fit with its own accounting,
 and posts each bind and waits for it before the next: a one-pod-at-a-time scheduler.
 Both loop (re-listing) until `--expect` pods are bound, for steady-arrival runs.
