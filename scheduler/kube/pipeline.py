@@ -74,11 +74,6 @@ class _Connection(asyncio.Protocol):
         self._watchdog: asyncio.TimerHandle | None = None
         self.closed = False
 
-    @property
-    def in_flight(self) -> int:
-        """Requests written and not yet answered."""
-        return len(self._in_flight)
-
     def send(self, data: bytes) -> asyncio.Future[Answer]:
         """Write one request; its answer comes through the future."""
         if self.closed or self._transport is None or self._transport.is_closing():
@@ -190,8 +185,8 @@ class Pipeline:
         # A server behind a path (a proxy's /k8s/clusters/ID) keeps it on every request.
         self._prefix = url.path.rstrip("/")
         self._ssl = ssl_context(configuration) or None
-        self._open: list[_Connection] = []
-        # _by_load[n]: the open connections with n requests in flight, oldest change first.
+        # _by_load[n]: the open connections with n requests in flight, oldest change first;
+        # together, every open connection.
         self._by_load: list[dict[_Connection, None]] = [{} for _ in range(depth + 1)]
         self._opening = 0
         self._room = asyncio.Event()
@@ -213,7 +208,7 @@ class Pipeline:
 
     def close(self) -> None:
         """Cut every connection (what is in flight fails)."""
-        for connection in list(self._open):
+        for connection in [c for bucket in self._by_load for c in bucket]:
             connection.close()
 
     def room_freed(self) -> None:
@@ -230,8 +225,6 @@ class Pipeline:
 
     def forget(self, connection: _Connection) -> None:
         """A connection broke; it takes no more requests (called by connections)."""
-        if connection in self._open:
-            self._open.remove(connection)
         for bucket in self._by_load:
             bucket.pop(connection, None)
         self._room.set()
@@ -239,13 +232,18 @@ class Pipeline:
     @property
     def open_connections(self) -> int:
         """Connections open now."""
-        return len(self._open)
+        return sum(len(bucket) for bucket in self._by_load)
+
+    @property
+    def loads(self) -> list[int]:
+        """Requests in flight on each open connection."""
+        return [load for load, bucket in enumerate(self._by_load) for _ in bucket]
 
     async def _connection(self) -> _Connection:
         while True:
             if self._by_load[0]:
                 return next(iter(self._by_load[0]))
-            if len(self._open) + self._opening < self.connections:
+            if self.open_connections + self._opening < self.connections:
                 return await self._connect()
             for bucket in self._by_load[1 : self.depth]:
                 if bucket:
@@ -266,7 +264,6 @@ class Pipeline:
         finally:
             self._opening -= 1
             self._room.set()
-        self._open.append(connection)
         self._by_load[0][connection] = None
         return connection
 

@@ -89,7 +89,7 @@ def test_no_more_than_connections_times_depth_requests_are_written_at_once() -> 
                 await asyncio.sleep(0.01)
                 if pipeline.open_connections == 2 and len(connections) == 2:
                     break
-            in_flight = sum(c.in_flight for c in pipeline._open)
+            in_flight = sum(pipeline.loads)
             assert (pipeline.open_connections, in_flight) == (2, 6)
             assert not any(t.done() for t in tasks)
             release.set()
@@ -118,7 +118,7 @@ def test_each_request_goes_to_an_idle_connection_else_the_least_loaded() -> None
                 for i in range(7)
             ]
             await asyncio.sleep(0)
-            loads = sorted(c.in_flight for c in pipeline._open)
+            loads = sorted(pipeline.loads)
             release.set()
             await asyncio.gather(*tasks)
             pipeline.close()

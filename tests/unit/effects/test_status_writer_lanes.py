@@ -131,13 +131,15 @@ def test_a_new_message_alone_waits_for_the_refresh_and_a_new_verdict_does_not() 
 
 
 class Counting:
-    """Answers every patch at once and counts them by path."""
+    """Answers every patch at once and keeps its path and body."""
 
     def __init__(self) -> None:
         self.paths: list[str] = []
+        self.bodies: list[Any] = []
 
     async def patch(self, path: str, body: Any, **_: Any) -> bytes:
         self.paths.append(path)
+        self.bodies.append(body)
         return b"{}"
 
 
@@ -193,17 +195,6 @@ def test_the_writes_waiting_are_on_the_metrics() -> None:
     assert asyncio.run(main()) == 4.0  # 16 at a time: 4 wait their turn
 
 
-class Recording:
-    """Every patch answered at once, its body kept."""
-
-    def __init__(self) -> None:
-        self.bodies: list[Any] = []
-
-    async def patch(self, path: str, body: Any, **_: Any) -> bytes:
-        self.bodies.append(body)
-        return b"{}"
-
-
 def test_a_podgroup_condition_without_a_message_is_written_without_the_field() -> None:
     # kube-apiserver before 1.20 turns "" in a custom resource's merge patch into null and
     # refuses the write; a condition with no message leaves the field out.
@@ -213,7 +204,7 @@ def test_a_podgroup_condition_without_a_message_is_written_without_the_field() -
     )
 
     async def main() -> list[Any]:
-        client = Recording()
+        client = Counting()
         writer = StatusWriter(client, Quiet())  # type: ignore[arg-type]
         writer.podgroups(
             [PodGroupStatusUpdate("ns", "g", PodGroupPhase.INQUEUE, conditions, 0, 0, 0, uid="pg")]
