@@ -175,7 +175,10 @@ def side_by_side_main(args: argparse.Namespace) -> int:
     print(f"{workload.label()}; runners {', '.join(runners)} x {args.repeat}", flush=True)
     results: list[RunResult] = []
     for attempt in range(args.repeat):
-        for runner in runners:
+        # Each repeat starts one runner further on, so that no runner always follows the
+        # same one (or always runs first after the nodes are made) on a server that drifts.
+        shift = attempt % len(runners)
+        for runner in runners[shift:] + runners[:shift]:
             began = time.perf_counter()
             result = run(runner, workload, options)
             results.append(result)

@@ -182,9 +182,11 @@ async def _run(
             sampler = Sampler(process.pid, url)
             background.append(asyncio.create_task(sampler.run()))
             await _wait_bound(watcher, process, options.timeout)
+            hwm = memory_kib(process.pid).get("VmHWM", 0)  # a process that exits takes it along
+            cpu = await _settled_cpu(process.pid)
             await sampler.sample()
-            hwm = memory_kib(process.pid).get("VmHWM", 0)
-            cpu = cpu_seconds(process.pid)
+            with contextlib.suppress(OSError):
+                hwm = max(hwm, memory_kib(process.pid).get("VmHWM", 0))
         finally:
             for task in background:
                 task.cancel()
@@ -255,6 +257,33 @@ def _start_py_spy(pid: int, path: str) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+# A scheduler's work for a pod does not end with its bind: the statuses and events that
+# follow are written after it (muster holds its events while binds wait). Its CPU is read
+# once it has settled: less than SETTLE_CORE of a core used over SETTLE_WINDOW seconds, or
+# SETTLE_MAX seconds after the last bind, or when it exits.
+SETTLE_WINDOW = 1.0
+SETTLE_CORE = 0.05
+SETTLE_MAX = 15.0
+SETTLE_POLL = 0.25
+
+
+async def _settled_cpu(pid: int) -> float:
+    """The process's CPU seconds once it has settled (see SETTLE_CORE)."""
+    readings = [(time.monotonic(), cpu_seconds(pid))]
+    deadline = readings[0][0] + SETTLE_MAX
+    while readings[-1][0] < deadline:
+        await asyncio.sleep(SETTLE_POLL)
+        try:
+            readings.append((time.monotonic(), cpu_seconds(pid)))
+        except OSError:
+            break  # it exited: its last reading is its whole
+        now, cpu = readings[-1]
+        then, cpu_then = next(r for r in readings if r[0] >= now - SETTLE_WINDOW - SETTLE_POLL / 2)
+        if now - then >= SETTLE_WINDOW and cpu - cpu_then < SETTLE_CORE * (now - then):
+            break
+    return readings[-1][1]
 
 
 async def _wait_bound(

@@ -126,20 +126,23 @@ class Effects:
     ) -> Effects:
         """The effects of a scheduler process: its writer and evictor on `client`, its binder
         on `bind_client` (a lane of its own, so no bind waits for a connection behind status
-        writes; `client` when not given) with `bind_workers` binds in flight."""
+        writes; `client` when not given) with `bind_workers` binds in flight, and events
+        held while binds wait to be sent."""
         writer = StatusWriter(client, recorder)
         for lane in writer.waiting():
             metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
+        binder = Binder(
+            bind_client or client,
+            world,
+            recorder,
+            metrics,
+            concurrency=bind_workers,
+            may_bind=may_bind,
+        )
+        recorder.yield_to(binder.backlog_cleared)
         return cls(
             cache=world,
-            binder=Binder(
-                bind_client or client,
-                world,
-                recorder,
-                metrics,
-                concurrency=bind_workers,
-                may_bind=may_bind,
-            ),
+            binder=binder,
             writer=writer,
             evictor=Evictor(client, recorder, may_evict=may_bind),
             recorder=recorder,

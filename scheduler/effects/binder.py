@@ -91,6 +91,10 @@ class Binder:
         self._parked: dict[str, asyncio.Task[None]] = {}
         self._volumes_bound: set[str] = set()
         self._workers: list[asyncio.Task[None]] = []
+        # Set while no bind waits for a worker: the event writers hold their events until
+        # then (EventRecorder.yield_to), so that a burst's binds have the API server first.
+        self._no_backlog = asyncio.Event()
+        self._no_backlog.set()
         self._unanswered = 0
         self._settled = asyncio.Event()
         self._settled.set()
@@ -110,12 +114,17 @@ class Binder:
         for bind in binds:
             self.world.assume_bound(bind.uid, bind.node)
             self._queue.put_nowait(bind)
+        self._no_backlog.clear()
         self._unanswered += len(binds)
         self._settled.clear()
 
     async def drain(self) -> None:
         """Wait until every bind dispatched has its answer."""
         await self._settled.wait()
+
+    async def backlog_cleared(self) -> None:
+        """Wait until no bind waits for a worker (each is sent, or being sent)."""
+        await self._no_backlog.wait()
 
     async def close(self) -> None:
         """Stop the workers (after drain, on shutdown)."""
@@ -133,10 +142,13 @@ class Binder:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
+        self._no_backlog.set()  # what is still queued will not be sent: nothing to yield to
 
     async def _work(self) -> None:
         while True:
             bind = await self._queue.get()
+            if self._queue.empty():
+                self._no_backlog.set()
             try:
                 await self._bind(bind)
             except Exception:
@@ -234,7 +246,7 @@ class Binder:
             self._abandoned(bind)
         else:
             self._volumes_bound.add(bind.uid)
-            self._queue.put_nowait(bind)
+            self._requeue(bind)
             return
         self._answered()
 
@@ -325,7 +337,11 @@ class Binder:
 
     def _send_again(self, bind: Bind) -> None:
         self._timers.pop(bind.uid, None)
+        self._requeue(bind)
+
+    def _requeue(self, bind: Bind) -> None:
         self._queue.put_nowait(bind)
+        self._no_backlog.clear()
 
     def _abandoned(self, bind: Bind) -> None:
         # Leadership was lost while this bind waited: another replica decides now, and

@@ -14,6 +14,12 @@ queue is full: events are a courtesy, the conditions on PodGroups and pods are t
 record. Before, each event was a task of its own: the chaos soak found 8,000 of them
 queued for the lane's 4 connections, timing out after 30 s, the leader's memory growing
 by 80 MiB in ten minutes and its loop too busy to renew the lease.
+
+Binds come first (`yield_to`): while binds wait for the binder's workers, a writer holds
+its event, up to HOLD_SECONDS from when it was recorded, then writes it stamped with that
+time. An API server binding a burst is the bound on a whole cluster, and every event
+written meanwhile is a write a bind waited behind: a 10,000-pod burst wrote some 600
+Scheduled events, 6% as many writes as its binds.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from scheduler.effects import paths
@@ -42,6 +48,8 @@ QUEUE_SIZE = 1000
 # 400 bytes an entry, with its message) of the Scheduled and FailedScheduling events of pods
 # long gone.
 PRUNE_EVERY = 60.0
+# How long at most an event waits for the binds before it (yield_to).
+HOLD_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,10 @@ class _Event:
     event_type: str
     reason: str
     message: str
+    # When it was recorded: by the recorder's clock (how long it may be held), and as the
+    # event's timestamps say it.
+    recorded: float
+    stamp: str
 
 
 def own_pod(environ: Mapping[str, str]) -> ObjectRef | None:
@@ -120,7 +132,13 @@ class EventRecorder:
         # Made on the first event, on the loop that records it.
         self._queue: asyncio.Queue[_Event] | None = None
         self._workers: list[asyncio.Task[None]] = []
+        self._binds_first: Callable[[], Awaitable[None]] | None = None
         self.instance = os.environ.get("HOSTNAME", "muster")
+
+    def yield_to(self, cleared: Callable[[], Awaitable[None]]) -> None:
+        """Hold each event until `cleared()` returns (no bind waits to be sent), or
+        HOLD_SECONDS after it was recorded."""
+        self._binds_first = cleared
 
     def record(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
         """Queue an event unless an identical one went out within the window."""
@@ -139,7 +157,8 @@ class EventRecorder:
             self.metrics.events_dropped.inc()
             return
         try:
-            self._started().put_nowait(_Event(ref, event_type, reason, message))
+            event = _Event(ref, event_type, reason, message, now, now_rfc3339())
+            self._started().put_nowait(event)
         except asyncio.QueueFull:
             # Not marked as sent: the same situation offers the event again later.
             self.metrics.events_dropped.inc()
@@ -173,6 +192,7 @@ class EventRecorder:
         while True:
             event = await queue.get()
             try:
+                await self._wait_turn(event)
                 await self._write(event)
             except Exception:
                 # A bug in writing one event must not stop the events after it.
@@ -208,9 +228,23 @@ class EventRecorder:
         for key in [k for k, t in self._recent.items() if now - t >= self.window]:
             del self._recent[key]
 
+    async def _wait_turn(self, event: _Event) -> None:
+        if self._binds_first is None:
+            return
+        may_wait = event.recorded + HOLD_SECONDS - self._clock()
+        if may_wait <= 0:
+            return
+        try:
+            await asyncio.wait_for(self._binds_first(), may_wait)
+        except TimeoutError:
+            # Held as long as an event may be: written now, binds waiting or not.
+            log.debug(
+                "event %s on %s held %gs; written now", event.reason, event.ref.name, HOLD_SECONDS
+            )
+
     async def _write(self, event: _Event) -> None:
         ref, reason = event.ref, event.reason
-        stamp = now_rfc3339()
+        stamp = event.stamp
         namespace = ref.namespace or "default"
         body = {
             "apiVersion": "v1",

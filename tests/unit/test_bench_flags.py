@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import harness.core
+import harness.runners
 import session_bench
 from cluster_bench import options_of, parse_args, runners_of, workload_of
 from harness.cluster import NOT_READY, REPO, ensure_nodes, env_with_bench_path
@@ -250,3 +251,28 @@ def test_the_session_bench_times_a_session_as_the_scheduler_runs_it(
             assert gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_schedulers_cpu_is_read_once_it_has_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Busy for five readings after its last bind (the events it held), then idle.
+    readings = iter([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    monkeypatch.setattr(harness.runners, "cpu_seconds", lambda pid: next(readings, 5.0))
+    monkeypatch.setattr(harness.runners, "SETTLE_POLL", 0.01)
+    monkeypatch.setattr(harness.runners, "SETTLE_WINDOW", 0.04)
+    assert asyncio.run(harness.runners._settled_cpu(1)) == 5.0
+
+
+def test_a_scheduler_that_exits_after_its_binds_is_read_at_its_last_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    readings = iter([0.0, 1.0, 2.0])
+
+    def cpu(pid: int) -> float:
+        value = next(readings, None)
+        if value is None:
+            raise FileNotFoundError(f"/proc/{pid}/stat")
+        return value
+
+    monkeypatch.setattr(harness.runners, "cpu_seconds", cpu)
+    monkeypatch.setattr(harness.runners, "SETTLE_POLL", 0.01)
+    assert asyncio.run(harness.runners._settled_cpu(1)) == 2.0

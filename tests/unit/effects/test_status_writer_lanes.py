@@ -31,6 +31,9 @@ class Quiet:
     def record(self, *args: Any) -> None:
         pass
 
+    def yield_to(self, cleared: Any) -> None:
+        pass
+
 
 def test_a_podgroup_status_goes_out_while_pod_conditions_are_backed_up() -> None:
     async def main() -> list[str]:
