@@ -144,6 +144,14 @@ def test_a_binder_closed_with_binds_queued_holds_no_event() -> None:
     assert asyncio.run(scenario()) is True
 
 
+def one_event_held(event_lane: Events, cleared: asyncio.Event) -> EventRecorder:
+    """A recorder whose events wait for `cleared`, one Scheduled event recorded."""
+    recorder = EventRecorder(event_lane, Metrics(), workers=1)  # type: ignore[arg-type]
+    recorder.yield_to(cleared.wait)
+    recorder.record(ObjectRef("Pod", "v1", "ns", "p0"), "Normal", "Scheduled", "m")
+    return recorder
+
+
 def test_an_event_held_longer_than_hold_seconds_is_written_with_binds_still_waiting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -151,10 +159,7 @@ def test_an_event_held_longer_than_hold_seconds_is_written_with_binds_still_wait
     event_lane = Events()
 
     async def scenario() -> None:
-        never = asyncio.Event()
-        recorder = EventRecorder(event_lane, Metrics(), workers=1)  # type: ignore[arg-type]
-        recorder.yield_to(never.wait)
-        recorder.record(ObjectRef("Pod", "v1", "ns", "p0"), "Normal", "Scheduled", "m")
+        recorder = one_event_held(event_lane, asyncio.Event())  # never cleared
         await asyncio.wait_for(recorder.drain(), timeout=5)
         await recorder.close()
 
@@ -169,9 +174,7 @@ def test_a_held_event_says_when_it_was_recorded(monkeypatch: pytest.MonkeyPatch)
 
     async def scenario() -> None:
         cleared = asyncio.Event()
-        recorder = EventRecorder(event_lane, Metrics(), workers=1)  # type: ignore[arg-type]
-        recorder.yield_to(cleared.wait)
-        recorder.record(ObjectRef("Pod", "v1", "ns", "p0"), "Normal", "Scheduled", "m")
+        recorder = one_event_held(event_lane, cleared)
         await turns()
         cleared.set()
         await recorder.drain()
