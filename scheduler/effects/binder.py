@@ -113,8 +113,7 @@ class Binder:
             self._workers = [loop.create_task(self._work()) for _ in range(self.concurrency)]
         for bind in binds:
             self.world.assume_bound(bind.uid, bind.node)
-            self._queue.put_nowait(bind)
-        self._no_backlog.clear()
+            self._enqueue(bind)
         self._unanswered += len(binds)
         self._settled.clear()
 
@@ -246,7 +245,7 @@ class Binder:
             self._abandoned(bind)
         else:
             self._volumes_bound.add(bind.uid)
-            self._requeue(bind)
+            self._enqueue(bind)
             return
         self._answered()
 
@@ -337,9 +336,10 @@ class Binder:
 
     def _send_again(self, bind: Bind) -> None:
         self._timers.pop(bind.uid, None)
-        self._requeue(bind)
+        self._enqueue(bind)
 
-    def _requeue(self, bind: Bind) -> None:
+    def _enqueue(self, bind: Bind) -> None:
+        # Every bind waits for a worker through here: a bind queued is a backlog.
         self._queue.put_nowait(bind)
         self._no_backlog.clear()
 
