@@ -22,9 +22,14 @@ them is unknown, so only requests that are safe to send again go this way. A bin
 twice gets 409 naming the node the pod already has, which counts as bound
 (KubeClient.bind).
 
+The requests sent on one connection in one turn of the event loop are written together at
+its end: one TLS record and one send for all of them, not one each (a worker woken by an
+answer sends its next bind in the same turn as the others woken by the same read).
+
 The gate, as on aiohttp's path, is asked once the request has its connection, with no await
 left before its bytes are written: a request whose gate closed while it waited for room is
-never sent (Fenced).
+never sent (Fenced). Its bytes leave at the end of that turn, with nothing but the turn's
+other callbacks between.
 """
 
 from __future__ import annotations
@@ -72,10 +77,13 @@ class _Connection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._retry_after: str | None = None
         self._watchdog: asyncio.TimerHandle | None = None
+        # Requests sent in this turn of the loop, written together at its end (_flush).
+        self._unwritten: list[bytes] = []
         self.closed = False
 
     def send(self, data: bytes) -> asyncio.Future[Answer]:
-        """Write one request; its answer comes through the future."""
+        """Write one request (at the end of this turn of the loop, with the others sent on
+        this connection in it); its answer comes through the future."""
         if self.closed or self._transport is None or self._transport.is_closing():
             # It broke between being chosen and now (the server closed it at once).
             raise ConnectionError("the connection closed before the request was written")
@@ -84,10 +92,19 @@ class _Connection(asyncio.Protocol):
         load = len(self._in_flight)
         self._in_flight.append(request)
         self._pool.loaded(self, load, load + 1)
-        self._transport.write(data)
+        if not self._unwritten:
+            loop.call_soon(self._flush)
+        self._unwritten.append(data)
         if self._watchdog is None:
             self._watchdog = loop.call_at(request.sent_at + self._pool.timeout, self._check)
         return request.answer
+
+    def _flush(self) -> None:
+        data = b"".join(self._unwritten)
+        self._unwritten.clear()
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+        # Else the connection broke since: connection_lost fails what was in flight.
 
     def close(self) -> None:
         """Cut the connection; what is in flight fails."""

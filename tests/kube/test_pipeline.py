@@ -100,6 +100,37 @@ def test_no_more_than_connections_times_depth_requests_are_written_at_once() -> 
     asyncio.run(scenario())
 
 
+def test_requests_sent_on_a_connection_in_one_turn_are_written_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writes: list[bytes] = []
+    write = asyncio.selector_events._SelectorSocketTransport.write
+
+    def counted(transport: asyncio.Transport, data: bytes) -> None:
+        if b" /c" in bytes(data):  # the client's requests, not the server's answers
+            writes.append(bytes(data))
+        write(transport, data)
+
+    monkeypatch.setattr(asyncio.selector_events._SelectorSocketTransport, "write", counted)
+
+    async def scenario() -> None:
+        async with serving(echo) as (url, paths, connections):
+            pipeline = Pipeline(configuration(url), connections=1, depth=8)
+            await pipeline.send("POST", "/open", {}, b"{}")
+            sent = [f"/c{i}" for i in range(5)]
+            answers = await asyncio.gather(
+                *(pipeline.send("POST", path, {}, b"{}") for path in sent)
+            )
+            pipeline.close()
+        assert [a.body.decode() for a in answers] == sent
+        assert paths == ["/open", *sent]
+        assert len(connections) == 1
+
+    asyncio.run(scenario())
+    assert len(writes) == 1
+    assert writes[0].count(b"POST /c") == 5
+
+
 def test_each_request_goes_to_an_idle_connection_else_the_least_loaded() -> None:
     async def scenario() -> None:
         release = asyncio.Event()
