@@ -251,7 +251,9 @@ class KubeClient:
                 self.host + path,
                 params=query,
                 headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout + 30, sock_read=timeout + 30),
+                # The whole watch's limit, past the server's timeoutSeconds. No sock_read: it
+                # could never fire before this one, and it re-arms a timer on every read.
+                timeout=aiohttp.ClientTimeout(total=timeout + 30),
             ) as response:
                 if response.status >= 300:
                     raise status_error(response.status, await response.read(), "WATCH", path)

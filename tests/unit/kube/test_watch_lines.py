@@ -37,14 +37,17 @@ class FakeResponse:
 class FakePool:
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
+        self.asked: list[dict[str, Any]] = []
 
     def get(self, *args: Any, **kwargs: Any) -> FakeResponse:
+        self.asked.append(kwargs)
         return FakeResponse(self.chunks)
 
 
-def lines_of(chunks: list[bytes]) -> list[bytes]:
+def lines_of(chunks: list[bytes], pool: FakePool | None = None) -> list[bytes]:
     client = KubeClient(k8s_client.Configuration(host="http://127.0.0.1:9"))
-    client._pool = lambda gated=False: FakePool(chunks)  # type: ignore[assignment,method-assign,return-value]
+    fake = pool or FakePool(chunks)
+    client._pool = lambda gated=False: fake  # type: ignore[assignment,method-assign,return-value]
 
     async def collect() -> list[bytes]:
         return [line async for line in client.watch("/api/v1/pods", {}, timeout=5)]
@@ -66,3 +69,12 @@ def test_each_event_is_one_line_whatever_the_chunks(chunks: list[bytes]) -> None
 
 def test_blank_lines_are_skipped_and_a_last_line_without_newline_is_kept() -> None:
     assert lines_of([b"\n\n", b'{"a":1}\n  \n{"b":2}']) == [b'{"a":1}', b'{"b":2}']
+
+
+def test_a_watch_has_one_deadline_past_the_servers_and_no_timer_per_read() -> None:
+    chunks = [b'{"a":1}\n']
+    pool = FakePool(chunks)
+    assert lines_of(chunks, pool) == [b'{"a":1}']
+    [asked] = pool.asked
+    # total bounds a silent watch too; a sock_read would re-arm a timer on every chunk read
+    assert (asked["timeout"].total, asked["timeout"].sock_read) == (35, None)
