@@ -105,9 +105,10 @@ class _Connection(asyncio.Protocol):
     def _flush(self) -> None:
         data = b"".join(self._unwritten)
         self._unwritten.clear()
-        if self._transport is not None and not self._transport.is_closing():
+        if not self.closed and self._transport is not None and not self._transport.is_closing():
             self._transport.write(data)
-        # Else the connection broke since: connection_lost fails what was in flight.
+        # Else it broke since: what was in flight has failed (or fails in connection_lost)
+        # and is sent again elsewhere, so these bytes must not go out too.
 
     def close(self) -> None:
         """Cut the connection; what is in flight fails."""

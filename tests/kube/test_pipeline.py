@@ -100,19 +100,24 @@ def test_no_more_than_connections_times_depth_requests_are_written_at_once() -> 
     asyncio.run(scenario())
 
 
-def test_requests_sent_on_a_connection_in_one_turn_are_written_together(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def client_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """What the client's sockets were given to send (its requests to /c..., /lost...)."""
     writes: list[bytes] = []
     write = asyncio.selector_events._SelectorSocketTransport.write
 
     def counted(transport: asyncio.Transport, data: bytes) -> None:
-        if b" /c" in bytes(data):  # the client's requests, not the server's answers
+        if b" /c" in bytes(data) or b" /lost" in bytes(data):  # not the server's answers
             writes.append(bytes(data))
         write(transport, data)
 
     monkeypatch.setattr(asyncio.selector_events._SelectorSocketTransport, "write", counted)
+    return writes
 
+
+def test_requests_sent_on_a_connection_in_one_turn_are_written_together(
+    client_writes: list[bytes],
+) -> None:
     async def scenario() -> None:
         async with serving(echo) as (url, paths, connections):
             pipeline = Pipeline(configuration(url), connections=1, depth=8)
@@ -127,8 +132,27 @@ def test_requests_sent_on_a_connection_in_one_turn_are_written_together(
         assert len(connections) == 1
 
     asyncio.run(scenario())
-    assert len(writes) == 1
-    assert writes[0].count(b"POST /c") == 5
+    assert len(client_writes) == 1
+    assert client_writes[0].count(b"POST /c") == 5
+
+
+def test_a_request_whose_connection_breaks_before_the_turn_ends_is_never_written(
+    client_writes: list[bytes],
+) -> None:
+    async def scenario() -> None:
+        async with serving(echo) as (url, paths, _):
+            pipeline = Pipeline(configuration(url), connections=1, depth=2)
+            await pipeline.send("POST", "/open", {}, b"{}")
+            lost = asyncio.ensure_future(pipeline.send("POST", "/lost", {}, b"{}"))
+            await asyncio.sleep(0)  # it is sent; its bytes wait for the turn's end
+            assert pipeline.loads == [1]
+            pipeline.close()  # the connection breaks first
+            with pytest.raises(ConnectionError):
+                await lost
+        assert paths == ["/open"]
+
+    asyncio.run(scenario())
+    assert client_writes == []
 
 
 def test_each_request_goes_to_an_idle_connection_else_the_least_loaded() -> None:
