@@ -24,10 +24,9 @@ twice gets 409 naming the node the pod already has, which counts as bound
 
 A request is written at the end of the turn of the event loop that sent it, with whatever
 else that turn sent on its connection (one TLS record and one send for them). Few turns send
-two on one connection (1.02-1.03 requests a write in a 10,000-pod run), yet writing at the
-turn's end, not at once, bound faster on sim and on kube-apiserver in 9 of 9 pairs with less
-CPU a pod (README, Performance): why is not established; the sends of a turn now leave
-together, after its callbacks, rather than one in the middle of each.
+two on one connection, yet writing at the turn's end, not at once, bound faster with less
+CPU a pod (README, Performance, has the figures): why is not established; the sends of a
+turn now leave together, after its callbacks, rather than one in the middle of each.
 
 The gate, as on aiohttp's path, is asked once the request has its connection, with no await
 left before its bytes are written: a request whose gate closed while it waited for room is

@@ -115,13 +115,22 @@ def client_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     return writes
 
 
+@asynccontextmanager
+async def one_open_connection(
+    depth: int,
+) -> AsyncIterator[tuple[Pipeline, list[str], set[object]]]:
+    """A pipeline of one connection to `echo`, opened by a request to /open (answered)."""
+    async with serving(echo) as (url, paths, connections):
+        pipeline = Pipeline(configuration(url), connections=1, depth=depth)
+        await pipeline.send("POST", "/open", {}, b"{}")
+        yield pipeline, paths, connections
+
+
 def test_requests_sent_on_a_connection_in_one_turn_are_written_together(
     client_writes: list[bytes],
 ) -> None:
     async def scenario() -> None:
-        async with serving(echo) as (url, paths, connections):
-            pipeline = Pipeline(configuration(url), connections=1, depth=8)
-            await pipeline.send("POST", "/open", {}, b"{}")
+        async with one_open_connection(depth=8) as (pipeline, paths, connections):
             sent = [f"/c{i}" for i in range(5)]
             answers = await asyncio.gather(
                 *(pipeline.send("POST", path, {}, b"{}") for path in sent)
@@ -140,9 +149,7 @@ def test_a_request_whose_connection_breaks_before_the_turn_ends_is_never_written
     client_writes: list[bytes],
 ) -> None:
     async def scenario() -> None:
-        async with serving(echo) as (url, paths, _):
-            pipeline = Pipeline(configuration(url), connections=1, depth=2)
-            await pipeline.send("POST", "/open", {}, b"{}")
+        async with one_open_connection(depth=2) as (pipeline, paths, _):
             lost = asyncio.ensure_future(pipeline.send("POST", "/lost", {}, b"{}"))
             await asyncio.sleep(0)  # it is sent; its bytes wait for the turn's end
             assert pipeline.loads == [1]
