@@ -26,7 +26,7 @@ import session_bench
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.api.task import TaskStatus
 from scheduler.build import core
 from scheduler.engine import default_config, load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
@@ -92,13 +92,11 @@ def preempting() -> tuple[ClusterSnapshot, SchedulerConfig]:
         snapshot.jobs[job.key] = job
         for member in range(8):
             node = nodes[(group * 8 + member) % len(nodes)]
-            task = TaskInfo(
-                uid=f"running-{group}-{member}",
-                namespace="bench",
-                name=f"running-{group:04d}-{member}",
-                request=Resource(2_000, 4 * GIB),
-                job=job.key,
-                scheduler_name="muster",
+            task = session_bench.bench_pod(
+                job,
+                f"running-{group}-{member}",
+                f"running-{group:04d}-{member}",
+                Resource(2_000, 4 * GIB),
                 node_name=node.name,
                 status=TaskStatus.RUNNING,
             )

@@ -36,7 +36,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import TaskInfo, topology_spec
+from scheduler.api.task import PodTopologySpec, TaskInfo, TaskStatus, topology_spec
 from scheduler.build import core
 from scheduler.engine import default_config, load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
@@ -73,6 +73,32 @@ def _constraints(group: int, name: str) -> dict[str, object]:
         }
     spread = {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}
     return {"topologySpreadConstraints": [{**spread, "labelSelector": selector}]}
+
+
+def bench_pod(
+    job: JobInfo,
+    uid: str,
+    name: str,
+    request: Resource,
+    *,
+    node_name: str = "",
+    status: TaskStatus = TaskStatus.PENDING,
+    labels: dict[str, str] | None = None,
+    topology: PodTopologySpec | None = None,
+) -> TaskInfo:
+    """A pod of `job` for muster in the benches' namespace: pending, or on `node_name`."""
+    return TaskInfo(
+        uid=uid,
+        namespace="bench",
+        name=name,
+        request=request,
+        job=job.key,
+        scheduler_name="muster",
+        node_name=node_name,
+        status=status,
+        labels=labels,
+        topology=topology,
+    )
 
 
 def build(
@@ -123,13 +149,11 @@ def build(
             topology = topology_spec(spec, "bench", labels)
         for member in range(gang):
             job.add_task(
-                TaskInfo(
-                    uid=f"pod-uid-{group}-{member}",
-                    namespace="bench",
-                    name=f"pg-{group:06d}-{member}",
-                    request=Resource(1000, 2 * GIB),
-                    job=job.key,
-                    scheduler_name="muster",
+                bench_pod(
+                    job,
+                    f"pod-uid-{group}-{member}",
+                    f"pg-{group:06d}-{member}",
+                    Resource(1000, 2 * GIB),
                     labels=labels,
                     topology=topology,
                 )

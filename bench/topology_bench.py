@@ -22,12 +22,14 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
+from session_bench import bench_pod
+
 from scheduler.api.job import JobInfo, NetworkTopology, PodGroupPhase
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.api.task import TaskStatus
 from scheduler.engine import default_config, load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML
 
@@ -67,13 +69,11 @@ def build(racks: int, per_rack: int, gangs: int, seed: int, topology: bool) -> C
             node = NodeInfo(name, Resource(CPU * 1000, 64 * GIB), labels=labels)
             snapshot.nodes[name] = node
             for pod in range(sum(rng.random() < fullness for _ in range(CPU))):
-                task = TaskInfo(
-                    uid=f"fill-{name}-{pod}",
-                    namespace="bench",
-                    name=f"fill-{name}-{pod}",
-                    request=Resource(1000, GIB),
-                    job=filler.key,
-                    scheduler_name="muster",
+                task = bench_pod(
+                    filler,
+                    f"fill-{name}-{pod}",
+                    f"fill-{name}-{pod}",
+                    Resource(1000, GIB),
                     node_name=name,
                     status=TaskStatus.RUNNING,
                 )
@@ -93,13 +93,11 @@ def build(racks: int, per_rack: int, gangs: int, seed: int, topology: bool) -> C
             job.network_topology = NetworkTopology("soft", 1)
         for member in range(size):
             job.add_task(
-                TaskInfo(
-                    uid=f"pod-{group}-{member}",
-                    namespace="bench",
-                    name=f"pg-{group:03d}-{member:02d}",
-                    request=Resource(1000, GIB),
-                    job=job.key,
-                    scheduler_name="muster",
+                bench_pod(
+                    job,
+                    f"pod-{group}-{member}",
+                    f"pg-{group:03d}-{member:02d}",
+                    Resource(1000, GIB),
                 )
             )
         snapshot.jobs[job.key] = job
