@@ -125,6 +125,17 @@ def test_external_runners_get_a_ratio_to_the_ceiling() -> None:
     assert "kube / ceiling: 0.25; per repeat 0.25 [0.25-0.25]" in targets(summary)
 
 
+def test_muster_cpu_is_shown_beside_the_ceiling_clients_from_the_same_run() -> None:
+    ceiling, muster = result("ceiling", 1000), result("muster", 900)
+    ceiling.cpu_ms_per_pod, ceiling.cpu_ms_per_pod_binding = 0.25, 0.2
+    muster.cpu_ms_per_pod = 0.4
+    lines = targets(side_by_side([ceiling, muster], {}))
+    assert (
+        "ceiling client CPU (bindings only: no watch, no decision): 0.250 ms/pod from "
+        "process start, 0.200 while binding; muster 1.60x its CPU"
+    ) in lines
+
+
 def test_scale_grid_reaches_100000_pods() -> None:
     assert "100000" in parse_args(["--scale"]).scale_pods.split(",")
 
