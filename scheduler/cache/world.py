@@ -12,7 +12,7 @@ nodes' figures right; a record from a new event gets its status before it is ind
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -165,9 +165,11 @@ class World:
         self._invalid.pop(key, None)
         old = self.tasks.get(uid)
         if old is not None and uid not in self._releasing and _same_placement(old, task):
-            # The common event (Bound -> Running, a status update): move it in place. It
-            # changes what statuses say (running counts), not what a session can place.
-            self.status_generation += 1
+            # The common event (our bind's echo, Bound -> Running): move it in place. It
+            # changes what statuses say (running counts), not what a session can place;
+            # our bind's echo changes neither, and asks for no session.
+            if not _same_but_bound(old, task):
+                self.status_generation += 1
             if old.status is not task.status:
                 self.live.set_task_status(old, task.status)
             return
@@ -496,9 +498,7 @@ def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:
 def _same_placement(old: TaskInfo, new: TaskInfo) -> bool:
     # Between bound statuses a pod keeps its room on its node: a change among them moves
     # no accounting that a session reads except the status itself.
-    if old.status is not new.status and not (
-        old.status in BOUND_STATUSES and new.status in BOUND_STATUSES
-    ):
+    if not _alike(old.status, new.status, BOUND_STATUSES):
         return False
     return (
         old.node_name == new.node_name
@@ -511,6 +511,34 @@ def _same_placement(old: TaskInfo, new: TaskInfo) -> bool:
         and old.priority == new.priority
         and old.queue_annotation == new.queue_annotation
     )
+
+
+# Placed and not started: PodGroup and Queue statuses count these two alike (ready,
+# allocated; neither running nor done).
+_BOUND_NOT_STARTED = frozenset({TaskStatus.BINDING, TaskStatus.BOUND})
+
+
+def _same_but_bound(old: TaskInfo, new: TaskInfo) -> bool:
+    """Whether `new` (of the same placement) differs from `old` at most by a bind answered:
+    the same status, or Binding and Bound; nothing else a session reads changed."""
+    if not _alike(old.status, new.status, _BOUND_NOT_STARTED):
+        return False
+    # What _same_placement leaves out: other pods' affinity reads the labels, gangs'
+    # minTaskMember the role.
+    return (
+        old.labels == new.labels
+        and old.role == new.role
+        and old.topology == new.topology
+        and old.scheduler_name == new.scheduler_name
+        and old.preemption_policy == new.preemption_policy
+        and old.owner_uid == new.owner_uid
+        and old.creation_timestamp == new.creation_timestamp
+    )
+
+
+def _alike(old: TaskStatus, new: TaskStatus, among: Collection[TaskStatus]) -> bool:
+    """The same status, or two that `among` holds both of."""
+    return old is new or (old in among and new in among)
 
 
 def _holds_room(task: TaskInfo) -> bool:

@@ -20,8 +20,11 @@ def pod(
     phase: str = "Pending",
     uid: str = "",
     deleting: bool = False,
+    labels: dict[str, str] | None = None,
 ) -> wire.Pod:
     meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}"}
+    if labels:
+        meta["labels"] = labels
     if group:
         meta["annotations"] = {"scheduling.k8s.io/group-name": group}
     if deleting:
@@ -129,19 +132,52 @@ def test_deleted_pod_frees_its_node_and_shadow_job() -> None:
     assert snap.nodes["n1"].used.cpu == 0 and snap.jobs == {}
 
 
-def test_assumed_bind_holds_the_room_until_the_watch_confirms() -> None:
+def binding_world() -> World:
+    """Pod a of gang g placed on n1 and its bind sent (uid-a Binding)."""
     world = ready_world()
     world.upsert_node(node("n1", cpu="1"))
     world.upsert_podgroup(podgroup("g", 1))
     world.upsert_pod(pod("a", group="g"))
     (bind,) = schedule(world.snapshot(), copy=False).binds
     world.assume_bound(bind.uid, bind.node)
+    return world
+
+
+def test_assumed_bind_holds_the_room_until_the_watch_confirms() -> None:
+    world = binding_world()
     # A stale watch event (still pending, no node) must not undo the assumption.
     world.upsert_pod(pod("a", group="g"))
     assert schedule(world.snapshot()).binds == []
     assert world.snapshot().nodes["n1"].idle.cpu == 0
     world.upsert_pod(pod("a", group="g", node="n1"))
     assert world.snapshot().jobs["ns/g"].tasks["uid-a"].status is TaskStatus.BOUND
+
+
+def test_a_bind_answered_and_its_watch_event_ask_for_no_session() -> None:
+    for answer_first in (True, False):
+        world = binding_world()
+        before = (world.generation, world.status_generation)
+        if answer_first:
+            world.confirm_bound("uid-a")
+        world.upsert_pod(pod("a", group="g", node="n1"))
+        world.confirm_bound("uid-a")
+        # Neither changes what a PodGroup or Queue status counts (Binding and Bound are
+        # both placed, not started), so neither asks for a session.
+        assert (world.generation, world.status_generation) == before
+        assert world.snapshot().jobs["ns/g"].tasks["uid-a"].status is TaskStatus.BOUND
+
+
+def test_a_bound_pod_that_starts_or_changes_its_labels_asks_for_a_status_session() -> None:
+    for changed in (
+        pod("a", group="g", node="n1", phase="Running"),
+        pod("a", group="g", node="n1", labels={"app": "web"}),
+    ):
+        world = binding_world()
+        world.confirm_bound("uid-a")
+        world.upsert_pod(pod("a", group="g", node="n1"))
+        before = world.status_generation
+        world.upsert_pod(changed)
+        assert world.status_generation == before + 1
 
 
 def test_failed_bind_returns_the_pod_to_pending() -> None:
