@@ -7,8 +7,8 @@ cost a whole session every period. Changes that only move what statuses report
 STATUS_REFRESH_SECONDS, and no sooner than STATUS_SHARE times the last session lasted:
 such a session decides nothing new, and over a 10,000-pod cluster it costs about 100 ms.
 A bind answered, and its pod's watch event, change neither (the world does not count
-them: cache/world.py), so a backlog being bound asks for no such session (when they did,
-such sessions took 0.4-0.5 s of a 10,000-pod run's 6.4-7 s of CPU on kube-apiserver 1.19).
+them: cache/world.py), so a backlog being bound asks for none until its pods start (on a
+server with no kubelets, such sessions took 0.4-0.5 s of a 10,000-pod run's 6.4-7 s of CPU).
 Time-based rules (the Inqueue timeout, placement backoff) get one every RESYNC_SECONDS.
 """
 
