@@ -216,11 +216,11 @@ def targets(summary: dict[str, Any]) -> list[str]:
             f"{TARGET_CPU_MS_PER_POD}: {_met(cpu <= TARGET_CPU_MS_PER_POD)}; kube-scheduler "
             f"~{KUBE_SCHEDULER_CPU_MS_PER_POD:g} ms)"
         )
-        if medians.get("ceiling", {}).get("cpu_ms_per_pod", [0])[0] > 0:
-            # The machine's speed moves the absolute figure by 2x from day to day; the
-            # client that only posts bindings, measured in the same run, says how far
-            # below it the target is on this run's machine.
-            bare = medians["ceiling"]["cpu_ms_per_pod"][0]
+        # The machine's speed moves the absolute figure by 2x from day to day; the client
+        # that only posts bindings, measured in the same run, says how far below it the
+        # target is on this run's machine.
+        bare = medians.get("ceiling", {}).get("cpu_ms_per_pod", [0.0])[0]
+        if bare > 0:
             lines.append(
                 f"ceiling client CPU (bindings only: no watch, no decision): {bare:.3f} ms/pod "
                 f"from process start, {medians['ceiling']['cpu_ms_per_pod_binding'][0]:.3f} "

@@ -86,7 +86,7 @@ class _Connection(asyncio.Protocol):
     def send(self, data: bytes) -> asyncio.Future[Answer]:
         """Write one request (at the end of this turn of the loop, with the others sent on
         this connection in it); its answer comes through the future."""
-        if self.closed or self._transport is None or self._transport.is_closing():
+        if self._open_transport() is None:
             # It broke between being chosen and now (the server closed it at once).
             raise ConnectionError("the connection closed before the request was written")
         loop = asyncio.get_running_loop()
@@ -104,10 +104,18 @@ class _Connection(asyncio.Protocol):
     def _flush(self) -> None:
         data = b"".join(self._unwritten)
         self._unwritten.clear()
-        if not self.closed and self._transport is not None and not self._transport.is_closing():
-            self._transport.write(data)
+        transport = self._open_transport()
+        if transport is not None:
+            transport.write(data)
         # Else it broke since: what was in flight has failed (or fails in connection_lost)
         # and is sent again elsewhere, so these bytes must not go out too.
+
+    def _open_transport(self) -> asyncio.Transport | None:
+        """The transport, while bytes written on it would go out: not failed, not closing."""
+        transport = self._transport
+        if self.closed or transport is None or transport.is_closing():
+            return None
+        return transport
 
     def close(self) -> None:
         """Cut the connection; what is in flight fails."""
