@@ -6,7 +6,7 @@ import enum
 
 from scheduler.actions.allocate_arguments import AllocateArguments
 from scheduler.actions.eviction import retry_due
-from scheduler.api.gang_state import may_place, started_short
+from scheduler.api.gang_state import gang_placed, may_place, started_short
 from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -51,9 +51,18 @@ class Allocate(Action[AllocateArguments]):
             percentage=args.percentage_of_nodes_to_score,
             minimum=args.min_feasible_nodes_to_find,
         )
-        by_queue, nominated = self._jobs_by_queue(session)
+        holds = session.holds
+        holds.on_freed.append(picker.freed)
+        starving = {job.key: since for since, job in holds.starving_gangs()}
+        by_queue, nominated, starved = self._jobs_by_queue(session, starving)
         for job in sorted(nominated, key=session.job_key):
             self._allocate_job(session, picker, session.queues[job.queue], job)
+        # Starving gangs next, the longest starving first: each is placed whole if it
+        # fits, else holds room (framework/holds.py) that the gangs after it cannot take.
+        for job in sorted(starved, key=lambda j: (starving[j.key], j.key)):
+            self._allocate_job(session, picker, session.queues[job.queue], job)
+            if not gang_placed(job):
+                holds.hold_for(job, starving[job.key])
         queues: OrderedHeap[QueueInfo] = OrderedHeap(
             session.compare_queues, (session.queues[name] for name in by_queue)
         )
@@ -76,11 +85,13 @@ class Allocate(Action[AllocateArguments]):
 
     @staticmethod
     def _jobs_by_queue(
-        session: Session,
-    ) -> tuple[dict[str, KeyHeap[JobInfo]], list[JobInfo]]:
+        session: Session, starving: dict[str, float]
+    ) -> tuple[dict[str, KeyHeap[JobInfo]], list[JobInfo], list[JobInfo]]:
+        """The jobs to try, by queue; the nominated ones; the starving ones."""
         actions = session.config.actions
         by_queue: dict[str, list[JobInfo]] = {}
         nominated: list[JobInfo] = []
+        starved: list[JobInfo] = []
         has_failures = bool(session.snapshot.failures)
         for job in session.jobs.values():
             if not may_place(job, actions):
@@ -100,35 +111,53 @@ class Allocate(Action[AllocateArguments]):
                 # was raised): served before any queue order, so nobody takes what it needs.
                 nominated.append(job)
                 continue
+            if job.key in starving:
+                # Tried every session, whatever its backoff: it holds room meanwhile.
+                starved.append(job)
+                continue
             if has_failures and not retry_due(session, job):
                 continue
             by_queue.setdefault(job.queue, []).append(job)
         ordered = {name: KeyHeap(session.job_key, jobs) for name, jobs in by_queue.items()}
-        return ordered, nominated
+        return ordered, nominated, starved
 
     @staticmethod
     def _allocate_job(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
-        view = session.topology
-        spec = job.network_topology
-        # A soft gang whose domains all refuse it falls through to the plain placement.
-        if (
-            view is not None
-            and spec is not None
-            and (spec.hard or view.prefer)
-            and _allocate_in_domain(session, picker, queue, job, view, spec)
-        ):
+        holds = session.holds
+        if not holds.holds:
+            _allocate(session, picker, queue, job)
             return
-        statement = Statement(session)
-        _place(session, picker, queue, job, session.sorted_tasks(job.pending_tasks()), statement)
-        if _keep(session, job, statement):
-            return
-        session.record_attempt(job, placed=False)
-        placed = picker.discard(statement)
-        if not job.wait_reason:
-            job.wait(
-                NOT_ENOUGH_RESOURCES,
-                f"only {placed} of the {job.min_member} pods the gang needs could be placed",
-            )
+        with holds.lifted_for(job):
+            _allocate(session, picker, queue, job)
+        if job.wait_reason == NOT_ENOUGH_RESOURCES and job.starving is None:
+            # "Insufficient cpu" on nodes that show free cpu would puzzle: say who holds it.
+            names = ", ".join(hold.job.key for hold in holds.holds)
+            job.wait_message += f" (room on some nodes is held for starving gangs: {names})"
+
+
+def _allocate(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
+    """Place the job whole (or pipelined onto room being released), or nothing of it."""
+    view = session.topology
+    spec = job.network_topology
+    # A soft gang whose domains all refuse it falls through to the plain placement.
+    if (
+        view is not None
+        and spec is not None
+        and (spec.hard or view.prefer)
+        and _allocate_in_domain(session, picker, queue, job, view, spec)
+    ):
+        return
+    statement = Statement(session)
+    _place(session, picker, queue, job, session.sorted_tasks(job.pending_tasks()), statement)
+    if _keep(session, job, statement):
+        return
+    session.record_attempt(job, placed=False)
+    placed = picker.discard(statement)
+    if not job.wait_reason:
+        job.wait(
+            NOT_ENOUGH_RESOURCES,
+            f"only {placed} of the {job.min_member} pods the gang needs could be placed",
+        )
 
 
 class _Outcome(enum.Enum):

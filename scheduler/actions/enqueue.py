@@ -40,7 +40,7 @@ class Enqueue(Action[EnqueueArguments]):
         if timing:
             self._expire_admissions(session, timeout, now)
         self._release_closed_queues(session)
-        headroom = self._cluster_headroom(session, factor)
+        headroom, capacity = self._cluster_room(session, factor)
         pending: dict[str, list[JobInfo]] = {}
         for job in session.jobs.values():
             if job.phase is not PodGroupPhase.PENDING:
@@ -62,7 +62,7 @@ class Enqueue(Action[EnqueueArguments]):
             queue = queues.pop()
             jobs = by_queue[queue.name]
             job = jobs.pop()
-            if self._admit(session, job, headroom):
+            if self._admit(session, job, headroom, capacity):
                 job.phase = PodGroupPhase.INQUEUE
                 session.enqueued(job)
                 if not job.shadow:
@@ -123,30 +123,41 @@ class Enqueue(Action[EnqueueArguments]):
             )
 
     @staticmethod
-    def _cluster_headroom(session: Session, factor: float) -> Resource:
+    def _cluster_room(session: Session, factor: float) -> tuple[Resource, Resource]:
+        """What admissions may still reserve (allocatable x factor, less what is used and
+        reserved), and the cluster's allocatable x factor."""
         total = Resource()
         used = Resource()
         for node in session.node_list:
             total.add(node.allocatable)
             used.add(node.used)
-        headroom = total.multiply(factor).sub(used)
+        capacity = total.multiply(factor)
+        headroom = capacity.clone().sub(used)
         for job in session.jobs.values():
             reserved = job.reservation()
             if reserved is not None:
                 headroom.sub(reserved)
-        return headroom
+        return headroom, capacity
 
     @staticmethod
-    def _admit(session: Session, job: JobInfo, headroom: Resource) -> bool:
+    def _admit(session: Session, job: JobInfo, headroom: Resource, capacity: Resource) -> bool:
         need = job.admission_need()
         if need is not None and not need.less_equal(headroom):
-            short = ", ".join(need.insufficient(headroom))
-            job.wait(
-                CLUSTER_FULL,
-                f"the cluster cannot hold minResources now (short of {short}); "
-                "it is admitted when running jobs release resources",
-            )
-            return False
+            # A starving gang is admitted if the cluster could ever hold it: waiting for
+            # free room would starve it for good under a stream of smaller gangs; once
+            # admitted, allocate holds room for it (framework/holds.py).
+            starving = session.holds.starving_since(job) is not None
+            if not starving or not need.less_equal(capacity):
+                short = ", ".join(need.insufficient(capacity if starving else headroom))
+                job.wait(
+                    CLUSTER_FULL,
+                    f"the cluster cannot hold minResources now (short of {short}); "
+                    "it is admitted when running jobs release resources"
+                    if not starving
+                    else f"the cluster can never hold minResources (short of {short}, even "
+                    "empty); lower minResources or add nodes",
+                )
+                return False
         if not session.job_enqueueable(job):
             return False
         if need is not None:

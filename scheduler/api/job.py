@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from scheduler.api import wire
+from scheduler.api.annotations import NO_SETTINGS, GroupSettings, group_settings
 from scheduler.api.errors import InvalidObject
 from scheduler.api.names import DEFAULT_QUEUE
 from scheduler.api.reasons import ADMITTED as ADMITTED  # re-exported: scheduler/inspect reads it
@@ -109,6 +110,17 @@ class NetworkTopology:
         return NetworkTopology("soft" if mode == "soft" else "hard", tier, name or "")
 
 
+@dataclass(frozen=True, slots=True)
+class Starving:
+    """A session's verdict on a gang that waited past its waiting time: since when it
+    starves (epoch seconds), and what is held for it or why nothing is (the PodGroup's
+    Starving condition)."""
+
+    since: float
+    reason: str
+    message: str
+
+
 def _phase(value: str) -> PodGroupPhase:
     try:
         return PodGroupPhase(value)
@@ -160,7 +172,9 @@ class JobInfo:
         "queue",
         "ready",
         "running",
+        "settings",
         "shadow",
+        "starving",
         "succeeded",
         "tasks",
         "tasks_by_status",
@@ -230,6 +244,10 @@ class JobInfo:
         self.unhonoured: tuple[str, ...] = ()
         # spec.networkTopology, when the PodGroup sets it.
         self.network_topology: NetworkTopology | None = None
+        # What the PodGroup's labels and annotations ask (waiting time, preemptable).
+        self.settings: GroupSettings = NO_SETTINGS
+        # Set during a session when the gang starves (framework/holds.py).
+        self.starving: Starving | None = None
 
     @classmethod
     def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:
@@ -284,6 +302,7 @@ class JobInfo:
         )
         if spec.network_topology is not None:
             job.network_topology = NetworkTopology.read(key, spec.network_topology)
+        job.settings = group_settings(meta.labels, meta.annotations)
         job.unhonoured = tuple(
             field
             for field, present in (
@@ -521,6 +540,7 @@ class JobInfo:
         twin.timed_out_since = self.timed_out_since
         twin.unhonoured = self.unhonoured
         twin.network_topology = self.network_topology
+        twin.settings = self.settings
         return twin
 
     def wait(self, reason: str, message: str) -> None:

@@ -207,6 +207,19 @@ class NodeInfo:
                 self.used_ports = _without(self.used_ports, stored.placement.host_ports)
         self.version += 1
 
+    def hold(self, amount: Resource, pods: int) -> None:
+        """Take room out of what the session may place here (held for a starving gang):
+        it reads as used by every filter, but no pod has it."""
+        self.idle.sub(amount)
+        self.pod_count += pods
+        self.version += 1
+
+    def release_hold(self, amount: Resource, pods: int) -> None:
+        """Give back what `hold` took."""
+        self.idle.add(amount)
+        self.pod_count -= pods
+        self.version += 1
+
     def clone(self) -> NodeInfo:
         """An independent copy: accounting and task statuses can change without touching self."""
         # Through the constructor (the compiled core builds native objects only this way).

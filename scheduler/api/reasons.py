@@ -20,6 +20,9 @@ UNSCHEDULABLE = "Unschedulable"
 ADMITTED = "Admitted"
 # Says which spec fields are accepted but not honoured yet, and what muster does instead.
 NOT_HONOURED_TYPE = "FieldsNotHonoured"
+# True while the gang waits past its waiting time (since then): what is held for it, or
+# why nothing is (framework/holds.py).
+STARVING = "Starving"
 
 # Reasons on the Scheduled and Admitted conditions.
 GANG_READY = "GangReady"
@@ -46,6 +49,12 @@ WAITING_FOR_EVICTIONS = "WaitingForEvictions"
 # mode, or a later member whose gang's domain is full); or the spec names no tier there is.
 NO_TOPOLOGY_DOMAIN_FITS = "NoTopologyDomainFits"
 INVALID_NETWORK_TOPOLOGY = "InvalidNetworkTopology"
+
+# Reasons on the Starving condition.
+STARVING_HOLDING = "HoldingResources"
+STARVING_QUEUE_OVER_SHARE = "QueueOverDeservedShare"
+STARVING_CANNOT_FIT = "CannotEverFit"
+STARVING_NOT_HOLDING = "HoldingTurnedOff"
 
 # Warning events on Queues.
 DESERVED_EXCEEDS_PARENT = "DeservedExceedsParent"

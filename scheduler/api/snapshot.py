@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from scheduler.api import wire
+from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.job import JobInfo
@@ -84,6 +85,11 @@ class ClusterSnapshot:
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # HyperNodes by name, for gangs with a network topology. Read-only in sessions.
     hypernodes: Mapping[str, HyperNodeInfo] = field(default_factory=_empty)
+    # PodDisruptionBudgets by namespace, for preempt and reclaim. Read-only in sessions.
+    budgets: Mapping[str, tuple[DisruptionBudget, ...]] = field(default_factory=_empty)
+    # Per job key: why the Eviction API refused evictions made for it lately (a budget
+    # that allowed none when they were sent), said on its condition until it is placed.
+    eviction_refusals: Mapping[str, str] = field(default_factory=_empty)
     # The tasks with pod-to-pod terms (topology_tasks), found by the clone's own pass.
     _topology_tasks: list[TaskInfo] | None = None
     _topology_specs: list[PodTopologySpec] | None = None
@@ -196,6 +202,8 @@ class ClusterSnapshot:
             storage=self.storage,
             namespaces=self.namespaces,
             hypernodes=self.hypernodes,
+            budgets=self.budgets,
+            eviction_refusals=self.eviction_refusals,
             _topology_tasks=on_nodes_and_in_jobs,
         )
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from scheduler.api import wire
+from scheduler.api.annotations import UNPROTECTED, PodProtection, pod_protection
 from scheduler.api.names import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
 from scheduler.api.pod_fields import Unhonoured, unhonoured
 from scheduler.api.resources import Resource
@@ -144,6 +145,17 @@ def _task_status(pod: wire.Pod) -> TaskStatus:
     if phase == "Failed":
         return TaskStatus.FAILED
     return TaskStatus.UNKNOWN
+
+
+def _started(pod: wire.Pod) -> str:
+    """When the pod started: status.startTime, else when it was bound (its PodScheduled
+    condition turned True, which Volcano's cdp plugin reads), else ""."""
+    if pod.status.start_time:
+        return pod.status.start_time
+    for condition in pod.status.conditions:
+        if condition.type == "PodScheduled" and condition.status == "True":
+            return condition.last_transition_time or ""
+    return ""
 
 
 def pod_request(spec: wire.PodSpec, *, name: str = "") -> Resource:
@@ -595,10 +607,12 @@ class TaskInfo:
         "placement",
         "preemption_policy",
         "priority",
+        "protection",
         "queue_annotation",
         "request",
         "role",
         "scheduler_name",
+        "started",
         "status",
         "topology",
         "uid",
@@ -628,6 +642,8 @@ class TaskInfo:
         labels: Mapping[str, str] | None = None,
         topology: PodTopologySpec | None = None,
         images: tuple[str, ...] = (),
+        started: str = "",
+        protection: PodProtection = UNPROTECTED,
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -655,6 +671,11 @@ class TaskInfo:
         self.queue_annotation = queue_annotation
         self.owner_uid = owner_uid
         self.creation_timestamp = creation_timestamp
+        # RFC 3339: when the pod started (status.startTime, else when it was bound): a
+        # victim's runtime, for the minimum runtimes and cooldowns, counts from here.
+        self.started = started
+        # What its labels and annotations say about being preempted or reclaimed.
+        self.protection = protection
 
     @classmethod
     def from_pod(cls, pod: wire.Pod) -> TaskInfo:
@@ -693,6 +714,8 @@ class TaskInfo:
             labels=_shared_labels(meta.labels),
             topology=topology_spec(spec, meta.namespace, meta.labels),
             images=pod_images(spec),
+            started=_started(pod),
+            protection=pod_protection(meta.labels, meta.annotations),
         )
 
     @property
@@ -737,6 +760,8 @@ class TaskInfo:
             labels=self.labels,
             topology=self.topology,
             images=self.images,
+            started=self.started,
+            protection=self.protection,
         )
 
     def __repr__(self) -> str:

@@ -296,6 +296,8 @@ class PodStatus(_Wire):
 
     phase: str = "Pending"
     conditions: list[Condition] = msgspec.field(default_factory=list)
+    # When the kubelet took the pod in: a victim's runtime counts from here.
+    start_time: str | None = None
 
 
 class Pod(_Wire):
@@ -603,3 +605,25 @@ def decode_pod(data: bytes | msgspec.Raw) -> Pod:
 def from_dict(value: dict[str, Any], kind: type[T]) -> T:
     """A wire struct from an already-decoded JSON document (tests, kopf handlers)."""
     return msgspec.convert(value, kind)
+
+
+class PodDisruptionBudgetSpec(_Wire):
+    """policy/v1 PodDisruptionBudget spec, as eviction planning reads it (the figures come
+    from the status, which the disruption controller computes)."""
+
+    selector: LabelSelector | None = None
+
+
+class PodDisruptionBudgetStatus(_Wire):
+    """policy/v1 PodDisruptionBudget status."""
+
+    disruptions_allowed: int = 0
+    observed_generation: int = 0
+
+
+class PodDisruptionBudget(_Wire):
+    """A PodDisruptionBudget."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
+    status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)

@@ -170,6 +170,8 @@ class World:
             # our bind's echo changes neither, and asks for no session.
             if not _same_but_bound(old, task):
                 self.status_generation += 1
+            # Read only when the pod is a victim candidate (minimum runtimes, cooldowns).
+            old.started = task.started
             if old.status is not task.status:
                 self.live.set_task_status(old, task.status)
             return
@@ -510,6 +512,7 @@ def _same_placement(old: TaskInfo, new: TaskInfo) -> bool:
         and old.unhonoured == new.unhonoured
         and old.priority == new.priority
         and old.queue_annotation == new.queue_annotation
+        and old.protection == new.protection
     )
 
 

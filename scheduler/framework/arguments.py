@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from scheduler.api.durations import InvalidDuration, parse_duration
 from scheduler.api.errors import ConfigError
 
 
@@ -53,6 +54,16 @@ def _integer(value: Any) -> Any:
     return int(number)
 
 
+def _duration(value: Any) -> Any:
+    # Volcano writes durations as Go's ("90s", "1m30s"); a plain number is seconds.
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except InvalidDuration as error:
+            raise ValueError(f"is not a duration: {error}") from None
+    return _number(value)
+
+
 def _names(value: Any) -> Any:
     # Volcano writes lists of resources as one comma-separated string.
     if isinstance(value, str):
@@ -68,6 +79,8 @@ Weight = Annotated[float, BeforeValidator(_number), Field(ge=0, allow_inf_nan=Fa
 Factor = Annotated[float, BeforeValidator(_number), Field(ge=1.0, allow_inf_nan=False)]
 # Seconds: a finite number of 0 or more.
 Seconds = Annotated[float, BeforeValidator(_number), Field(ge=0, allow_inf_nan=False)]
+# A duration in seconds: a Go duration ("90s", "10m") or a number of seconds, 0 or more.
+Duration = Annotated[float, BeforeValidator(_duration), Field(ge=0, allow_inf_nan=False)]
 # A whole number (as a number or a numeric string).
 Count = Annotated[int, BeforeValidator(_integer)]
 # Names (resource names) as a comma-separated string or a list of strings.

@@ -25,8 +25,6 @@ from scheduler.framework.arguments import Arguments, NoArguments, parse_argument
 # Volcano plugins muster does not have, and what to use instead. A config naming one is
 # refused by name: loading it and ignoring the plugin would silently change the policy.
 VOLCANO_ONLY_PLUGINS: dict[str, str] = {
-    "sla": "remove it; the enqueue action's inqueue-timeout bounds how long an admitted "
-    "gang may wait to start",
     "tdm": "remove it; muster has no time-division multiplexing of nodes",
     "numaaware": "remove it; muster does not place pods by NUMA topology",
     "deviceshare": "remove it; muster schedules whole devices (extended resources) only",

@@ -42,7 +42,9 @@ class Bind(msgspec.Struct, frozen=True, gc=False):
 
 
 class Evict(msgspec.Struct, frozen=True, gc=False):
-    """Evict a pod: DisruptionTarget condition, an event naming the reason, delete."""
+    """Evict a pod through the Eviction API, after the DisruptionTarget condition and an
+    event naming the reason. The evictions made for one preemptor are sent together:
+    checked first (dry run), and none is sent if a PodDisruptionBudget refuses one."""
 
     namespace: str
     name: str
@@ -50,6 +52,8 @@ class Evict(msgspec.Struct, frozen=True, gc=False):
     node: str
     job: str
     reason: str
+    # The gang the room is made for ("namespace/name").
+    preemptor: str = ""
 
 
 class GroupCondition(msgspec.Struct, frozen=True, gc=False):
@@ -97,6 +101,16 @@ class FieldNotHonoured(msgspec.Struct, frozen=True, gc=False):
     name: str
     uid: str
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRoom:
+    """Room a session held for a starving gang (framework/holds.py), by node: for the
+    metrics and `muster explain`."""
+
+    job: str
+    since: float
+    nodes: dict[str, Resource]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,3 +173,5 @@ class SessionResult:
     # Pods of ours waiting for a node when the session ended, attempted or not: a gang
     # waiting out its backoff is not tried, so `unschedulable` has no message for it.
     pending: int = 0
+    # Room held for starving gangs at the end of the session's placements.
+    holds: list[HeldRoom] = field(default_factory=list)

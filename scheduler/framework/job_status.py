@@ -17,6 +17,7 @@ from scheduler.api.reasons import (
     INQUEUE_TIMEOUT,
     POD_GATED,
     POD_UNSCHEDULABLE,
+    STARVING,
     gang_unschedulable,
 )
 
@@ -72,6 +73,7 @@ def conditions_after(
         *_gang_conditions(job, phase, previous),
         *_admitted(job, phase, previous),
         *_not_honoured(job),
+        *_starving(job),
     ]
     return tuple(_stamped(c, previous.get(c.type), stamp) for c in found)
 
@@ -97,7 +99,20 @@ def _gang_conditions(
         message = gang_unschedulable(len(job.tasks), ready, job.wait_message)
         return [GroupCondition(UNSCHEDULABLE, "True", job.wait_reason, message)]
     # Nothing new was learnt this session: keep what the object says.
-    return [_kept(c) for c in job.conditions if c.type not in (ADMITTED, NOT_HONOURED_TYPE)]
+    return [_kept(c) for c in job.conditions if c.type not in _DECIDED_EACH_SESSION]
+
+
+# Conditions every session decides afresh, rather than keeping what the object says.
+_DECIDED_EACH_SESSION = frozenset({ADMITTED, NOT_HONOURED_TYPE, STARVING})
+
+
+def _starving(job: JobInfo) -> list[GroupCondition]:
+    starving = job.starving
+    if starving is None:
+        return []
+    # Since when it starves, not since this session: the time is part of the answer.
+    since = format_rfc3339(starving.since)
+    return [GroupCondition(STARVING, "True", starving.reason, starving.message, since)]
 
 
 def _not_honoured(job: JobInfo) -> list[GroupCondition]:

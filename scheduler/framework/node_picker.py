@@ -342,6 +342,10 @@ class NodePicker:
             if shape.full.pop(node.name, None) is not None or shape.failure is not None:
                 shape.failure = None
                 self._push_any(shape, node)
+        # Held room lifted for a gang (framework/holds.py) comes back outside any
+        # statement: the domains' pickers must see it too.
+        for child in self._children.values():
+            child.freed(node)
 
     def discard(self, statement: Statement) -> int:
         """Discard a statement and offer the room it held back to every shape.

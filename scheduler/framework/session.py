@@ -23,10 +23,12 @@ from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import (
     Bind,
     Evict,
+    HeldRoom,
     InvalidObjectReport,
     QueueFigures,
     SessionResult,
 )
+from scheduler.framework.holds import Holds, StarvationPolicy
 from scheduler.framework.plugin import EXTENSION_POINTS, Plugin, Vote, Waiting, implements
 from scheduler.framework.status import OK, Status
 
@@ -102,6 +104,9 @@ class Session:
         # Set by nodeorder when ImageLocality scores this session: the nodes holding one
         # of a pod's images, the only nodes its images score above its image-free twin.
         self.image_holders: Callable[[tuple[str, ...]], frozenset[str]] | None = None
+        # Room held for starving gangs (framework/holds.py): allocate makes the holds,
+        # every action honours them; the sla plugin sets the policy when it opens.
+        self.holds = Holds(self, StarvationPolicy())
         for plugin in self.plugins:
             # A monotonic clock, for metrics only: no decision reads it.
             start = time.perf_counter()
@@ -115,6 +120,15 @@ class Session:
 
     def close(self) -> SessionResult:
         """Let plugins release their state; the caller reads `result` and job statuses."""
+        self._result.holds = [
+            HeldRoom(
+                hold.job.key,
+                hold.since,
+                {name: amount for name, amount in hold.amounts.items() if not amount.is_empty()},
+            )
+            for hold in self.holds.holds
+        ]
+        self.holds.release_all()
         for statement in self._kept:
             statement.keep_pipelined()
         self._kept.clear()

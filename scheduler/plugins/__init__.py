@@ -16,6 +16,7 @@ from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
+from scheduler.plugins.sla import SlaPlugin
 
 PLUGINS: dict[str, type[Plugin[Any]]] = {
     plugin.name: plugin
@@ -31,6 +32,7 @@ PLUGINS: dict[str, type[Plugin[Any]]] = {
         BinpackPlugin,
         OvercommitPlugin,
         NetworkTopologyPlugin,
+        SlaPlugin,
     )
 }
 

@@ -125,8 +125,18 @@ def test_bad_config_is_refused_with_a_message_naming_the_problem(text: str, name
             "action preempt: argument evictWholeGangs='yes'",
         ),
         (
-            "actions: allocate\ntiers:\n- plugins:\n  - name: sla",
-            "Volcano's plugin 'sla', which muster does not have: remove it",
+            "actions: allocate\ntiers:\n- plugins:\n  - name: sla\n"
+            "    arguments: {sla-waiting-time: 1x}",
+            "plugin sla: argument sla-waiting-time='1x' is not a duration",
+        ),
+        (
+            "actions: allocate\ntiers:\n- plugins:\n  - name: sla\n"
+            "    arguments: {sla-waiting-time: 0s}",
+            "plugin sla: argument sla-waiting-time='0s'",
+        ),
+        (
+            "actions: allocate\ntiers:\n- plugins:\n  - name: tdm",
+            "Volcano's plugin 'tdm', which muster does not have: remove it",
         ),
         ("actions: 'enqueue, reserve, allocate'\ntiers: []", "Volcano's action 'reserve'"),
     ],

@@ -213,7 +213,8 @@ def test_explain_pod_of_a_bare_pod_names_its_one_pod_group_and_its_node() -> Non
 
 def test_explain_pod_of_a_pod_the_session_places_says_where() -> None:
     objects = crowded()
-    objects.pods.append(pod("fresh", cpu="100m"))
+    # Of higher priority than gang "big", which starves by now and holds the free room.
+    objects.pods.append(pod("fresh", cpu="100m", priority=2000))
     seen, session = observed(objects)
 
     answer = pod_answer(seen, session, "ns/fresh")

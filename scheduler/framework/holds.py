@@ -1,0 +1,355 @@
+"""Holds: room kept on chosen nodes for a starving gang until the whole gang fits.
+
+A gang starves once it has waited longer than its waiting time since its PodGroup was
+created (Volcano's `sla-waiting-time`: the PodGroup's `volcano.sh/sla-waiting-time`
+annotation, else the `sla` plugin's argument, else DEFAULT_WAITING_TIME). Reordering
+alone does not save it: each cpu that frees goes to the next small gang that fits,
+and a big gang never sees enough free at once. So allocate serves starving gangs
+first, oldest starving first, and one that still does not fit holds room:
+
+1. The members it still needs (up to minMember and each role's minTaskMember) are laid
+   out on the nodes where it fits best: nodes ranked by how many of its first member
+   they have free now (held room of older holds excluded), then by name; each member
+   goes on the first ranked node that admits it (static filters) and whose allocatable,
+   less what older holds and this layout already took, has room for it. A gang that
+   fits nowhere even on empty nodes, or whose request exceeds its queue's capability,
+   can never fit: it holds nothing, and its condition says why.
+2. On each node of the layout it holds what is free now, up to what its members there
+   need. Held room reads as used to every other gang of the session, in every queue,
+   except gangs of a higher priority (they may take it; the holder keeps the rest).
+3. Room that frees on a held node is free room at the next session, and is held again:
+   nobody else could take it, so held nodes keep the most free room and the layout
+   keeps choosing them. The held amount only grows until the gang fits, and allocate
+   places it whole.
+
+Holds are worked out again in every session from what the API server holds (the
+PodGroup's creation time and annotations, the pods on nodes): nothing of them lives
+only in memory, so a restarted scheduler holds the same room. A gang holds only while
+its queue is within its deserved share; no two gangs hold the same room (each layout
+excludes what older holds took).
+
+Backfill: held room is never given to another gang of equal or lower priority; pods
+that request nothing (backfill's best-effort pods) take none of it, and may use a held
+node's pod slots beyond those held for the gang's members.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from scheduler.api.gang_state import may_place, members_placed, placed_by_role
+from scheduler.api.job import JobInfo, Starving
+from scheduler.api.node import NodeInfo
+from scheduler.api.reasons import (
+    STARVING_CANNOT_FIT,
+    STARVING_HOLDING,
+    STARVING_NOT_HOLDING,
+    STARVING_QUEUE_OVER_SHARE,
+)
+from scheduler.api.resources import Resource, describe
+from scheduler.api.task import TaskInfo
+from scheduler.api.timestamps import format_rfc3339, parse_rfc3339
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
+
+# How long a gang may wait before it starves, when neither its PodGroup nor the `sla`
+# plugin says: long enough that a busy cluster's normal turnover places it first.
+DEFAULT_WAITING_TIME = 60.0
+
+
+@dataclass(slots=True)
+class Hold:
+    """Room held for one starving gang: per node, the amount and the pod slots."""
+
+    job: JobInfo
+    since: float
+    need: Resource
+    members: int
+    amounts: dict[str, Resource] = field(default_factory=dict)
+    pods: dict[str, int] = field(default_factory=dict)
+
+    def held(self) -> Resource:
+        """Everything it holds now."""
+        total = Resource()
+        for amount in self.amounts.values():
+            total.add(amount)
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class StarvationPolicy:
+    """How long gangs wait before they starve, and whether starving gangs hold room (the
+    `sla` plugin's arguments; these defaults without it)."""
+
+    waiting_time: float = DEFAULT_WAITING_TIME
+    hold: bool = True
+
+
+class Holds:
+    """The holds of one session: made by allocate, read (and lifted for gangs of higher
+    priority) by allocate, preempt and reclaim, given back when the session closes."""
+
+    def __init__(self, session: Session, policy: StarvationPolicy) -> None:
+        self.session = session
+        self.policy = policy
+        self._holds: dict[str, Hold] = {}
+        # Called with every node whose room a lift gave back (node pickers re-offer it).
+        self.on_freed: list[Callable[[NodeInfo], None]] = []
+
+    # Who starves --------------------------------------------------------------
+    def starving_since(self, job: JobInfo) -> float | None:
+        """When the job started to starve (epoch seconds), or None while it does not."""
+        created = parse_rfc3339(job.creation_timestamp)
+        if created is None:
+            return None
+        wait = job.settings.waiting_time
+        since = created + (wait if wait is not None else self.policy.waiting_time)
+        return since if self.session.snapshot.now >= since else None
+
+    def starving_gangs(self) -> list[tuple[float, JobInfo]]:
+        """Admitted, valid gangs short of their gang that starve, oldest starving first."""
+        session = self.session
+        found: list[tuple[float, JobInfo]] = []
+        for job in session.jobs.values():
+            if job.invalid is not None or job.shadow or job.queue not in session.queues:
+                continue
+            if not may_place(job, session.config.actions) or not job.pending_tasks():
+                continue
+            if members_placed(job) >= job.min_member and not _roles_short(job):
+                continue
+            since = self.starving_since(job)
+            if since is not None:
+                found.append((since, job))
+        found.sort(key=lambda item: (item[0], item[1].key))
+        return found
+
+    # Holding ------------------------------------------------------------------
+    def hold_for(self, job: JobInfo, since: float) -> None:
+        """Hold room for a starving gang that allocate could not place (or say on the
+        job why it holds none)."""
+        if not self.policy.hold:
+            self._say(job, since, STARVING_NOT_HOLDING, "holding is turned off (sla holdResources)")
+            return
+        session = self.session
+        queue = session.queues[job.queue]
+        if self._over_share(job.queue):
+            self._say(
+                job,
+                since,
+                STARVING_QUEUE_OVER_SHARE,
+                f"queue {queue.name!r} is over its deserved share, so nothing is held for it",
+            )
+            return
+        members = needed_members(job, session.sorted_tasks(job.pending_tasks()))
+        need = Resource()
+        for task in members:
+            need.add(task.request)
+        capability = queue.capability
+        if capability is not None and not need.less_equal(capability, missing_is_infinite=True):
+            self._say(
+                job,
+                since,
+                STARVING_CANNOT_FIT,
+                f"its members need {describe(need)}, more than queue {queue.name!r}'s "
+                f"capability ({describe(capability)}); nothing is held for it",
+            )
+            return
+        layout = self._layout(members)
+        if layout is None:
+            self._say(
+                job,
+                since,
+                STARVING_CANNOT_FIT,
+                f"its {len(members)} members do not fit the cluster's nodes even if they "
+                "were empty; nothing is held for it",
+            )
+            return
+        hold = Hold(job, since, need, len(members))
+        for node, (amount, pods) in layout.items():
+            taken = amount.minimum(_positive(node.idle))
+            slots = max(min(pods, node.max_pods - node.pod_count), 0)
+            if taken.is_empty() and not slots:
+                continue
+            node.hold(taken, slots)
+            hold.amounts[node.name] = taken
+            hold.pods[node.name] = slots
+        self._holds[job.key] = hold
+        self._say(job, since, STARVING_HOLDING, self._describe(hold, layout))
+
+    @contextlib.contextmanager
+    def lifted_for(self, job: JobInfo) -> Iterator[None]:
+        """Give the job the room held for it and for gangs of lower priority while it is
+        placed (or evicts); hold again afterwards what is still free of it."""
+        lifted = [
+            hold
+            for hold in self._holds.values()
+            if hold.job is job or hold.job.priority < job.priority
+        ]
+        for hold in lifted:
+            self._release(hold)
+        try:
+            yield
+        finally:
+            for hold in lifted:
+                self._retake(hold)
+
+    def release_all(self) -> None:
+        """Give every held room back (the session is closing)."""
+        for hold in self._holds.values():
+            self._release(hold, notify=False)
+        self._holds.clear()
+
+    @property
+    def holds(self) -> list[Hold]:
+        """The holds made this session, oldest starving first."""
+        return list(self._holds.values())
+
+    def held_on(self, node: str) -> list[str]:
+        """The gangs holding room on a node."""
+        return [key for key, hold in self._holds.items() if node in hold.amounts]
+
+    # Internals ----------------------------------------------------------------
+    def _say(self, job: JobInfo, since: float, reason: str, what: str) -> None:
+        waited = format_rfc3339(since)
+        job.starving = Starving(since, reason, f"starving since {waited}: {what}")
+
+    def _over_share(self, queue: str) -> bool:
+        figures = self.session.queue_figures.get(queue)
+        if figures is None:
+            return False
+        allocated = Resource()
+        for job in self.session.jobs.values():
+            if job.queue == queue:
+                allocated.add(job.allocated)
+        return not allocated.less_equal(figures.deserved)
+
+    def _layout(self, members: list[TaskInfo]) -> dict[NodeInfo, tuple[Resource, int]] | None:
+        """Where the members would go on nodes emptied of all but older holds, preferring
+        the nodes with the most free room now; None when some member fits nowhere."""
+        session = self.session
+        if not members:
+            return {}
+        taken_by_older: dict[str, Resource] = {}
+        slots_by_older: dict[str, int] = {}
+        for hold in self._holds.values():
+            for name, amount in hold.amounts.items():
+                taken_by_older.setdefault(name, Resource()).add(amount)
+                slots_by_older[name] = slots_by_older.get(name, 0) + hold.pods[name]
+        first = members[0].request
+        ranked = sorted(session.node_list, key=lambda n: (-_how_many(first, n.idle), n.name))
+        room: dict[str, Resource] = {}
+        slots: dict[str, int] = {}
+        layout: dict[NodeInfo, tuple[Resource, int]] = {}
+        for task in members:
+            chosen: NodeInfo | None = None
+            for node in ranked:
+                if node.name not in room:
+                    room[node.name] = node.allocatable.clone().sub(
+                        taken_by_older.get(node.name, Resource())
+                    )
+                    slots[node.name] = node.max_pods - slots_by_older.get(node.name, 0)
+                if slots[node.name] < 1 or not task.request.fits_in(room[node.name]):
+                    continue
+                if not session.admits(task, node).ok:
+                    continue
+                chosen = node
+                break
+            if chosen is None:
+                return None
+            room[chosen.name].sub(task.request)
+            slots[chosen.name] -= 1
+            amount, pods = layout.get(chosen, (Resource(), 0))
+            layout[chosen] = (amount.add(task.request), pods + 1)
+        return layout
+
+    def _describe(self, hold: Hold, layout: dict[NodeInfo, tuple[Resource, int]]) -> str:
+        held = [
+            f"{describe(amount)} on {name}"
+            for name, amount in sorted(hold.amounts.items())
+            if not amount.is_empty()
+        ]
+        nodes = ", ".join(sorted(node.name for node in layout))
+        what = "; ".join(held) if held else "nothing free yet"
+        return (
+            f"holds {what} for its {hold.members} members (they need {describe(hold.need)} "
+            f"on {nodes}), until the whole gang fits"
+        )
+
+    def _release(self, hold: Hold, *, notify: bool = True) -> None:
+        nodes = self.session.nodes
+        for name, amount in hold.amounts.items():
+            node = nodes[name]
+            node.release_hold(amount, hold.pods[name])
+            if notify:
+                for listener in self.on_freed:
+                    listener(node)
+
+    def _retake(self, hold: Hold) -> None:
+        nodes = self.session.nodes
+        for name, amount in list(hold.amounts.items()):
+            node = nodes[name]
+            taken = amount.minimum(_positive(node.idle))
+            slots = max(min(hold.pods[name], node.max_pods - node.pod_count), 0)
+            node.hold(taken, slots)
+            hold.amounts[name] = taken
+            hold.pods[name] = slots
+
+
+def needed_members(job: JobInfo, pending: list[TaskInfo]) -> list[TaskInfo]:
+    """The pending members (in placement order) the gang still needs to run: those of the
+    roles short of their minTaskMember first, then the next ones up to minMember."""
+    short = max(job.min_member - members_placed(job), 0)
+    role_short: dict[str, int] = {}
+    if job.min_task_member:
+        placed = placed_by_role(job)
+        for role, need in job.min_task_member.items():
+            if need > placed.get(role, 0):
+                role_short[role] = need - placed.get(role, 0)
+    chosen: list[TaskInfo] = []
+    taken: set[str] = set()
+    for task in pending:
+        if role_short.get(task.role, 0) > 0:
+            role_short[task.role] -= 1
+            chosen.append(task)
+            taken.add(task.uid)
+    for task in pending:
+        if len(chosen) >= short:
+            break
+        if task.uid not in taken:
+            chosen.append(task)
+    return chosen
+
+
+def _roles_short(job: JobInfo) -> bool:
+    if not job.min_task_member:
+        return False
+    placed = placed_by_role(job)
+    return any(placed.get(role, 0) < need for role, need in job.min_task_member.items())
+
+
+def _how_many(request: Resource, free: Resource) -> float:
+    """How many copies of `request` fit in `free` (fractions count: a ranking key)."""
+    best = float("inf")
+    for value, available in ((request.cpu, free.cpu), (request.memory, free.memory)):
+        if value > 0:
+            best = min(best, max(available, 0) / value)
+    for name, value in request.scalars.items():
+        if value > 0:
+            best = min(best, max(free.scalars.get(name, 0), 0) / value)
+    return best if best != float("inf") else 0.0
+
+
+def _positive(resource: Resource) -> Resource:
+    """The vector with negative dimensions (a node over-committed by another scheduler's
+    pods) read as zero."""
+    return Resource(
+        max(resource.cpu, 0),
+        max(resource.memory, 0),
+        {name: max(value, 0) for name, value in resource.scalars.items()}
+        if resource.scalars
+        else None,
+    )
