@@ -7,12 +7,15 @@ from typing import Any
 from scheduler.actions.allocate import Allocate
 from scheduler.actions.backfill import Backfill
 from scheduler.actions.enqueue import Enqueue
+from scheduler.actions.gangpreempt import GangPreempt
+from scheduler.actions.gangreclaim import GangReclaim
 from scheduler.actions.preempt import Preempt
 from scheduler.actions.reclaim import Reclaim
 from scheduler.framework.action import Action
 
 ACTIONS: dict[str, type[Action[Any]]] = {
-    action.name: action for action in (Enqueue, Allocate, Preempt, Reclaim, Backfill)
+    action.name: action
+    for action in (Enqueue, Allocate, Preempt, Reclaim, GangPreempt, GangReclaim, Backfill)
 }
 
 __all__ = ["ACTIONS"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from scheduler.actions.protection import VictimGuard
 from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place
 from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
@@ -33,7 +34,7 @@ from scheduler.api.topology import (
     leftover,
     placed_nodes,
 )
-from scheduler.framework.arguments import Arguments, Seconds
+from scheduler.framework.arguments import Arguments, Duration, Seconds
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
@@ -51,13 +52,113 @@ class Backoff(Arguments):
 
 
 class EvictionArguments(Arguments):
-    """preempt's and reclaim's arguments.
+    """What preempt, reclaim, gangpreempt and gangreclaim read of their arguments."""
+
+    @property
+    def whole_gangs(self) -> bool:
+        """Whether a running gang with no member to spare may be evicted whole."""
+        return False
+
+    @property
+    def min_runtime(self) -> float:
+        """Seconds a pod runs before this action may take it."""
+        return 0.0
+
+    @property
+    def max_domains(self) -> int | None:
+        """How many topology domains a gang's evictions are searched in (None: all)."""
+        return None
+
+
+class PreemptArguments(EvictionArguments):
+    """preempt's arguments.
 
     `evictWholeGangs` lets a running gang that has no member to spare be evicted whole
     (every pod of it) to place a gang; off by default, as in Volcano, which never evicts
-    a gang below its minMember."""
+    a gang below its minMember. `preemptMinRuntime` (a Go duration or seconds) spares
+    pods that started less than that ago, as KAI's argument of that name does."""
 
     evict_whole_gangs: bool = Field(False, alias="evictWholeGangs", strict=True)
+    preempt_min_runtime: Duration = Field(0.0, alias="preemptMinRuntime")
+
+    @property
+    def whole_gangs(self) -> bool:
+        """evictWholeGangs."""
+        return self.evict_whole_gangs
+
+    @property
+    def min_runtime(self) -> float:
+        """preemptMinRuntime."""
+        return self.preempt_min_runtime
+
+
+class ReclaimArguments(EvictionArguments):
+    """reclaim's arguments: `evictWholeGangs` as preempt's, and `reclaimMinRuntime`."""
+
+    evict_whole_gangs: bool = Field(False, alias="evictWholeGangs", strict=True)
+    reclaim_min_runtime: Duration = Field(0.0, alias="reclaimMinRuntime")
+
+    @property
+    def whole_gangs(self) -> bool:
+        """evictWholeGangs."""
+        return self.evict_whole_gangs
+
+    @property
+    def min_runtime(self) -> float:
+        """reclaimMinRuntime."""
+        return self.reclaim_min_runtime
+
+
+# Volcano 1.15's defaults for gangpreempt and gangreclaim.
+DEFAULT_MAX_DOMAINS = 8
+
+
+class GangPreemptArguments(EvictionArguments):
+    """gangpreempt's arguments, as Volcano 1.15 names them: `maxDomains` (HyperNodes a
+    gang's evictions are searched in, default 8) and `allowWholeBundle` (whether a
+    running gang may be evicted whole, default true); and `preemptMinRuntime`."""
+
+    domain_limit: int = Field(DEFAULT_MAX_DOMAINS, alias="maxDomains", ge=1, strict=True)
+    allow_whole_bundle: bool = Field(True, alias="allowWholeBundle", strict=True)
+    preempt_min_runtime: Duration = Field(0.0, alias="preemptMinRuntime")
+
+    @property
+    def whole_gangs(self) -> bool:
+        """allowWholeBundle."""
+        return self.allow_whole_bundle
+
+    @property
+    def min_runtime(self) -> float:
+        """preemptMinRuntime."""
+        return self.preempt_min_runtime
+
+    @property
+    def max_domains(self) -> int | None:
+        """maxDomains."""
+        return self.domain_limit
+
+
+class GangReclaimArguments(EvictionArguments):
+    """gangreclaim's arguments: `maxDomains`, `allowWholeBundle` and `reclaimMinRuntime`."""
+
+    domain_limit: int = Field(DEFAULT_MAX_DOMAINS, alias="maxDomains", ge=1, strict=True)
+    allow_whole_bundle: bool = Field(True, alias="allowWholeBundle", strict=True)
+    reclaim_min_runtime: Duration = Field(0.0, alias="reclaimMinRuntime")
+
+    @property
+    def whole_gangs(self) -> bool:
+        """allowWholeBundle."""
+        return self.allow_whole_bundle
+
+    @property
+    def min_runtime(self) -> float:
+        """reclaimMinRuntime."""
+        return self.reclaim_min_runtime
+
+    @property
+    def max_domains(self) -> int | None:
+        """maxDomains."""
+        return self.domain_limit
 
 
 _DEFAULT_BACKOFF = Backoff.model_validate({})
@@ -136,8 +237,10 @@ class GangEvictor:
         may_evict_for: Callable[[TaskInfo], bool] | None = None,
         whole_gangs: bool = False,
         nodes: list[NodeInfo] | None = None,
+        guard: VictimGuard | None = None,
     ) -> None:
         self.session = session
+        self.guard = guard if guard is not None else VictimGuard(session)
         self.statement = statement
         # The nodes the gang may go on: every node, or one topology domain's.
         self.nodes = nodes if nodes is not None else session.node_list
@@ -163,6 +266,7 @@ class GangEvictor:
                 choice = self._cheapest_eviction(job, task)
                 if choice is None:
                     return False
+                self.guard.choose(victim for unit in choice.units for victim in unit.tasks)
                 for unit in choice.units:
                     for victim in unit.tasks:
                         self.statement.evict(victim, self.reason(task))
@@ -241,8 +345,16 @@ class GangEvictor:
                 continue
             by_job.setdefault(owner.key, []).append(victim)
         units: list[Unit] = []
-        for key, here in by_job.items():
+        guard = self.guard
+        for key, candidates in by_job.items():
             owner = jobs[key]
+            here = []
+            for victim in candidates:
+                why = guard.spares(victim, owner)
+                if why:
+                    guard.spare(why)
+                else:
+                    here.append(victim)
             allowed_here = self.allowed(task, here)
             # Never below zero: a gang already short of minMember has nothing to spare
             # (a negative slice would take pods from the end of the list).
@@ -255,6 +367,8 @@ class GangEvictor:
             if not self.whole_gangs:
                 continue
             members = list(owner.tasks_in(*VICTIM_STATUSES))
+            if any(guard.spares(member, owner) for member in members):
+                continue
             if len(self.allowed(task, members)) == len(members):
                 units.append(Unit(owner, members, whole=True))
         # Fewest pods first, then the lowest priority, then the youngest, then by name:
@@ -275,6 +389,12 @@ class GangEvictor:
             if unit.job.key in gangs_taken:
                 continue
             if self.unit_allowed is not None and not self.unit_allowed(task, unit, chosen):
+                continue
+            refusal = self.guard.budget_allows(
+                unit.tasks, [victim for other in chosen for victim in other.tasks]
+            )
+            if refusal:
+                self.guard.spare(refusal)
                 continue
             if unit.whole:
                 chosen = [u for u in chosen if u.job.key != unit.job.key]
@@ -333,17 +453,26 @@ def evict_for(
     unit_allowed: Callable[[TaskInfo, Unit, list[Unit]], bool] | None = None,
     may_evict_for: Callable[[TaskInfo], bool] | None = None,
     whole_gangs: bool = False,
+    min_runtime: float = 0.0,
+    max_domains: int | None = None,
 ) -> None:
     """Place the whole gang on room its evictions free, or evict nothing at all;
-    `may_evict_for` says whether room may be released for a task at all.
+    `may_evict_for` says whether room may be released for a task at all. Pods the
+    protection rules spare (actions/protection.py: PodDisruptionBudgets, `min_runtime`,
+    cooldowns, volcano.sh/preemptable) are never victims; when the gang cannot be placed
+    for want of them, its condition says which were spared and why.
 
     A gang with spec.networkTopology (and the network-topology-aware plugin on) is
-    placed inside one admissible domain: the domains are tried in turn, and the first
-    where the whole gang fits after its evictions wins; a soft gang that fits in none is
-    then placed anywhere, a hard one evicts nothing."""
+    placed inside one admissible domain: the domains are tried in turn (at most
+    `max_domains`), and the first where the whole gang fits after its evictions wins; a
+    soft gang that fits in none is then placed anywhere, a hard one evicts nothing."""
+    refused = session.snapshot.eviction_refusals.get(job.key)
+    spared: list[VictimGuard] = []
 
     def attempt(nodes: list[NodeInfo] | None) -> bool | None:
         statement = Statement(session)
+        guard = VictimGuard(session, min_runtime)
+        spared.append(guard)
         evictor = GangEvictor(
             session,
             statement,
@@ -354,10 +483,12 @@ def evict_for(
             may_evict_for=may_evict_for,
             whole_gangs=whole_gangs,
             nodes=nodes,
+            guard=guard,
         )
         placed = evictor.place_gang(job)
         if placed and evictor.evicted:
             statement.commit()
+            guard.commit()
             mark_waiting(job, evictor.evicted)
             session.record_attempt(job, placed=True)
             return True
@@ -365,16 +496,38 @@ def evict_for(
         # Placed without evicting anything: allocate places it, not eviction (None).
         return None if placed else False
 
+    with session.holds.lifted_for(job):
+        outcome = _attempt_in_domains(session, job, attempt, max_domains)
+    if outcome is True:
+        return
+    notes = [refused] if refused else []
+    summary = "; ".join(g.summary() for g in spared if g.summary())
+    if summary:
+        notes.append(f"not evicted to make room: {summary}")
+    if notes and job.wait_reason:
+        job.wait_message += " (" + "; ".join(notes) + ")"
+
+
+def _attempt_in_domains(
+    session: Session,
+    job: JobInfo,
+    attempt: Callable[[list[NodeInfo] | None], bool | None],
+    max_domains: int | None,
+) -> bool | None:
     view = session.topology
     spec = job.network_topology
     if view is None or spec is None or not (spec.hard or view.prefer):
-        attempt(None)
-        return
-    for domain in eviction_domains(view, spec, job):
-        if attempt(view.node_list(domain)) is not False:
-            return
+        return attempt(None)
+    domains = eviction_domains(view, spec, job)
+    if max_domains is not None:
+        domains = domains[:max_domains]
+    for domain in domains:
+        outcome = attempt(view.node_list(domain))
+        if outcome is not False:
+            return outcome
     if not spec.hard:
-        attempt(None)
+        return attempt(None)
+    return False
 
 
 def eviction_domains(view: SessionTopology, spec: NetworkTopology, job: JobInfo) -> list[Domain]:

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.actions.eviction import EvictionArguments, evict_for, may_preempt, starving_gangs
+from scheduler.actions.eviction import (
+    EvictionArguments,
+    PreemptArguments,
+    evict_for,
+    may_preempt,
+    starving_gangs,
+)
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.action import Action
 from scheduler.framework.session import Session
 
 
-class Preempt(Action[EvictionArguments]):
+class Preempt(Action[PreemptArguments]):
     """For each starving gang, highest priority first: pipeline it onto room released by
     evicting lower-priority pods of its own queue (whole victim gangs or spare members),
     and commit the evictions only if the whole gang is then placed."""
@@ -19,16 +25,22 @@ class Preempt(Action[EvictionArguments]):
     name = "preempt"
 
     def execute(self, session: Session) -> None:
-        args = self.arguments
-        for job in preemptors(session):
-            evict_for(
-                session,
-                job,
-                in_scope=functools.partial(_same_queue, job),
-                allowed=session.preemptable,
-                reason=functools.partial(_reason, job),
-                whole_gangs=args.evict_whole_gangs,
-            )
+        preempt_all(session, self.arguments)
+
+
+def preempt_all(session: Session, args: EvictionArguments) -> None:
+    """What preempt and gangpreempt do, with their arguments."""
+    for job in preemptors(session):
+        evict_for(
+            session,
+            job,
+            in_scope=functools.partial(_same_queue, job),
+            allowed=session.preemptable,
+            reason=functools.partial(_reason, job),
+            whole_gangs=args.whole_gangs,
+            min_runtime=args.min_runtime,
+            max_domains=args.max_domains,
+        )
 
 
 def preemptors(session: Session) -> list[JobInfo]:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.actions.eviction import EvictionArguments, Unit, evict_for, starving_gangs
+from scheduler.actions.eviction import (
+    EvictionArguments,
+    ReclaimArguments,
+    Unit,
+    evict_for,
+    starving_gangs,
+)
 from scheduler.api.job import JobInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
@@ -13,7 +19,7 @@ from scheduler.framework.action import Action
 from scheduler.framework.session import Session
 
 
-class Reclaim(Action[EvictionArguments]):
+class Reclaim(Action[ReclaimArguments]):
     """For each starving gang of a queue that is not overused, queues in share order:
     pipeline it onto room released by evicting units of other, reclaimable queues.
 
@@ -25,21 +31,27 @@ class Reclaim(Action[EvictionArguments]):
     name = "reclaim"
 
     def execute(self, session: Session) -> None:
-        args = self.arguments
-        for job in reclaimers(session):
-            queue = session.queues[job.queue]
-            if session.overused(queue):
-                continue
-            evict_for(
-                session,
-                job,
-                in_scope=functools.partial(_reclaimable_from, session, queue),
-                allowed=session.reclaimable,
-                reason=functools.partial(_reason, job),
-                unit_allowed=functools.partial(_queue_can_give, session),
-                may_evict_for=functools.partial(_may_reclaim_for, session, queue),
-                whole_gangs=args.evict_whole_gangs,
-            )
+        reclaim_all(session, self.arguments)
+
+
+def reclaim_all(session: Session, args: EvictionArguments) -> None:
+    """What reclaim and gangreclaim do, with their arguments."""
+    for job in reclaimers(session):
+        queue = session.queues[job.queue]
+        if session.overused(queue):
+            continue
+        evict_for(
+            session,
+            job,
+            in_scope=functools.partial(_reclaimable_from, session, queue),
+            allowed=session.reclaimable,
+            reason=functools.partial(_reason, job),
+            unit_allowed=functools.partial(_queue_can_give, session),
+            may_evict_for=functools.partial(_may_reclaim_for, session, queue),
+            whole_gangs=args.whole_gangs,
+            min_runtime=args.min_runtime,
+            max_domains=args.max_domains,
+        )
 
 
 def reclaimers(session: Session) -> list[JobInfo]:

@@ -15,8 +15,11 @@ def format_rfc3339(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@functools.lru_cache(maxsize=16384)
 def parse_rfc3339(text: str | None) -> float | None:
-    """Epoch seconds of an RFC 3339 time, None when absent or unreadable."""
+    """Epoch seconds of an RFC 3339 time, None when absent or unreadable. Cached: every
+    session asks it of each waiting gang's creation time (framework/holds.py), and
+    gangs created in the same second share one."""
     if not text:
         return None
     try:

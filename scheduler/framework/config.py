@@ -33,9 +33,7 @@ VOLCANO_ONLY_PLUGINS: dict[str, str] = {
     "usage": "remove it; muster scores nodes by requests (nodeorder, binpack), not usage",
     "rescheduling": "remove it; muster does not move running pods",
     "resourcequota": "remove it; the API server enforces ResourceQuota when pods are created",
-    "pdb": "remove it; muster evicts through the Eviction API, which honours PodDisruptionBudgets",
     "extender": "remove it; muster calls no scheduler extenders",
-    "cdp": "remove it; muster has no cooldown protection for preemptible pods",
     "reservation": "remove it; muster keeps a Running gang's minResources reserved itself",
     "resource-strategy-fit": "use binpack (fill nodes) or nodeorder (spread) instead",
 }
@@ -207,6 +205,7 @@ def parse_config(
                 "plugin", plugin.name, _model_of(known_plugins, plugin.name), plugin.arguments
             )
     _check_queue_policies(seen)
+    _check_eviction_actions(config.actions)
     for action in {*config.actions, *(c.name for c in config.configurations)}:
         config._action_settings[action] = parse_arguments(
             "action", action, _model_of(known_actions, action), config.action_arguments(action)
@@ -229,6 +228,23 @@ def _check_queue_policies(plugins: Collection[str]) -> None:
             "spec.deserved); remove 'proportion' to honour spec.deserved, or 'capacity' to "
             "share the cluster by weight"
         )
+
+
+# Volcano 1.15's gang-aware actions and the actions they stand in for: Volcano's design
+# says the two of a pair must not be configured together.
+GANG_EVICTION_ACTIONS = {"gangpreempt": "preempt", "gangreclaim": "reclaim"}
+
+
+def _check_eviction_actions(actions: Collection[str]) -> None:
+    """Refuse gangpreempt with preempt, or gangreclaim with reclaim: each pair decides the
+    same evictions, and running both would evict twice for one gang."""
+    for gang, legacy in GANG_EVICTION_ACTIONS.items():
+        if gang in actions and legacy in actions:
+            raise ConfigError(
+                f"scheduler config: actions {gang!r} and {legacy!r} cannot be used together: "
+                f"{gang} is {legacy} with Volcano 1.15's arguments (maxDomains, "
+                f"allowWholeBundle); list one of them"
+            )
 
 
 def _model_of(known: Collection[str], name: str) -> type[Arguments]:

@@ -107,6 +107,9 @@ class Session:
         # Room held for starving gangs (framework/holds.py): allocate makes the holds,
         # every action honours them; the sla plugin sets the policy when it opens.
         self.holds = Holds(self, StarvationPolicy())
+        # Per PodDisruptionBudget ("namespace/name"), the victims of the evictions this
+        # session committed: what preempt and reclaim leave of its disruptionsAllowed.
+        self.disruptions: dict[str, int] = {}
         for plugin in self.plugins:
             # A monotonic clock, for metrics only: no decision reads it.
             start = time.perf_counter()

@@ -99,8 +99,18 @@ class Statement:
             for op in self._operations
             if op.kind is _Kind.ALLOCATE
         ]
+        # A statement that evicts places one gang on the room it frees: its preemptor.
+        preemptor = next((op.task.job for op in self._operations if op.kind is not _Kind.EVICT), "")
         evictions = [
-            Evict(op.task.namespace, op.task.name, op.task.uid, op.node, op.task.job, op.reason)
+            Evict(
+                op.task.namespace,
+                op.task.name,
+                op.task.uid,
+                op.node,
+                op.task.job,
+                op.reason,
+                preemptor,
+            )
             for op in self._operations
             if op.kind is _Kind.EVICT
         ]

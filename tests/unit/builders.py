@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api import wire
+from scheduler.api.annotations import UNPROTECTED, PodProtection
+from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE
 from scheduler.api.node import NodeInfo, Taint
@@ -16,6 +18,7 @@ from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import (
     TERMINAL_STATUSES,
+    LabelSelector,
     PodPlacementSpec,
     TaskInfo,
     TaskStatus,
@@ -77,6 +80,9 @@ def task(
     spec: dict[str, Any] | None = None,
     gpu: int = 0,
     created: str = "",
+    labels: dict[str, str] | None = None,
+    started: str = "",
+    protection: PodProtection = UNPROTECTED,
 ) -> TaskInfo:
     """A pod record; `spec` is a pod spec fragment for placement constraints."""
     placement: PodPlacementSpec | None = None
@@ -96,6 +102,9 @@ def task(
         status=status,
         placement=placement,
         creation_timestamp=created,
+        labels=labels,
+        started=started,
+        protection=protection,
     )
 
 
@@ -119,6 +128,9 @@ def gang(
     status: TaskStatus | None = None,
     statuses: Sequence[TaskStatus] = (),
     on: Sequence[str] = (),
+    labels: dict[str, str] | None = None,
+    started: str = "",
+    protection: PodProtection = UNPROTECTED,
 ) -> JobInfo:
     """A PodGroup with `size` pods (or the pods of `roles`, role -> count), Pending unless
     `status` (every member) or `statuses` (the first members, in name order) says
@@ -152,6 +164,9 @@ def gang(
                     spec=spec,
                     gpu=gpu,
                     created=created,
+                    labels=labels,
+                    started=started,
+                    protection=protection,
                 )
             )
             index += 1
@@ -175,6 +190,21 @@ def running_gang(name: str, size: int, *args: Any, on: Sequence[str], **kwargs: 
     """A Running PodGroup whose members all run, on the nodes `on` (cycled in name order)."""
     return gang(
         name, size, *args, phase=PodGroupPhase.RUNNING, status=TaskStatus.RUNNING, on=on, **kwargs
+    )
+
+
+def budget(
+    name: str,
+    selects: dict[str, str],
+    allowed: int,
+    *,
+    namespace: str = "default",
+    processed: bool = True,
+) -> DisruptionBudget:
+    """A PodDisruptionBudget selecting pods by `selects` (matchLabels) that allows
+    `allowed` disruptions now (`processed`: the disruption controller has computed it)."""
+    return DisruptionBudget(
+        namespace, name, LabelSelector(tuple(sorted(selects.items()))), allowed, processed
     )
 
 
