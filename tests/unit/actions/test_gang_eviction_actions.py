@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.api.errors import ConfigError
+from scheduler.api.job import JobInfo
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import SchedulerConfig
 from tests.unit.actions.eviction_helpers import TIERS, evicted_by_job
@@ -16,7 +17,7 @@ def actions(names: str, configurations: str = "") -> SchedulerConfig:
     return load_config(f'actions: "{names}"\n{TIERS}{configurations}')
 
 
-def victim_gang_cluster() -> tuple[list[object], str]:
+def victim_gang_cluster() -> tuple[list[JobInfo], str]:
     victim = running_gang("victim", 2, cpu=2, priority=1, on=["n0"])
     high = gang("high", 1, cpu=2, priority=100)
     return [victim, high], victim.key
@@ -26,7 +27,7 @@ def test_gangpreempt_evicts_a_whole_gang_by_default_as_allow_whole_bundle_says()
     jobs, victim = victim_gang_cluster()
     result = schedule(
         snapshot([node("n0", cpu=4)], jobs), actions("enqueue, allocate, gangpreempt")
-    )  # type: ignore[arg-type]
+    )
     assert evicted_by_job(result) == {victim: 2}
 
 
@@ -36,13 +37,13 @@ def test_gangpreempt_without_whole_bundles_breaks_no_gang() -> None:
         "enqueue, allocate, gangpreempt",
         "configurations:\n- name: gangpreempt\n  arguments: {allowWholeBundle: false}\n",
     )
-    result = schedule(snapshot([node("n0", cpu=4)], jobs), config)  # type: ignore[arg-type]
+    result = schedule(snapshot([node("n0", cpu=4)], jobs), config)
     assert result.evictions == []
 
 
 def test_preempt_keeps_volcanos_default_of_never_evicting_a_whole_gang() -> None:
     jobs, _ = victim_gang_cluster()
-    result = schedule(snapshot([node("n0", cpu=4)], jobs), actions("enqueue, allocate, preempt"))  # type: ignore[arg-type]
+    result = schedule(snapshot([node("n0", cpu=4)], jobs), actions("enqueue, allocate, preempt"))
     assert result.evictions == []
 
 
