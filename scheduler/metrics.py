@@ -150,6 +150,30 @@ class Metrics:
             "Events waiting to be written (at most 1,000; then new ones are dropped).",
             registry=r,
         )
+        self._init_starvation(r)
+
+    def _init_starvation(self, r: CollectorRegistry) -> None:
+        self.starving_podgroups = Gauge(
+            "muster_starving_podgroups",
+            "PodGroups waiting longer than their waiting time (sla-waiting-time), by whether "
+            "room is held for them (held) or not (over their queue's share, never fitting, "
+            "holding turned off).",
+            ["state"],
+            registry=r,
+        )
+        self.held_resources = Gauge(
+            "muster_held_resources",
+            "Room held on nodes for starving gangs, by resource (cpu in cores, memory in "
+            "bytes): free room no other gang of equal or lower priority may take.",
+            ["resource"],
+            registry=r,
+        )
+        self.evictions_refused = Counter(
+            "muster_evictions_refused_total",
+            "Groups of evictions (one preemptor's) not sent because a PodDisruptionBudget "
+            "refused one of them (the preemptor's condition names it).",
+            registry=r,
+        )
 
     def observe_session(
         self, result: SessionResult, *, decide_seconds: float, total_seconds: float
@@ -184,6 +208,19 @@ class Metrics:
         for phase, count in phases.items():
             # the queue status counts by lower-case key ("running"); the label is the phase
             self.podgroups.labels(phase.capitalize()).set(count)
+        self._observe_holds(result)
+
+    def _observe_holds(self, result: SessionResult) -> None:
+        held = Resource()
+        for room in result.holds:
+            for amount in room.nodes.values():
+                held.add(amount)
+        self.starving_podgroups.labels("held").set(len(result.holds))
+        self.starving_podgroups.labels("not_held").set(result.starving - len(result.holds))
+        self.held_resources.labels("cpu").set(held.cpu / 1000)
+        self.held_resources.labels("memory").set(held.memory)
+        for name, value in held.scalars.items():
+            self.held_resources.labels(name).set(value)
 
     def observe_cache(self, counts: Mapping[str, int]) -> None:
         """The number of cached objects of each kind."""

@@ -56,6 +56,9 @@ STARVING_QUEUE_OVER_SHARE = "QueueOverDeservedShare"
 STARVING_CANNOT_FIT = "CannotEverFit"
 STARVING_NOT_HOLDING = "HoldingTurnedOff"
 
+# A Warning event on a PodGroup or pod whose Volcano label or annotation cannot be read.
+INVALID_ANNOTATION = "InvalidAnnotation"
+
 # Warning events on Queues.
 DESERVED_EXCEEDS_PARENT = "DeservedExceedsParent"
 

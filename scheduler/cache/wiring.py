@@ -98,6 +98,15 @@ def world_kinds(world: World) -> list[Kind[Any]]:
             world.upsert_csinode,
             world.delete_csinode,
         ),
+        # PodDisruptionBudgets, which preempt and reclaim plan their victims against.
+        Kind(
+            "poddisruptionbudget",
+            "/apis/policy/v1/poddisruptionbudgets",
+            wire.PodDisruptionBudget,
+            namespaced,
+            world.upsert_budget,
+            world.delete_budget,
+        ),
         # Namespace labels, for pod affinity terms' namespaceSelector.
         Kind(
             "namespace",

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from scheduler.api import wire
+from scheduler.api.budgets import DisruptionBudget, budget_from_wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNode, HyperNodeInfo
 from scheduler.api.job import JobInfo, PodGroupPhase
@@ -76,6 +77,12 @@ class World:
         # one of them changed (as storage's).
         self._hypernodes: dict[str, HyperNodeInfo] = {}
         self._hypernodes_view: Mapping[str, HyperNodeInfo] | None = None
+        # PodDisruptionBudgets by "namespace/name", and the per-namespace view sessions
+        # share, rebuilt only after one of them changed.
+        self._budgets: dict[str, DisruptionBudget] = {}
+        self._budgets_view: Mapping[str, tuple[DisruptionBudget, ...]] | None = None
+        # Per preemptor (job key): why the Eviction API last refused its evictions.
+        self._refusals: dict[str, str] = {}
 
     # Snapshots ---------------------------------------------------------------
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
@@ -85,6 +92,8 @@ class World:
         copy.now = now
         copy.storage = self.storage()
         copy.hypernodes = self.hypernodes()
+        copy.budgets = self.budgets()
+        copy.eviction_refusals = MappingProxyType(dict(self._refusals))
         return copy
 
     def storage(self) -> StorageView:
@@ -105,6 +114,17 @@ class World:
             self._hypernodes_view = MappingProxyType(dict(self._hypernodes))
         return self._hypernodes_view
 
+    def budgets(self) -> Mapping[str, tuple[DisruptionBudget, ...]]:
+        """The PodDisruptionBudgets by namespace, as sessions read them."""
+        if self._budgets_view is None:
+            by_namespace: dict[str, list[DisruptionBudget]] = {}
+            for budget in self._budgets.values():
+                by_namespace.setdefault(budget.namespace, []).append(budget)
+            self._budgets_view = MappingProxyType(
+                {namespace: tuple(found) for namespace, found in by_namespace.items()}
+            )
+        return self._budgets_view
+
     def record_session(self, result: SessionResult, now: float) -> None:
         """Keep what the next sessions need from this one: nominations, placement
         failures (for backoff), and when jobs were admitted or sent back."""
@@ -122,6 +142,9 @@ class World:
         for key in result.dequeued:
             live.admitted_at.pop(key, None)
             live.timed_out_at[key] = now
+        for eviction in result.evictions:
+            # Evictions sent for it again: the last refusal is history.
+            self._refusals.pop(eviction.preemptor, None)
 
     def _room_freed(self) -> None:
         # Like kube-scheduler moving pods out of backoff on cluster events: a gang that
@@ -142,6 +165,7 @@ class World:
             "storageclass": len(self._storage["classes"]),
             "csinode": len(self._storage["csinodes"]),
             "hypernode": len(self._hypernodes),
+            "poddisruptionbudget": len(self._budgets),
         }
 
     # Pods ------------------------------------------------------------------
@@ -254,6 +278,12 @@ class World:
             return
         self.live.set_task_status(task, previous)
 
+    def eviction_refused(self, preemptor: str, why: str) -> None:
+        """A PodDisruptionBudget refused the evictions made for a gang: none was sent, the
+        next session says why on its condition (and may choose other victims)."""
+        self.generation += 1
+        self._refusals[preemptor] = why
+
     def forget_bound(self, uid: str) -> None:
         """A bind failed: the pod is pending again."""
         self.generation += 1
@@ -303,7 +333,7 @@ class World:
         """A PodGroup was added or changed: its tasks move to the new record."""
         key = f"{group.metadata.namespace}/{group.metadata.name}"
         previous = self._podgroups.get(key)
-        if previous is not None and previous.spec == group.spec:
+        if previous is not None and _same_request(previous, group):
             # Mostly our own status writes coming back: they change no decision.
             self.status_generation += 1
         else:
@@ -319,7 +349,7 @@ class World:
             live.resolve_priority(job)
             self._invalid.pop(("PodGroup", key), None)
         old = live.jobs.get(key)
-        if previous is None or previous.spec != group.spec:
+        if previous is None or not _same_request(previous, group):
             live.failures.pop(key, None)
         if job.phase not in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):
             live.admitted_at.pop(key, None)
@@ -335,6 +365,7 @@ class World:
         self.generation += 1
         key = f"{namespace}/{name}"
         self._podgroups.pop(key, None)
+        self._refusals.pop(key, None)
         self._invalid.pop(("PodGroup", key), None)
         for table in (self.live.failures, self.live.admitted_at, self.live.timed_out_at):
             table.pop(key, None)
@@ -342,6 +373,25 @@ class World:
         if job is not None:
             for task in job.tasks.values():
                 self.live.orphans[task.uid] = task
+
+    # PodDisruptionBudgets ----------------------------------------------------
+    def upsert_budget(self, pdb: wire.PodDisruptionBudget) -> None:
+        """A PodDisruptionBudget was added or changed (its status, mostly: the disruption
+        controller recounts it as pods come and go)."""
+        key = f"{pdb.metadata.namespace}/{pdb.metadata.name}"
+        budget = budget_from_wire(pdb)
+        if self._budgets.get(key) == budget:
+            return
+        self.generation += 1
+        self._budgets[key] = budget
+        self._budgets_view = None
+
+    def delete_budget(self, key: str) -> None:
+        """A PodDisruptionBudget ("namespace/name") is gone."""
+        if self._budgets.pop(key, None) is None:
+            return
+        self.generation += 1
+        self._budgets_view = None
 
     # Namespaces --------------------------------------------------------------
     def upsert_namespace(self, namespace: wire.Namespace) -> None:
@@ -489,6 +539,16 @@ class World:
         for job in self.live.jobs.values():
             if not job.shadow and job.invalid is None:
                 self.live.resolve_priority(job)
+
+
+def _same_request(old: wire.PodGroup, new: wire.PodGroup) -> bool:
+    """Whether two versions of a PodGroup ask the same of a session: spec, and the labels
+    and annotations it reads (waiting time, preemptable); a status write changes neither."""
+    return (
+        old.spec == new.spec
+        and old.metadata.annotations == new.metadata.annotations
+        and old.metadata.labels == new.metadata.labels
+    )
 
 
 def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:

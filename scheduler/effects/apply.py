@@ -73,15 +73,18 @@ class StatusSink(Protocol):
 class PodEvictor(Protocol):
     """What Effects needs of the evictor."""
 
-    async def evict(self, eviction: Evict) -> bool: ...
+    async def evict_group(self, group: list[Evict]) -> list[bool]: ...
 
 
 class ReleaseTracker(Protocol):
-    """What Effects needs of the cache: the room of an evicted pod is going, or stays."""
+    """What Effects needs of the cache: the room of an evicted pod is going, or stays;
+    why the Eviction API refused a preemptor's evictions."""
 
     def assume_releasing(self, uid: str) -> None: ...
 
     def forget_releasing(self, uid: str) -> None: ...
+
+    def eviction_refused(self, preemptor: str, why: str) -> None: ...
 
 
 class Drainable(Protocol):
@@ -144,7 +147,12 @@ class Effects:
             cache=world,
             binder=binder,
             writer=writer,
-            evictor=Evictor(client, recorder, may_evict=may_bind),
+            evictor=Evictor(
+                client,
+                recorder,
+                may_evict=may_bind,
+                on_refused=partial(_refused, world, metrics),
+            ),
             recorder=recorder,
         )
 
@@ -153,11 +161,14 @@ class Effects:
         self.binder.dispatch(result.binds)
         for bind in result.binds:
             self.writer.pod_placed(bind.uid)
+        groups: dict[str, list[Evict]] = {}
         for eviction in result.evictions:
-            # Counted as going before the delete is sent: the next session must not pick
+            # Counted as going before the eviction is sent: the next session must not pick
             # victims again for the same preemptor while this one terminates.
             self.cache.assume_releasing(eviction.uid)
-            task = asyncio.get_running_loop().create_task(self._evict(eviction))
+            groups.setdefault(eviction.preemptor, []).append(eviction)
+        for group in groups.values():
+            task = asyncio.get_running_loop().create_task(self._evict(group))
             self._evictions.add(task)
             task.add_done_callback(self._evictions.discard)
         self.writer.podgroups(result.podgroups)
@@ -189,10 +200,16 @@ class Effects:
         await self.recorder.close()
         await self.binder.close()
 
-    async def _evict(self, eviction: Evict) -> None:
-        if not await self.evictor.evict(eviction):
-            # The pod keeps its room: the next session sees it as it is.
-            self.cache.forget_releasing(eviction.uid)
+    async def _evict(self, group: list[Evict]) -> None:
+        for eviction, gone in zip(group, await self.evictor.evict_group(group), strict=True):
+            if not gone:
+                # The pod keeps its room: the next session sees it as it is.
+                self.cache.forget_releasing(eviction.uid)
+
+
+def _refused(world: World, metrics: Metrics, preemptor: str, why: str) -> None:
+    metrics.evictions_refused.inc()
+    world.eviction_refused(preemptor, why)
 
 
 def _waiting(writer: StatusWriter, lane: str) -> float:

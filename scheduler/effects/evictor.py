@@ -1,11 +1,22 @@
-"""Evictor: a preempted or reclaimed pod gets the DisruptionTarget condition, an event
-naming why, and is deleted (gracefully, so it can finish its work).
+"""Evictor: the evictions one preemptor's decision made, through the Eviction API.
 
-A gang is evicted whole (or only members above its minMember), so an eviction that fails
-for a reason that passes (5xx, 429, a broken connection, after the client's own retries)
-is sent again for up to RETRY_SECONDS: giving up on one member of a whole-gang eviction
-would leave that gang running below minMember for good. Each attempt asks the lease when
-it is written, as binds do: a replica that lost the lease evicts nothing.
+The evictions made for one gang are sent as one group, one after another:
+
+1. each is asked first as a dry run (`POST pods/NAME/eviction?dryRun=All`), which the
+   API server answers as it would the real one, PodDisruptionBudgets included, and
+   changes nothing;
+2. if a budget refuses one (429 naming the budget), none of the group is sent: no gang
+   is evicted in part for a preemptor that cannot be placed, and the refusal is handed
+   to the cache, whose next snapshot says it on the preemptor's condition (planning
+   also reads the budgets first, so this is the race of a budget that changed);
+3. else each victim gets the DisruptionTarget condition and a Preempted event, then
+   its real eviction; one refused even so (another client evicted from its budget
+   meanwhile) stops the rest of the group the same way.
+
+A victim of a whole-gang eviction given up on would leave that gang running below
+minMember, so an eviction that fails for a passing reason (5xx, a rate-limiting 429,
+a broken connection) is sent again for up to RETRY_SECONDS. Each attempt asks the
+lease when it is written, as binds do: a replica that lost the lease evicts nothing.
 """
 
 from __future__ import annotations
@@ -35,16 +46,36 @@ log = logging.getLogger(__name__)
 RETRY_SECONDS = 60.0
 RETRY_BASE = 0.5
 RETRY_MAX = 5.0
+# The cause kube-apiserver gives when a PodDisruptionBudget refuses an eviction.
+DISRUPTION_BUDGET = "DisruptionBudget"
+
+
+class BudgetRefused(Exception):
+    """A PodDisruptionBudget refused an eviction (429 with a DisruptionBudget cause)."""
+
+    def __init__(self, pod: str, message: str) -> None:
+        self.pod = pod
+        self.message = message
+        super().__init__(f"the Eviction API refused to evict {pod}: {message}")
+
+
+def _budget_refusal(error: StatusError) -> str:
+    """The budget's words when `error` is a PodDisruptionBudget's refusal, else ""."""
+    if error.code != 429:
+        return ""
+    return "; ".join(message for reason, message in error.causes if reason == DISRUPTION_BUDGET)
 
 
 def _passing(error: BaseException) -> bool:
-    return isinstance(error, TransportError) or (
-        isinstance(error, StatusError) and is_retryable(error.code)
+    if isinstance(error, TransportError):
+        return True
+    return (
+        isinstance(error, StatusError) and is_retryable(error.code) and not _budget_refusal(error)
     )
 
 
 class Evictor:
-    """Carries out evictions decided by preempt and reclaim."""
+    """Carries out evictions decided by preempt and reclaim, a preemptor's group at a time."""
 
     def __init__(
         self,
@@ -52,15 +83,44 @@ class Evictor:
         recorder: EventRecorder,
         *,
         may_evict: Callable[[], bool] = lambda: True,
+        on_refused: Callable[[str, str], None] = lambda preemptor, why: None,
         retry_seconds: float = RETRY_SECONDS,
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.may_evict = may_evict
+        # Told (preemptor, why) when a budget refuses a group: the cache keeps it for the
+        # preemptor's condition.
+        self.on_refused = on_refused
         self.retry_seconds = retry_seconds
 
+    async def evict_group(self, group: list[Evict]) -> list[bool]:
+        """Evict a preemptor's victims, all or (as far as the API server lets it tell
+        beforehand) none; per victim, whether it is gone or going."""
+        gone = [False] * len(group)
+        try:
+            for index, eviction in enumerate(group):
+                gone[index] = await self._attempt(eviction, dry_run=True)
+            for index, eviction in enumerate(group):
+                if gone[index]:
+                    continue  # it went meanwhile: nothing to evict
+                gone[index] = await self._attempt(eviction, dry_run=False)
+        except BudgetRefused as refused:
+            preemptor = group[0].preemptor
+            log.warning("%s; no more of the evictions for %s are sent", refused, preemptor)
+            self.on_refused(preemptor, str(refused))
+        except _GivenUp:
+            pass
+        return gone
+
     async def evict(self, eviction: Evict) -> bool:
-        """Mark, announce and delete one pod; True when it is gone or going."""
+        """Evict one pod (a group of one)."""
+        return (await self.evict_group([eviction]))[0]
+
+    async def _attempt(self, eviction: Evict, *, dry_run: bool) -> bool:
+        """Send one eviction (or its dry run) until it lands or fails for good: True when
+        the pod is gone (404) or, for a real eviction, going; False for a dry run that
+        passed. BudgetRefused on a budget's refusal; _GivenUp on any other failure."""
         pod = f"{eviction.namespace}/{eviction.name}"
 
         def again(state: RetryCallState) -> None:
@@ -71,11 +131,12 @@ class Evictor:
 
         async def once() -> None:
             nonlocal announced
-            await self._mark(eviction)
-            if not announced:  # one event, however many attempts the delete takes
-                announced = True
-                self._announce(eviction)
-            await self._delete(eviction)
+            if not dry_run:
+                await self._mark(eviction)
+                if not announced:  # one event, however many attempts the eviction takes
+                    announced = True
+                    self._announce(eviction)
+            await self._post(eviction, dry_run=dry_run)
 
         attempts = AsyncRetrying(
             retry=retry_if_exception(_passing),
@@ -90,7 +151,7 @@ class Evictor:
         except NotFound:
             return True
         except Fenced:
-            return False  # the lease was lost: the next leader decides again
+            raise _GivenUp from None  # the lease was lost: the next leader decides again
         except RetryError as gave_up:
             log.warning(
                 "eviction failed for %.0fs, given up: %s",
@@ -98,11 +159,17 @@ class Evictor:
                 gave_up.last_attempt.exception(),
                 extra={"pod": pod},
             )
-            return False
-        except (StatusError, TransportError) as error:
+            raise _GivenUp from None
+        except StatusError as error:
+            refusal = _budget_refusal(error)
+            if refusal:
+                raise BudgetRefused(pod, refusal) from None
             log.warning("eviction failed: %s", error, extra={"pod": pod})
-            return False
-        return True
+            raise _GivenUp from None
+        except TransportError as error:
+            log.warning("eviction failed: %s", error, extra={"pod": pod})
+            raise _GivenUp from None
+        return not dry_run
 
     async def _mark(self, eviction: Evict) -> None:
         # DisruptionTarget first, as kube-scheduler does: the pod's owner learns why it goes.
@@ -128,11 +195,25 @@ class Evictor:
             eviction.reason,
         )
 
-    async def _delete(self, eviction: Evict) -> None:
-        # The uid precondition makes sure a pod recreated under the same name is spared.
+    async def _post(self, eviction: Evict, *, dry_run: bool) -> None:
+        # policy/v1 Eviction; the uid precondition spares a pod recreated under the name.
+        options: dict[str, object] = {"preconditions": {"uid": eviction.uid}}
+        if dry_run:
+            options["dryRun"] = ["All"]
         await self.client.request(
-            "DELETE",
-            paths.pod(eviction.namespace, eviction.name),
-            body={"preconditions": {"uid": eviction.uid}},
+            "POST",
+            paths.pod(eviction.namespace, eviction.name) + "/eviction",
+            params={"dryRun": "All"} if dry_run else None,
+            body={
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": eviction.name, "namespace": eviction.namespace},
+                "deleteOptions": options,
+            },
+            retry=False,
             gate=self.may_evict,
         )
+
+
+class _GivenUp(Exception):
+    """An eviction that failed for good (already logged): the group stops."""

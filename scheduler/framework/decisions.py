@@ -173,5 +173,7 @@ class SessionResult:
     # Pods of ours waiting for a node when the session ended, attempted or not: a gang
     # waiting out its backoff is not tried, so `unschedulable` has no message for it.
     pending: int = 0
-    # Room held for starving gangs at the end of the session's placements.
+    # Room held for starving gangs at the end of the session's placements, and how many
+    # gangs starved (held for or not).
     holds: list[HeldRoom] = field(default_factory=list)
+    starving: int = 0

@@ -15,6 +15,7 @@ from scheduler.api.reasons import (
     GANG_READY,
     GATED_MESSAGE,
     INQUEUE_TIMEOUT,
+    INVALID_ANNOTATION,
     POD_GATED,
     POD_UNSCHEDULABLE,
     STARVING,
@@ -295,6 +296,7 @@ def close_result(
         InvalidObjectReport(error.kind, error.name, str(error)) for error in snapshot.invalid
     )
     result.invalid.extend(queue_warnings(snapshot))
+    result.invalid.extend(annotation_warnings(snapshot))
     return result
 
 
@@ -310,6 +312,23 @@ def field_warnings(snapshot: ClusterSnapshot, result: SessionResult) -> list[Fie
         message = "; ".join(task.unhonoured.warnings)
         warnings.append(FieldNotHonoured(bind.namespace, bind.name, bind.uid, message))
     return warnings
+
+
+def annotation_warnings(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:
+    """A warning per PodGroup or pod of ours whose Volcano labels or annotations cannot be
+    read (api/annotations.py), naming the value and what muster does instead."""
+    reports: list[InvalidObjectReport] = []
+    for job in snapshot.jobs.values():
+        reports.extend(
+            InvalidObjectReport("PodGroup", job.key, problem, INVALID_ANNOTATION)
+            for problem in job.settings.problems
+        )
+        for task in job.tasks.values():
+            reports.extend(
+                InvalidObjectReport("Pod", task.key, problem, INVALID_ANNOTATION)
+                for problem in task.protection.problems
+            )
+    return reports
 
 
 def queue_warnings(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:

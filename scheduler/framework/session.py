@@ -131,6 +131,7 @@ class Session:
             )
             for hold in self.holds.holds
         ]
+        self._result.starving = sum(1 for job in self.jobs.values() if job.starving is not None)
         self.holds.release_all()
         for statement in self._kept:
             statement.keep_pipelined()

@@ -9,9 +9,7 @@ from __future__ import annotations
 import base64
 import bisect
 import contextlib
-import math
 import random
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from scheduler.sim import admission, storage_admission, typed_decode, webhooks
+from scheduler.sim import admission, disruption, storage_admission, typed_decode, webhooks
 from scheduler.sim.errors import (
     STALE,
     ApiError,
@@ -32,15 +30,15 @@ from scheduler.sim.errors import (
     internal_error,
     invalid,
     not_found,
-    too_many_requests,
     unsupported_media_type,
 )
 from scheduler.sim.patch import json_patch, merge_patch, strategic_merge_patch
 from scheduler.sim.resources import Kind, Registry, apply_schema_defaults
 from scheduler.sim.schema import compiled as compiled_schema
 from scheduler.sim.schema import structural_errors
-from scheduler.sim.selectors import Predicate, label_selector_matches
+from scheduler.sim.selectors import Predicate
 from scheduler.sim.store import Store, key_of, name_of, namespace_of
+from scheduler.sim.timestamps import now_rfc3339 as now_rfc3339  # re-exported for sim modules
 
 Obj = dict[str, Any]
 
@@ -74,11 +72,6 @@ _CONTINUE_EXPIRED = (
 def clone(obj: Any) -> Any:
     """A deep copy: a msgspec round trip is several times faster than copy.deepcopy."""
     return _decode(_encode(obj))
-
-
-def now_rfc3339(offset: float = 0.0) -> str:
-    """A timestamp as the API writes them (second precision, UTC)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + offset))
 
 
 @dataclass
@@ -137,6 +130,10 @@ class WriteOptions:
         if self.dry_run:
             options["dryRun"] = ["All"]
         return options
+
+
+# Phases in which a pod is evicted without asking its budget (kube's canIgnorePDB).
+_NO_BUDGET_PHASES = ("Succeeded", "Failed", "Pending")
 
 
 def dry_run_of(query: Any, operation_options: str) -> bool:
@@ -229,7 +226,6 @@ class ApiServer:
         pc_kind = self.kind("scheduling.k8s.io", "v1", "priorityclasses")
         for pc in admission.system_priority_classes():
             self.create(pc_kind, None, pc)
-        store.listen(PODS, self._refresh_pdbs_on_pod_event)
         # the watch caches start here, as a real server's start after its first list:
         # a watch from before (resourceVersion=1 included) is 410 Expired
         store.start_watch_cache()
@@ -398,8 +394,6 @@ class ApiServer:
         stored = self.store.put(kind.key, obj, "ADDED")
         if kind.key == CRDS:
             stored = self._establish_crd(stored)
-        elif kind.key == PDBS:
-            stored = self._refresh_pdb(stored) or stored
         return self._as_version(kind, stored)
 
     def _decoded_object(self, kind: Kind, body: Any) -> Obj:
@@ -969,102 +963,56 @@ class ApiServer:
         new["status"] = status
         self.store.put(PODS, new, "MODIFIED")
 
-    def evict(self, namespace: str, name: str, body: Any) -> None:
-        """pods/eviction: delete the pod unless a PodDisruptionBudget forbids it (429)."""
+    def evict(self, namespace: str, name: str, body: Any, *, dry_run: bool = False) -> None:
+        """pods/eviction as kube-apiserver serves it: a pod that is Pending, finished or
+        being deleted goes at once; else its PodDisruptionBudget (at most one) must allow
+        it (sim/disruption.py), the pod gets the DisruptionTarget condition and is deleted
+        gracefully. `dry_run` (the query's or deleteOptions' dryRun=All) checks only."""
         pod = self.store.get(PODS, namespace, name)
         if pod is None:
             raise not_found("", PODS, name)
         body = body if isinstance(body, dict) else {}
-        options = DeleteOptions.from_body(body.get("deleteOptions"), {})
+        raw_options = body.get("deleteOptions") or {}
+        dry_run = dry_run or raw_options.get("dryRun") == ["All"]
+        options = DeleteOptions.from_body(raw_options, {})
         phase = (pod.get("status") or {}).get("phase")
-        if pod["metadata"].get("deletionTimestamp") or phase in ("Succeeded", "Failed", "Pending"):
-            self.delete(self.kind("", "v1", PODS), namespace, name, options)
-            return
-        labels = pod["metadata"].get("labels") or {}
-        pdbs = [
-            p
-            for p in self.store.items(PDBS, namespace)
-            if label_selector_matches((p.get("spec") or {}).get("selector"), labels)
-        ]
-        if len(pdbs) > 1:
-            raise internal_error(
-                "This pod has more than one PodDisruptionBudget, which the eviction subresource "
-                "does not support."
-            )
-        if pdbs:
-            pdb = pdbs[0]
-            healthy, desired, _expected = self._pdb_counts(pdb)
-            if healthy - desired <= 0:
-                raise too_many_requests(
-                    "Cannot evict pod as it would violate the pod's disruption budget.",
-                    details={
-                        "causes": [
-                            {
-                                "reason": "DisruptionBudget",
-                                "message": f"The disruption budget {name_of(pdb)} needs {desired} "
-                                f"healthy pods and has {healthy} currently",
-                            }
-                        ]
-                    },
+        if not (pod["metadata"].get("deletionTimestamp") or phase in _NO_BUDGET_PHASES):
+            for pdb in disruption.budgets_of(self.store, pod):
+                disruption.check_eviction(self.store, pod, pdb, dry_run=dry_run)
+            if not dry_run:
+                self._mark_disruption_target(pod)
+        if dry_run:
+            if options.uid is not None and options.uid != pod["metadata"]["uid"]:
+                # what the delete would answer: its precondition fails
+                raise conflict(
+                    "",
+                    PODS,
+                    name,
+                    f"Precondition failed: UID in precondition: {options.uid}, UID in object "
+                    f"meta: {pod['metadata']['uid']}",
                 )
+            return
         self.delete(self.kind("", "v1", PODS), namespace, name, options)
 
-    def _pdb_counts(self, pdb: Obj) -> tuple[int, int, int]:
-        spec = pdb.get("spec") or {}
-        pods = [
-            p
-            for p in self.store.items(PODS, namespace_of(pdb))
-            if label_selector_matches(spec.get("selector"), p["metadata"].get("labels") or {})
+    def _mark_disruption_target(self, pod: Obj) -> None:
+        # As kube-apiserver since PodDisruptionConditions: the owner learns why it goes.
+        new = clone(pod)
+        status = new.setdefault("status", {})
+        conditions = [
+            c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"
         ]
-        expected = len(pods)
-        healthy = sum(
-            1 for p in pods if _pod_ready(p) and not p["metadata"].get("deletionTimestamp")
+        conditions.append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_rfc3339(),
+            }
         )
-        if "minAvailable" in spec:
-            desired = _scaled(spec["minAvailable"], expected)
-        elif "maxUnavailable" in spec:
-            desired = max(0, expected - _scaled(spec["maxUnavailable"], expected))
-        else:
-            desired = 0
-        return healthy, desired, expected
-
-    def _refresh_pdb(self, pdb: Obj) -> Obj | None:
-        healthy, desired, expected = self._pdb_counts(pdb)
-        allowed = max(0, healthy - desired)
-        status = {
-            "observedGeneration": pdb["metadata"].get("generation", 1),
-            "disruptionsAllowed": allowed,
-            "currentHealthy": healthy,
-            "desiredHealthy": desired,
-            "expectedPods": expected,
-            "conditions": [
-                {
-                    "type": "DisruptionAllowed",
-                    "status": "True" if allowed > 0 else "False",
-                    "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-                    "message": "",
-                    "observedGeneration": pdb["metadata"].get("generation", 1),
-                    "lastTransitionTime": now_rfc3339(),
-                }
-            ],
-        }
-        old = dict(pdb.get("status") or {})
-        if old.get("conditions"):
-            old["conditions"] = [
-                dict(c, lastTransitionTime=status["conditions"][0]["lastTransitionTime"])
-                for c in old["conditions"]
-            ]
-        if old == status:
-            return None
-        new = dict(pdb)
-        new["metadata"] = dict(pdb["metadata"])
-        new["status"] = status
-        return self.store.put(PDBS, new, "MODIFIED")
-
-    def _refresh_pdbs_on_pod_event(self, event: Any) -> None:
-        # the disruption controller's job, done inline: PDBs are rare, pods are not
-        for pdb in self.store.items(PDBS, event.namespace):
-            self._refresh_pdb(pdb)
+        status["conditions"] = conditions
+        self.store.put(PODS, new, "MODIFIED")
 
     # -- delete --------------------------------------------------------------
 
@@ -1320,19 +1268,6 @@ def _decode_continue(token: str) -> tuple[int, str]:
             "continue key is not valid: incorrect encoded start resourceVersion "
             "(version meta.k8s.io/v1)"
         ) from None
-
-
-def _pod_ready(pod: Obj) -> bool:
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
-
-
-def _scaled(value: Any, total: int) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        return math.ceil(total * int(value[:-1]) / 100)
-    return int(value)
 
 
 # apimachinery's TotalAnnotationSizeLimitB: keys and values of one object's annotations

@@ -71,6 +71,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "binds them (default: claims are bound and provisioned as StorageClasses say)",
     )
     parser.add_argument(
+        "--no-disruption-controller",
+        dest="disruption_controller",
+        action="store_false",
+        help="compute no PodDisruptionBudget status, as a server without "
+        "kube-controller-manager: the Eviction API then refuses every pod a budget covers "
+        "(default: budgets are counted as the disruption controller counts them)",
+    )
+    parser.add_argument(
         "--history-size",
         type=int,
         default=50_000,
@@ -182,6 +190,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         bookmark_interval=args.bookmark_interval,
         faults=faults,
         provisioner=args.provisioner,
+        disruption_controller=args.disruption_controller,
         audit_log_path=args.audit_log,
         audit_capacity=args.audit_capacity,
     )

@@ -376,7 +376,7 @@ class HttpApi:
                 return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
             if route.subresource == "eviction":
                 await self._admit_subresource(route, body, user, ("policy", "v1", "Eviction"))
-                api.evict(ns or "", name, body)
+                api.evict(ns or "", name, body, dry_run=dry_run_of(query, "CreateOptions"))
                 return web.Response(body=_SUCCESS_201, status=201, content_type=_JSON)
             raise method_not_allowed()
         if name is None and verb != "deletecollection":

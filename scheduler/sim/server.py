@@ -21,6 +21,7 @@ from aiohttp import web
 from scheduler.sim.apiserver import CRDS, ApiServer, now_rfc3339
 from scheduler.sim.audit import AuditLog
 from scheduler.sim.authn import Authenticator, load_token_file
+from scheduler.sim.disruption import DisruptionController
 from scheduler.sim.errors import ApiError
 from scheduler.sim.faults import FaultConfig, FaultInjector
 from scheduler.sim.http import HttpApi
@@ -69,6 +70,10 @@ class SimConfig:
     # the PV controller and an external provisioner for every StorageClass (--no-provisioner:
     # claims stay Pending unless a client binds them, as on a cluster without provisioners)
     provisioner: bool = True
+    # kube-controller-manager's disruption controller, which computes PodDisruptionBudget
+    # status (--no-disruption-controller: budgets stay unprocessed, and the Eviction API
+    # refuses every pod they cover, as on a server without the controller)
+    disruption_controller: bool = True
     # every write as an audit.k8s.io/v1 Event: the newest `audit_capacity` in memory (GET
     # /sim/audit), all of them appended to `audit_log_path` when set (--audit-log)
     audit_log_path: Path | None = None
@@ -128,6 +133,8 @@ class SimServer:
         if config.provisioner:
             self.provisioner = Provisioner(api)
             self.provisioner.attach(self._loop)
+        if config.disruption_controller:
+            DisruptionController(self.store)
         self._create_nodes(api)
         if config.crds_dir is not None:
             self._load_crds(api, config.crds_dir)

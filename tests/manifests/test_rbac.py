@@ -27,6 +27,7 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
             ("storage.k8s.io", "storageclasses"),
             ("storage.k8s.io", "csinodes"),
             ("", "namespaces"),
+            ("policy", "poddisruptionbudgets"),
             # Optional: a cluster without the CRD answers 404, which the reflector reads
             # as "no HyperNodes" (a 403 would not be: the grant must be there).
             ("topology.volcano.sh", "hypernodes"),
@@ -44,7 +45,7 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
         ("scheduling.volcano.sh", "podgroups", "patch"),
         ("scheduling.volcano.sh", "queues/status", "patch"),
     },
-    "effects/evictor.py": {("", "pods/status", "patch"), ("", "pods", "delete")},
+    "effects/evictor.py": {("", "pods/status", "patch"), ("", "pods/eviction", "create")},
     "effects/recorder.py": {("", "events", "create")},
     "effects/queues.py: the default queue": {
         ("scheduling.volcano.sh", "queues", "create"),

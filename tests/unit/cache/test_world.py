@@ -220,3 +220,55 @@ def test_snapshot_is_a_copy_sessions_may_change() -> None:
     world.upsert_pod(pod("a"))
     schedule(world.snapshot(), copy=False)
     assert world.snapshot().nodes["n1"].used.cpu == 0
+
+
+def budget_object(
+    name: str, allowed: int, generation: int = 1, observed: int = 1
+) -> wire.PodDisruptionBudget:
+    return wire.from_dict(
+        {
+            "metadata": {"name": name, "namespace": "ns", "generation": generation},
+            "spec": {"selector": {"matchLabels": {"app": name}}},
+            "status": {"disruptionsAllowed": allowed, "observedGeneration": observed},
+        },
+        wire.PodDisruptionBudget,
+    )
+
+
+def test_budgets_reach_sessions_by_namespace_and_a_change_asks_for_one() -> None:
+    world = ready_world()
+    world.upsert_budget(budget_object("web", 1))
+    generation = world.generation
+    (seen,) = world.snapshot().budgets["ns"]
+    assert (seen.key, seen.allowed, seen.processed) == ("ns/web", 1, True)
+    assert seen.covers("ns", {"app": "web"}) and not seen.covers("other", {"app": "web"})
+    world.upsert_budget(budget_object("web", 1))
+    assert world.generation == generation  # the same figures: nothing to decide again
+    world.upsert_budget(budget_object("web", 0, generation=2, observed=1))
+    (changed,) = world.snapshot().budgets["ns"]
+    assert world.generation > generation
+    assert (changed.allowed, changed.processed) == (0, False)
+    world.delete_budget("ns/web")
+    assert world.snapshot().budgets == {}
+
+
+def test_an_eviction_refusal_reaches_the_next_session_until_evictions_go_again() -> None:
+    from scheduler.framework.decisions import Evict, SessionResult
+
+    world = ready_world()
+    world.eviction_refused("ns/urgent", "a budget said no")
+    assert world.snapshot().eviction_refusals == {"ns/urgent": "a budget said no"}
+    sent = Evict("ns", "v", "uid-v", "n1", "ns/victim", "preempted", "ns/urgent")
+    world.record_session(SessionResult(evictions=[sent]), 0.0)
+    assert world.snapshot().eviction_refusals == {}
+
+
+def test_a_podgroup_annotation_change_asks_for_a_session() -> None:
+    world = ready_world()
+    world.upsert_podgroup(podgroup("pg", 2))
+    generation = world.generation
+    annotated = podgroup("pg", 2)
+    annotated.metadata.annotations["volcano.sh/sla-waiting-time"] = "5s"
+    world.upsert_podgroup(annotated)
+    assert world.generation > generation
+    assert world.snapshot().jobs["ns/pg"].settings.waiting_time == 5.0

@@ -91,9 +91,10 @@ class FakeEvictor:
         self.journal = journal
         self.refused = refused
 
-    async def evict(self, eviction: Evict) -> bool:
-        self.journal.add("evictor", "evict", eviction.uid)
-        return eviction.uid not in self.refused
+    async def evict_group(self, group: list[Evict]) -> list[bool]:
+        for eviction in group:
+            self.journal.add("evictor", "evict", eviction.uid)
+        return [eviction.uid not in self.refused for eviction in group]
 
 
 class FakeRecorder:
