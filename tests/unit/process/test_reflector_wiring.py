@@ -59,6 +59,12 @@ def kinds_by_name(subject: World) -> dict[str, Kind[Any]]:
         ),
         pytest.param("csinode", "/apis/storage.k8s.io/v1/csinodes", wire.CSINode, id="csinode"),
         pytest.param(
+            "poddisruptionbudget",
+            "/apis/policy/v1/poddisruptionbudgets",
+            wire.PodDisruptionBudget,
+            id="pdb-all-namespaces",
+        ),
+        pytest.param(
             "hypernode", "/apis/topology.volcano.sh/v1alpha1/hypernodes", HyperNode, id="hypernode"
         ),
     ],
@@ -78,6 +84,7 @@ WATCHED = [
     "persistentvolume",
     "persistentvolumeclaim",
     "pod",
+    "poddisruptionbudget",
     "podgroup",
     "priorityclass",
     "queue",
