@@ -5,10 +5,12 @@ A pod is spared when:
 - it started less than its minimum runtime ago: the action's own minimum
   (preempt's `preemptMinRuntime`, reclaim's `reclaimMinRuntime`) or the pod's
   `volcano.sh/cooldown-time`, whichever is longer;
-- a PodDisruptionBudget covering it would go below zero: the Eviction API refuses
-  (429) what the budget's `status.disruptionsAllowed` does not allow, counting the
-  victims this session already chose; a budget the disruption controller has not
-  processed allows none; a pod two budgets cover cannot be evicted at all.
+- it runs and a PodDisruptionBudget covering it would go below zero: the Eviction API
+  refuses (429) what the budget's `status.disruptionsAllowed` does not allow, counting
+  the victims this session already chose; a budget the disruption controller has not
+  processed allows none; a pod two budgets cover cannot be evicted at all. A pod bound
+  but not started (phase Pending) is evicted whatever its budget says, as the Eviction
+  API does.
 
 The plugins' votes (priority, conformance, queue shares) come on top of these rules:
 they apply whatever the config lists, as kube-scheduler's preemption honours budgets
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 
 from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.job import JobInfo
-from scheduler.api.task import TaskInfo
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.api.timestamps import parse_rfc3339
 from scheduler.framework.session import Session
 
@@ -103,6 +105,8 @@ class VictimGuard:
         return "; ".join(parts)
 
     def _budgets(self, victim: TaskInfo) -> list[DisruptionBudget]:
+        if victim.status is not TaskStatus.RUNNING:
+            return []  # the Eviction API asks no budget of a pod that has not started
         return [
             budget
             for budget in self.session.snapshot.budgets.get(victim.namespace, ())

@@ -18,12 +18,13 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import GROUP_NAME_ANNOTATION
-from scheduler.api.resources import Resource
+from scheduler.api.resources import Resource, describe
 from scheduler.api.snapshot import shadow_key
 from scheduler.api.task import TaskInfo
+from scheduler.api.timestamps import format_rfc3339
 from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig
-from scheduler.framework.decisions import Evict
+from scheduler.framework.decisions import Evict, HeldRoom, SessionResult
 from scheduler.framework.session import Session as FrameworkSession
 from scheduler.inspect.cluster import (
     Observed,
@@ -188,11 +189,39 @@ def explain_document(
             pod: {"node": node, "status": status}
             for pod, (node, status) in sorted(member_nodes(session, key).items())
         },
+        "holding": _holding_document(session.result, key),
         "verdict": verdict(view, session.result),
     }
     if pod_lines is not None:
         document["pod"] = [line for line in pod_lines if line]
     return document
+
+
+def held_room(result: SessionResult, key: str) -> HeldRoom | None:
+    """The room the session held for the gang (it starves), if any."""
+    return next((room for room in result.holds if room.job == key), None)
+
+
+def holding_lines(result: SessionResult, key: str) -> list[str]:
+    """What the session holds for a starving gang, node by node (framework/holds.py)."""
+    room = held_room(result, key)
+    if room is None:
+        return []
+    lines = ["", f"Holding (starving since {format_rfc3339(room.since)}):"]
+    lines += [f"  {node}: {describe(amount)}" for node, amount in sorted(room.nodes.items())]
+    if not room.nodes:
+        lines.append("  nothing free yet on the nodes it waits for")
+    return lines
+
+
+def _holding_document(result: SessionResult, key: str) -> dict[str, Any] | None:
+    room = held_room(result, key)
+    if room is None:
+        return None
+    return {
+        "since": format_rfc3339(room.since),
+        "nodes": {node: amount.to_list() for node, amount in sorted(room.nodes.items())},
+    }
 
 
 def _eviction(eviction: Evict) -> dict[str, str]:
@@ -293,6 +322,7 @@ def explain_text(
         lines.append(
             f"  evicts {eviction.namespace}/{eviction.name} on {eviction.node}: {eviction.reason}"
         )
+    lines += holding_lines(session.result, key)
     waits = verdict(view, session.result) == "waits"
     if waits:
         lines += ["", f"Ahead of it in queue {view.queue}:"]

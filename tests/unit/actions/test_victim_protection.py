@@ -199,3 +199,23 @@ def test_the_eviction_apis_last_refusal_is_said_on_the_preemptor() -> None:
     snap.budgets = {"default": (budget("a", {"app": "a"}, 0),)}
     result = schedule(snap, config())
     assert "the Eviction API refused default/a-0: budget" in condition_message(result, "high")
+
+
+def test_a_pod_bound_but_not_started_is_evicted_whatever_its_budget_says() -> None:
+    from scheduler.api.job import PodGroupPhase
+    from scheduler.api.task import TaskStatus
+
+    waiting = gang(
+        "waiting",
+        1,
+        cpu=4,
+        priority=1,
+        phase=PodGroupPhase.RUNNING,
+        status=TaskStatus.BOUND,
+        on=["n0"],
+        labels={"app": "waiting"},
+        created=STARTED_LONG_AGO,
+    )
+    snap = one_node(waiting, preemptor(), budgets=(budget("waiting", {"app": "waiting"}, 0),))
+    result = schedule(snap, config())
+    assert evicted_by_job(result) == {waiting.key: 1}
