@@ -466,7 +466,6 @@ def evict_for(
     placed inside one admissible domain: the domains are tried in turn (at most
     `max_domains`), and the first where the whole gang fits after its evictions wins; a
     soft gang that fits in none is then placed anywhere, a hard one evicts nothing."""
-    refused = session.snapshot.eviction_refusals.get(job.key)
     spared: list[VictimGuard] = []
 
     def attempt(nodes: list[NodeInfo] | None) -> bool | None:
@@ -500,12 +499,9 @@ def evict_for(
         outcome = _attempt_in_domains(session, job, attempt, max_domains)
     if outcome is True:
         return
-    notes = [refused] if refused else []
     summary = "; ".join(g.summary() for g in spared if g.summary())
-    if summary:
-        notes.append(f"not evicted to make room: {summary}")
-    if notes and job.wait_reason:
-        job.wait_message += " (" + "; ".join(notes) + ")"
+    if summary and job.wait_reason:
+        job.wait_message += f" (not evicted to make room: {summary})"
 
 
 def _attempt_in_domains(

@@ -45,6 +45,8 @@ QUEUE_NOT_LEAF = "QueueNotLeaf"
 QUEUE_FULL = "QueueCapacityExceeded"
 QUEUE_PARENT_INVALID = "QueueParentInvalid"
 WAITING_FOR_EVICTIONS = "WaitingForEvictions"
+# The Eviction API refused the evictions made for the gang (a PodDisruptionBudget).
+EVICTION_REFUSED = "EvictionRefused"
 # A gang with spec.networkTopology: no admissible domain has room for all of it (hard
 # mode, or a later member whose gang's domain is full); or the spec names no tier there is.
 NO_TOPOLOGY_DOMAIN_FITS = "NoTopologyDomainFits"

@@ -142,9 +142,6 @@ class World:
         for key in result.dequeued:
             live.admitted_at.pop(key, None)
             live.timed_out_at[key] = now
-        for eviction in result.evictions:
-            # Evictions sent for it again: the last refusal is history.
-            self._refusals.pop(eviction.preemptor, None)
 
     def _room_freed(self) -> None:
         # Like kube-scheduler moving pods out of backoff on cluster events: a gang that
@@ -278,11 +275,22 @@ class World:
             return
         self.live.set_task_status(task, previous)
 
-    def eviction_refused(self, preemptor: str, why: str) -> None:
-        """A PodDisruptionBudget refused the evictions made for a gang: none was sent, the
-        next session says why on its condition (and may choose other victims)."""
+    def eviction_refused(self, preemptor: str, why: str, now: float) -> None:
+        """A PodDisruptionBudget refused the evictions made for a gang at `now`: none was
+        sent; its condition says why until evictions go for it again, and it backs off as
+        a gang that failed to place (a budget does not change every period)."""
         self.generation += 1
         self._refusals[preemptor] = why
+        # Its pipelined room is gone with the evictions: not served first any more.
+        self.live.nominated = self.live.nominated - {preemptor}
+        previous = self.live.failures.get(preemptor)
+        self.live.failures[preemptor] = PlacementFailures(
+            previous.count + 1 if previous else 1, now
+        )
+
+    def evictions_sent(self, preemptor: str) -> None:
+        """The Eviction API took the evictions made for a gang: its last refusal is history."""
+        self._refusals.pop(preemptor, None)
 
     def forget_bound(self, uid: str) -> None:
         """A bind failed: the pod is pending again."""

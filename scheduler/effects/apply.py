@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Collection
 from functools import partial
 from typing import Protocol
@@ -84,7 +85,7 @@ class ReleaseTracker(Protocol):
 
     def forget_releasing(self, uid: str) -> None: ...
 
-    def eviction_refused(self, preemptor: str, why: str) -> None: ...
+    def eviction_refused(self, preemptor: str, why: str, now: float) -> None: ...
 
 
 class Drainable(Protocol):
@@ -152,6 +153,7 @@ class Effects:
                 recorder,
                 may_evict=may_bind,
                 on_refused=partial(_refused, world, metrics),
+                on_sent=world.evictions_sent,
             ),
             recorder=recorder,
         )
@@ -209,7 +211,7 @@ class Effects:
 
 def _refused(world: World, metrics: Metrics, preemptor: str, why: str) -> None:
     metrics.evictions_refused.inc()
-    world.eviction_refused(preemptor, why)
+    world.eviction_refused(preemptor, why, time.time())
 
 
 def _waiting(writer: StatusWriter, lane: str) -> float:

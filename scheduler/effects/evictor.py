@@ -84,14 +84,16 @@ class Evictor:
         *,
         may_evict: Callable[[], bool] = lambda: True,
         on_refused: Callable[[str, str], None] = lambda preemptor, why: None,
+        on_sent: Callable[[str], None] = lambda preemptor: None,
         retry_seconds: float = RETRY_SECONDS,
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.may_evict = may_evict
         # Told (preemptor, why) when a budget refuses a group: the cache keeps it for the
-        # preemptor's condition.
+        # preemptor's condition; and told the preemptor when a group's dry runs passed.
         self.on_refused = on_refused
+        self.on_sent = on_sent
         self.retry_seconds = retry_seconds
 
     async def evict_group(self, group: list[Evict]) -> list[bool]:
@@ -101,6 +103,7 @@ class Evictor:
         try:
             for index, eviction in enumerate(group):
                 gone[index] = await self._attempt(eviction, dry_run=True)
+            self.on_sent(group[0].preemptor)
             for index, eviction in enumerate(group):
                 if gone[index]:
                     continue  # it went meanwhile: nothing to evict

@@ -12,6 +12,7 @@ from scheduler.api.queue import QUEUE_NOT_HONOURED
 from scheduler.api.reasons import (
     ADMITTED,
     ENQUEUED,
+    EVICTION_REFUSED,
     GANG_READY,
     GATED_MESSAGE,
     INQUEUE_TIMEOUT,
@@ -270,6 +271,7 @@ def close_result(
     snapshot: ClusterSnapshot, result: SessionResult, figures: Mapping[str, QueueFigures]
 ) -> SessionResult:
     """Fill the status parts of a session's result from its final state."""
+    _say_eviction_refusals(snapshot)
     phases: dict[str, PodGroupPhase] = {}
     for job in snapshot.jobs.values():
         phase = phases[job.key] = phase_after(job)
@@ -298,6 +300,19 @@ def close_result(
     result.invalid.extend(queue_warnings(snapshot))
     result.invalid.extend(annotation_warnings(snapshot))
     return result
+
+
+def _say_eviction_refusals(snapshot: ClusterSnapshot) -> None:
+    """A gang still waiting whose evictions the Eviction API refused lately says so."""
+    for key, why in snapshot.eviction_refusals.items():
+        job = snapshot.jobs.get(key)
+        if job is None or not job.pending_tasks():
+            continue
+        if job.wait_reason:
+            job.wait_message += f" (the last evictions made for it were not sent: {why})"
+        else:
+            # Not tried this session (it backs off): the refusal is why it waits.
+            job.wait(EVICTION_REFUSED, f"the evictions made for it were not sent: {why}")
 
 
 def field_warnings(snapshot: ClusterSnapshot, result: SessionResult) -> list[FieldNotHonoured]:

@@ -6,8 +6,10 @@ The controller (on by default; `--no-disruption-controller` turns it off, as on 
 cluster whose kube-controller-manager does not run) sets `expectedPods`,
 `currentHealthy` (Ready pods not being deleted nor just evicted), `desiredHealthy` (from
 `minAvailable`, or `expectedPods - maxUnavailable`, integers or percentages rounded up),
-`disruptionsAllowed`, `observedGeneration` and the DisruptionAllowed condition, anew on
-every event of a pod in the budget's namespace and on every change of its spec.
+`disruptionsAllowed` (none while it expects no pod: with `maxUnavailable` or a percentage
+it expects only pods that have a controller), `observedGeneration` and the
+DisruptionAllowed condition, anew on every event of a pod in the budget's namespace and
+on every change of its spec.
 
 The check (`check_eviction`) is kube-apiserver's: a budget whose status is behind its
 generation refuses with "still being processed"; one that allows no disruption refuses
@@ -54,7 +56,8 @@ class DisruptionController:
     def refresh(self, pdb: Obj) -> None:
         """Write the budget's status if it changed."""
         healthy, desired, expected, disrupted = counts(self.store, pdb)
-        allowed = max(0, healthy - desired)
+        # kube's controller allows nothing while it expects no pod at all.
+        allowed = max(0, healthy - desired) if expected > 0 else 0
         generation = pdb["metadata"].get("generation", 1)
         old = dict(pdb.get("status") or {})
         condition = _condition(allowed, generation, old)
@@ -76,19 +79,21 @@ class DisruptionController:
         self.store.put(PDBS, new, "MODIFIED")
 
 
+def _selected(store: Store, pdb: Obj) -> list[Obj]:
+    selector = (pdb.get("spec") or {}).get("selector")
+    if selector is None:
+        return []
+    return [
+        p
+        for p in store.items(PODS, namespace_of(pdb))
+        if label_selector_matches(selector, p["metadata"].get("labels") or {})
+    ]
+
+
 def counts(store: Store, pdb: Obj) -> tuple[int, int, int, dict[str, str]]:
     """(currentHealthy, desiredHealthy, expectedPods, disruptedPods) of a budget now."""
     spec = pdb.get("spec") or {}
-    selector = spec.get("selector")
-    pods = (
-        [
-            p
-            for p in store.items(PODS, namespace_of(pdb))
-            if label_selector_matches(selector, p["metadata"].get("labels") or {})
-        ]
-        if selector is not None
-        else []
-    )
+    pods = _selected(store, pdb)
     # Pods evicted whose deletion has not shown yet stay out of the healthy count.
     recorded = (pdb.get("status") or {}).get("disruptedPods") or {}
     disrupted = {
@@ -96,7 +101,17 @@ def counts(store: Store, pdb: Obj) -> tuple[int, int, int, dict[str, str]]:
         for p in pods
         if name_of(p) in recorded and not p["metadata"].get("deletionTimestamp")
     }
-    expected = len(pods)
+    minimum = spec.get("minAvailable")
+    if "maxUnavailable" in spec or (isinstance(minimum, str) and minimum.endswith("%")):
+        # The controller reads these pods' expected count from their controllers' scale:
+        # a pod with no controller is not expected (sim counts each controller's pods).
+        expected = sum(
+            1
+            for p in pods
+            if any(ref.get("controller") for ref in p["metadata"].get("ownerReferences") or [])
+        )
+    else:
+        expected = len(pods)
     healthy = sum(
         1
         for p in pods
@@ -104,8 +119,8 @@ def counts(store: Store, pdb: Obj) -> tuple[int, int, int, dict[str, str]]:
         and not p["metadata"].get("deletionTimestamp")
         and name_of(p) not in disrupted
     )
-    if "minAvailable" in spec:
-        desired = scaled(spec["minAvailable"], expected)
+    if minimum is not None:
+        desired = scaled(minimum, expected)
     elif "maxUnavailable" in spec:
         desired = max(0, expected - scaled(spec["maxUnavailable"], expected))
     else:
@@ -120,7 +135,7 @@ def check_eviction(store: Store, pod: Obj, pdb: Obj, *, dry_run: bool) -> None:
     name = name_of(pdb)
     generation = pdb["metadata"].get("generation", 1)
     if status.get("observedGeneration", 0) < generation:
-        raise _refused(f"The disruption budget {name} is still being processed by the server.")
+        raise refused(f"The disruption budget {name} is still being processed by the server.")
     allowed = status.get("disruptionsAllowed", 0)
     if allowed < 0:
         raise forbidden(
@@ -131,7 +146,7 @@ def check_eviction(store: Store, pod: Obj, pdb: Obj, *, dry_run: bool) -> None:
     if not pod_ready(pod) and status.get("currentHealthy", 0) >= status.get("desiredHealthy", 0):
         return
     if allowed == 0:
-        raise _refused(
+        raise refused(
             f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} healthy "
             f"pods and has {status.get('currentHealthy', 0)} currently"
         )
@@ -181,7 +196,8 @@ def scaled(value: Any, total: int) -> int:
     return int(value)
 
 
-def _refused(cause: str) -> ApiError:
+def refused(cause: str) -> ApiError:
+    """The Eviction API's 429 for a budget's refusal, with its cause."""
     return too_many_requests(
         REFUSED,
         retry_after=0,
@@ -189,16 +205,18 @@ def _refused(cause: str) -> ApiError:
     )
 
 
-def _condition(allowed: int, generation: int, old: Obj) -> Obj:
+def _since(old: Obj, status: str) -> str:
     previous = next(
         (c for c in old.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None
     )
+    if previous is not None and previous.get("status") == status:
+        return str(previous["lastTransitionTime"])
+    return now_rfc3339()
+
+
+def _condition(allowed: int, generation: int, old: Obj) -> Obj:
     status = "True" if allowed > 0 else "False"
-    since = (
-        previous["lastTransitionTime"]
-        if previous is not None and previous.get("status") == status
-        else now_rfc3339()
-    )
+    since = _since(old, status)
     return {
         "type": "DisruptionAllowed",
         "status": status,

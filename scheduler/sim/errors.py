@@ -156,9 +156,9 @@ def unauthorized() -> ApiError:
 def too_many_requests(message: str, retry_after: int = 1, details: Obj | None = None) -> ApiError:
     """429 with Retry-After, as the server's flow control or a PDB answers."""
     body = details if details is not None else {"retryAfterSeconds": retry_after}
-    return ApiError(
-        429, "TooManyRequests", message, body, headers={"Retry-After": str(retry_after)}
-    )
+    # kube sends Retry-After only with a delay (a budget's refusal names none).
+    headers = {"Retry-After": str(retry_after)} if retry_after > 0 else {}
+    return ApiError(429, "TooManyRequests", message, body, headers=headers)
 
 
 def internal_error(message: str) -> ApiError:

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from scheduler.sim.disruption import refused
 from scheduler.sim.errors import ApiError, internal_error, too_many_requests
 
 Obj = dict[str, Any]
@@ -28,10 +29,13 @@ class _Selector(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class ErrorRule(_Selector, kw_only=True):
-    """Answer `code` to a `rate` fraction of requests matching the verbs and resources."""
+    """Answer `code` to a `rate` fraction of requests matching the verbs and resources;
+    with `budget`, a 429 is the Eviction API's refusal naming that PodDisruptionBudget (a
+    budget that changed between a scheduler's decision and its eviction)."""
 
     rate: float
     code: int = 500
+    budget: str = ""
 
 
 class LatencyRule(_Selector, kw_only=True):
@@ -99,6 +103,11 @@ class FaultInjector:
                 await asyncio.sleep(rule.ms / 1000)
         for error in self.config.errors:
             if error.matches(verb, resource) and self._random.random() < error.rate:
+                if error.budget and error.code == 429:
+                    raise refused(
+                        f"The disruption budget {error.budget} needs 1 healthy pods and has "
+                        "1 currently"
+                    )
                 raise error_for(error.code)
 
     def to_json(self) -> bytes:

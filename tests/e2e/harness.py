@@ -27,6 +27,8 @@ from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler.sim.kubeconfig import write_token_kubeconfig
+from scheduler.sim.kubelet import DURATION_ANNOTATION as DURATION
+from scheduler.sim.kubelet import parse_duration
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -438,6 +440,53 @@ class Cluster:
                 except ApiException as error:
                     if error.status != 404:
                         raise
+
+    def run_pods(self, stop: threading.Event, interval: float = 0.1) -> None:
+        """Play the kubelet of the suite's nodes for the pods they run (real clusters): a
+        pod bound to one of them becomes Running and Ready, and Succeeded once its
+        `sim.muster.dev/duration` has passed, as sim's kubelet does. Runs until `stop`."""
+        started: dict[str, float] = {}
+        while not stop.wait(interval):
+            try:
+                pods = self.core.list_pod_for_all_namespaces().items
+            except ApiException:
+                continue
+            for pod in pods:
+                if pod.spec.node_name not in self.nodes_created or pod.metadata.deletion_timestamp:
+                    continue
+                try:
+                    self._kubelet_step(pod, started)
+                except ApiException as error:
+                    if error.status not in (404, 409):
+                        raise
+
+    def _kubelet_step(self, pod: Any, started: dict[str, float]) -> None:
+        uid, phase = pod.metadata.uid, pod.status.phase
+        now = time.monotonic()
+        if phase == "Pending":
+            started[uid] = now
+            self._set_phase(pod, "Running", ready=True)
+            return
+        duration = (pod.metadata.annotations or {}).get(DURATION)
+        if phase == "Running" and duration is not None:
+            since = started.setdefault(uid, now)
+            if now - since >= (parse_duration(duration) or 0.0):
+                self._set_phase(pod, "Succeeded", ready=False)
+
+    def _set_phase(self, pod: Any, phase: str, *, ready: bool) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        status: Obj = {
+            "phase": phase,
+            "conditions": [
+                {"type": "Ready", "status": str(ready), "lastTransitionTime": stamp},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp},
+            ],
+        }
+        if phase == "Running":
+            status["startTime"] = stamp
+        self.core.patch_namespaced_pod_status(
+            pod.metadata.name, pod.metadata.namespace, {"status": status}
+        )
 
     def create_queue(self, queue: Obj) -> None:
         """Create a Queue; cluster-scoped, so on a real cluster it is deleted after the test."""

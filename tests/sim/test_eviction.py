@@ -49,11 +49,27 @@ def test_evicting_a_missing_pod_is_404(raw: Raw) -> None:
     assert code == 404
 
 
-def running_pods(core: client.CoreV1Api, app: str, count: int) -> list[str]:
+# What the disruption controller needs of pods counted by maxUnavailable or a percentage:
+# a controller (it reads the expected count from the controller's scale).
+CONTROLLED = [
+    {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "rs",
+        "uid": "rs-uid",
+        "controller": True,
+    }
+]
+
+
+def running_pods(
+    core: client.CoreV1Api, app: str, count: int, owners: list[dict[str, object]] | None = None
+) -> list[str]:
     """`count` pods labelled app=<app>, bound and Running."""
     names = [unique("e") for _ in range(count)]
     for index, name in enumerate(names):
-        core.create_namespaced_pod("default", pod_body(name, labels={"app": app}))
+        extra = {"ownerReferences": owners} if owners else {}
+        core.create_namespaced_pod("default", pod_body(name, labels={"app": app}, **extra))
         bind(core, "default", name, f"sim-node-000{index % 3}")
     for name in names:
         wait_for(
@@ -85,7 +101,7 @@ def test_an_eviction_charges_the_budget_at_once_and_marks_the_pod(
 ) -> None:
     core = client.CoreV1Api(api_client)
     app = unique("charged")
-    names = running_pods(core, app, 3)
+    names = running_pods(core, app, 3, CONTROLLED)
     budget(api_client, app, maxUnavailable="50%")
     policy = client.PolicyV1Api(api_client)
     wait_for(
@@ -141,6 +157,32 @@ def test_a_dry_run_eviction_is_answered_as_the_real_one_and_changes_nothing(
     assert code == 429
     assert body["details"]["causes"][0]["reason"] == "DisruptionBudget"
     assert core.read_namespaced_pod(names[1], "default").metadata.deletion_timestamp is None
+
+
+def test_a_budget_by_max_unavailable_expects_no_pod_without_a_controller(
+    raw: Raw, api_client: client.ApiClient
+) -> None:
+    # As kube-controller-manager 1.26 answers (checked on a real server): a bare pod is
+    # healthy but not expected, and a budget that expects no pod allows nothing.
+    core = client.CoreV1Api(api_client)
+    app = unique("bare")
+    (name,) = running_pods(core, app, 1)
+    budget(api_client, app, maxUnavailable=1)
+    policy = client.PolicyV1Api(api_client)
+    wait_for(
+        lambda: (
+            policy.read_namespaced_pod_disruption_budget(app, "default").status.current_healthy == 1
+        )
+    )
+    status = policy.read_namespaced_pod_disruption_budget(app, "default").status
+    assert (status.expected_pods, status.desired_healthy, status.disruptions_allowed) == (0, 0, 0)
+    code, body = raw.json(
+        "POST", f"/api/v1/namespaces/default/pods/{name}/eviction", eviction_of(name)
+    )
+    assert code == 429
+    assert body["details"]["causes"][0]["message"] == (
+        f"The disruption budget {app} needs 0 healthy pods and has 1 currently"
+    )
 
 
 def test_a_pod_two_budgets_cover_cannot_be_evicted(raw: Raw, api_client: client.ApiClient) -> None:

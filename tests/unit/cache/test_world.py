@@ -252,14 +252,14 @@ def test_budgets_reach_sessions_by_namespace_and_a_change_asks_for_one() -> None
     assert world.snapshot().budgets == {}
 
 
-def test_an_eviction_refusal_reaches_the_next_session_until_evictions_go_again() -> None:
-    from scheduler.framework.decisions import Evict, SessionResult
-
+def test_an_eviction_refusal_reaches_the_next_sessions_until_evictions_go() -> None:
     world = ready_world()
-    world.eviction_refused("ns/urgent", "a budget said no")
-    assert world.snapshot().eviction_refusals == {"ns/urgent": "a budget said no"}
-    sent = Evict("ns", "v", "uid-v", "n1", "ns/victim", "preempted", "ns/urgent")
-    world.record_session(SessionResult(evictions=[sent]), 0.0)
+    world.eviction_refused("ns/urgent", "a budget said no", 100.0)
+    snapshot = world.snapshot()
+    assert snapshot.eviction_refusals == {"ns/urgent": "a budget said no"}
+    # It backs off as a gang that failed to place.
+    assert (snapshot.failures["ns/urgent"].count, snapshot.failures["ns/urgent"].last) == (1, 100.0)
+    world.evictions_sent("ns/urgent")
     assert world.snapshot().eviction_refusals == {}
 
 
