@@ -8,12 +8,14 @@ from typing import Any
 import pytest
 
 from scheduler.api import wire
+from scheduler.api.timestamps import format_rfc3339
 from scheduler.engine import load_config
 from scheduler.inspect.cluster import ClusterObjects, Observed, build_world, run_session
 from scheduler.inspect.config import Configuration, built_in
 from scheduler.inspect.explain import (
     PodAnswer,
     explain_text,
+    holding_lines,
     lacking_resources,
     placement_figures,
     pod_answer,
@@ -255,3 +257,12 @@ def test_explain_pod_refuses_a_pod_not_of_muster_or_not_found(name: str, said: s
 
     assert isinstance(answer, str)
     assert said in answer
+
+
+def test_explain_shows_the_room_held_for_a_starving_gang_node_by_node() -> None:
+    # "big" was created 90 s before the session: past the default waiting time of 60 s.
+    _, session = observed(crowded())
+    lines = holding_lines(session.result, "ns/big")
+    assert lines[1] == f"Holding (starving since {format_rfc3339(NOW - 90 + 60)}):"
+    assert lines[2:] == ["  n0: cpu 500m", "  n1: cpu 500m"]
+    assert holding_lines(session.result, "ns/low-0") == []
