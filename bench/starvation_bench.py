@@ -33,7 +33,7 @@ from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.engine import load_config, schedule
-from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
 
 TICK = 0.5
 START = 1_800_000_000.0
@@ -41,24 +41,13 @@ GIB = 2**30
 
 
 def config(waiting_time: float, hold: bool) -> SchedulerConfig:
-    """The default tiers with the sla plugin's waiting time and holding on or off."""
-    return load_config(
-        f"""
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-  - name: sla
-    arguments: {{sla-waiting-time: {waiting_time}, holdResources: {str(hold).lower()}}}
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+    """The default config with the sla plugin's waiting time and holding on or off."""
+    sla = (
+        "  - name: sla\n"
+        f"    arguments: {{sla-waiting-time: {waiting_time}, holdResources: {str(hold).lower()}}}\n"
     )
+    first_tier_end = "  - name: conformance\n"
+    return load_config(DEFAULT_CONFIG_YAML.replace(first_tier_end, first_tier_end + sla, 1))
 
 
 @dataclass
