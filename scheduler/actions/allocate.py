@@ -53,7 +53,7 @@ class Allocate(Action[AllocateArguments]):
         )
         holds = session.holds
         holds.on_freed.append(picker.freed)
-        starving = {job.key: since for since, job in holds.starving_gangs()}
+        starving = holds.holders()
         by_queue, nominated, starved = self._jobs_by_queue(session, starving)
         for job in sorted(nominated, key=session.job_key):
             self._allocate_job(session, picker, session.queues[job.queue], job)

@@ -57,6 +57,7 @@ STARVING_HOLDING = "HoldingResources"
 STARVING_QUEUE_OVER_SHARE = "QueueOverDeservedShare"
 STARVING_CANNOT_FIT = "CannotEverFit"
 STARVING_NOT_HOLDING = "HoldingTurnedOff"
+STARVING_WAITS_TO_HOLD = "OlderGangsHoldFirst"
 
 # A Warning event on a PodGroup or pod whose Volcano label or annotation cannot be read.
 INVALID_ANNOTATION = "InvalidAnnotation"

@@ -36,6 +36,7 @@ node's pod slots beyond those held for the gang's members.
 from __future__ import annotations
 
 import contextlib
+import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -48,6 +49,7 @@ from scheduler.api.reasons import (
     STARVING_HOLDING,
     STARVING_NOT_HOLDING,
     STARVING_QUEUE_OVER_SHARE,
+    STARVING_WAITS_TO_HOLD,
 )
 from scheduler.api.resources import Resource, describe
 from scheduler.api.task import TaskInfo
@@ -59,6 +61,11 @@ if TYPE_CHECKING:
 # How long a gang may wait before it starves, when neither its PodGroup nor the `sla`
 # plugin says: long enough that a busy cluster's normal turnover places it first.
 DEFAULT_WAITING_TIME = 60.0
+# How many starving gangs hold room at once (the longest starving; the others wait their
+# turn in the usual order). Every held cpu is idle until its gang fits: a few holders
+# keep a backlog that has all waited past its time from idling the cluster, and keep a
+# session's cost bounded (each holder lays its members out over the nodes).
+DEFAULT_HOLDING_GANGS = 8
 
 
 @dataclass(slots=True)
@@ -87,6 +94,7 @@ class StarvationPolicy:
 
     waiting_time: float = DEFAULT_WAITING_TIME
     hold: bool = True
+    holding_gangs: int = DEFAULT_HOLDING_GANGS
 
 
 class Holds:
@@ -113,19 +121,46 @@ class Holds:
     def starving_gangs(self) -> list[tuple[float, JobInfo]]:
         """Admitted, valid gangs short of their gang that starve, oldest starving first."""
         session = self.session
+        actions = session.config.actions
         found: list[tuple[float, JobInfo]] = []
         for job in session.jobs.values():
             if job.invalid is not None or job.shadow or job.queue not in session.queues:
                 continue
-            if not may_place(job, session.config.actions) or not job.pending_tasks():
+            since = self.starving_since(job)
+            if since is None or not may_place(job, actions) or not job.pending_tasks():
                 continue
             if members_placed(job) >= job.min_member and not _roles_short(job):
                 continue
-            since = self.starving_since(job)
-            if since is not None:
-                found.append((since, job))
+            found.append((since, job))
         found.sort(key=lambda item: (item[0], item[1].key))
         return found
+
+    def holders(self) -> dict[str, float]:
+        """The starving gangs allocate serves first and that may hold room (key -> since
+        when they starve): the longest starving, up to the policy's number, passing over
+        those of queues over their deserved share (they wait their queue's turn). The
+        other starving gangs are told why they do not hold yet."""
+        chosen: dict[str, float] = {}
+        allocated = self._allocated_by_queue()
+        for since, job in self.starving_gangs():
+            if self._over_share(job.queue, allocated):
+                self._say(
+                    job,
+                    since,
+                    STARVING_QUEUE_OVER_SHARE,
+                    f"queue {job.queue!r} is over its deserved share, so nothing is held for it",
+                )
+            elif len(chosen) < self.policy.holding_gangs:
+                chosen[job.key] = since
+            else:
+                self._say(
+                    job,
+                    since,
+                    STARVING_WAITS_TO_HOLD,
+                    f"the {len(chosen)} gangs starving longest hold room first; it holds "
+                    "room once fewer do",
+                )
+        return chosen
 
     # Holding ------------------------------------------------------------------
     def hold_for(self, job: JobInfo, since: float) -> None:
@@ -136,7 +171,7 @@ class Holds:
             return
         session = self.session
         queue = session.queues[job.queue]
-        if self._over_share(job.queue):
+        if self._over_share(job.queue, self._allocated_by_queue()):
             self._say(
                 job,
                 since,
@@ -217,15 +252,22 @@ class Holds:
         waited = format_rfc3339(since)
         job.starving = Starving(since, reason, f"starving since {waited}: {what}")
 
-    def _over_share(self, queue: str) -> bool:
+    def _allocated_by_queue(self) -> dict[str, Resource]:
+        allocated: dict[str, Resource] = {}
+        for job in self.session.jobs.values():
+            total = allocated.get(job.queue)
+            if total is None:
+                total = allocated[job.queue] = Resource()
+            total.add(job.allocated)
+        return allocated
+
+    def _over_share(self, queue: str, allocated: dict[str, Resource]) -> bool:
+        # Strictly over: a queue that uses exactly what it deserves (one queue filling the
+        # cluster with its own small gangs) is within it.
         figures = self.session.queue_figures.get(queue)
         if figures is None:
             return False
-        allocated = Resource()
-        for job in self.session.jobs.values():
-            if job.queue == queue:
-                allocated.add(job.allocated)
-        return not allocated.less_equal(figures.deserved)
+        return not allocated.get(queue, Resource()).less_equal(figures.deserved)
 
     def _layout(self, members: list[TaskInfo]) -> dict[NodeInfo, tuple[Resource, int]] | None:
         """Where the members would go on nodes emptied of all but older holds, preferring
@@ -240,13 +282,17 @@ class Holds:
                 taken_by_older.setdefault(name, Resource()).add(amount)
                 slots_by_older[name] = slots_by_older.get(name, 0) + hold.pods[name]
         first = members[0].request
-        ranked = sorted(session.node_list, key=lambda n: (-_how_many(first, n.idle), n.name))
+        # Ranked lazily: a heap of every node, popped as far as the members need (a gang
+        # of 8 on 5,000 nodes looks at a handful), rather than a sort per holder.
+        heap = [(-_how_many(first, n.idle), n.name, n) for n in session.node_list]
+        heapq.heapify(heap)
+        ranked: list[NodeInfo] = []
         room: dict[str, Resource] = {}
         slots: dict[str, int] = {}
         layout: dict[NodeInfo, tuple[Resource, int]] = {}
         for task in members:
             chosen: NodeInfo | None = None
-            for node in ranked:
+            for node in _ranked(ranked, heap):
                 if node.name not in room:
                     room[node.name] = node.allocatable.clone().sub(
                         taken_by_older.get(node.name, Resource())
@@ -297,6 +343,16 @@ class Holds:
             node.hold(taken, slots)
             hold.amounts[name] = taken
             hold.pods[name] = slots
+
+
+def _ranked(seen: list[NodeInfo], heap: list[tuple[float, str, NodeInfo]]) -> Iterator[NodeInfo]:
+    """The nodes in rank order: those already taken off the heap, then the rest, popped
+    (and kept in `seen`) only as far as the caller reads."""
+    yield from list(seen)
+    while heap:
+        node = heapq.heappop(heap)[2]
+        seen.append(node)
+        yield node
 
 
 def needed_members(job: JobInfo, pending: list[TaskInfo]) -> list[TaskInfo]:

@@ -20,7 +20,11 @@ from pydantic import Field
 from scheduler.api.job import JobInfo
 from scheduler.api.timestamps import parse_rfc3339
 from scheduler.framework.arguments import Arguments, Duration
-from scheduler.framework.holds import DEFAULT_WAITING_TIME, StarvationPolicy
+from scheduler.framework.holds import (
+    DEFAULT_HOLDING_GANGS,
+    DEFAULT_WAITING_TIME,
+    StarvationPolicy,
+)
 from scheduler.framework.plugin import Plugin, SortKey, Vote
 
 if TYPE_CHECKING:
@@ -28,10 +32,12 @@ if TYPE_CHECKING:
 
 
 class SlaArguments(Arguments):
-    """sla's arguments: Volcano's `sla-waiting-time`, and muster's `holdResources`."""
+    """sla's arguments: Volcano's `sla-waiting-time`, and muster's `holdResources` and
+    `holdingGangs` (how many starving gangs hold room at once, the longest starving)."""
 
     waiting_time: Duration = Field(DEFAULT_WAITING_TIME, alias="sla-waiting-time", gt=0)
     hold_resources: bool = Field(True, alias="holdResources", strict=True)
+    holding_gangs: int = Field(DEFAULT_HOLDING_GANGS, alias="holdingGangs", ge=1, strict=True)
 
 
 class SlaPlugin(Plugin[SlaArguments]):
@@ -45,8 +51,11 @@ class SlaPlugin(Plugin[SlaArguments]):
 
     def on_session_open(self, session: Session) -> None:
         self._session = session
+        args = self.arguments
         session.holds.policy = StarvationPolicy(
-            waiting_time=self.arguments.waiting_time, hold=self.arguments.hold_resources
+            waiting_time=args.waiting_time,
+            hold=args.hold_resources,
+            holding_gangs=args.holding_gangs,
         )
 
     def job_order(self, job: JobInfo) -> SortKey:

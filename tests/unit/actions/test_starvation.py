@@ -233,3 +233,26 @@ def _waiting(seconds: float) -> object:
 def _rebuild(nodes: list[NodeInfo], jobs: list[JobInfo]) -> ClusterSnapshot:
     fresh_nodes = [node(n.name, cpu=4) for n in nodes]
     return snapshot(fresh_nodes, [job for job in jobs if job.phase is not PodGroupPhase.COMPLETED])
+
+
+def test_only_the_gangs_starving_longest_hold_room_the_others_wait_their_turn() -> None:
+    oldest = gang("oldest", 8, created=format_rfc3339(NOW - 900))
+    middle = gang("middle", 8, created=format_rfc3339(NOW - 800))
+    youngest = gang("youngest", 8, created=format_rfc3339(NOW - 700))
+    result = schedule(
+        busy_cluster(oldest, middle, youngest, free_on_n0=3), sla_config(holdingGangs=1)
+    )
+    assert [room.job for room in result.holds] == [oldest.key]
+    for waiting in (middle, youngest):
+        reason, message, _ = starving_condition(result, waiting) or ("", "", "")
+        assert reason == "OlderGangsHoldFirst"
+        assert "the 1 gangs starving longest hold room first" in message
+
+
+def test_holding_gangs_below_one_is_refused_at_load() -> None:
+    import pytest
+
+    from scheduler.api.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="plugin sla: argument holdingGangs=0"):
+        sla_config(holdingGangs=0)
