@@ -56,13 +56,14 @@ class Enqueue(Action[EnqueueArguments]):
                 session.job_enqueueable(job)
                 continue
             pending.setdefault(job.queue, []).append(job)
+        starving = session.holds.admitting = _longest_starving(session, pending)
         by_queue = {name: KeyHeap(session.job_key, jobs) for name, jobs in pending.items()}
         queues = OrderedHeap(session.compare_queues, (session.queues[name] for name in by_queue))
         while queues:
             queue = queues.pop()
             jobs = by_queue[queue.name]
             job = jobs.pop()
-            if self._admit(session, job, headroom, capacity):
+            if self._admit(session, job, headroom, capacity, job.key in starving):
                 job.phase = PodGroupPhase.INQUEUE
                 session.enqueued(job)
                 if not job.shadow:
@@ -140,29 +141,56 @@ class Enqueue(Action[EnqueueArguments]):
         return headroom, capacity
 
     @staticmethod
-    def _admit(session: Session, job: JobInfo, headroom: Resource, capacity: Resource) -> bool:
+    def _admit(
+        session: Session, job: JobInfo, headroom: Resource, capacity: Resource, starving: bool
+    ) -> bool:
         need = job.admission_need()
         if need is not None and not need.less_equal(headroom):
-            # A starving gang is admitted if the cluster could ever hold it: waiting for
-            # free room would starve it for good under a stream of smaller gangs; once
-            # admitted, allocate holds room for it (framework/holds.py).
-            starving = session.holds.starving_since(job) is not None
-            if not starving or not need.less_equal(capacity):
-                short = ", ".join(need.insufficient(capacity if starving else headroom))
-                job.wait(
-                    CLUSTER_FULL,
-                    f"the cluster cannot hold minResources now (short of {short}); "
-                    "it is admitted when running jobs release resources"
-                    if not starving
-                    else f"the cluster can never hold minResources (short of {short}, even "
-                    "empty); lower minResources or add nodes",
-                )
+            why = _why_not_admitted(need, headroom, capacity, starving)
+            if why:
+                job.wait(CLUSTER_FULL, why)
                 return False
         if not session.job_enqueueable(job):
             return False
         if need is not None:
             headroom.sub(need)
         return True
+
+
+def _why_not_admitted(
+    need: Resource, headroom: Resource, capacity: Resource, starving: bool
+) -> str:
+    """Why a gang whose need exceeds the headroom is not admitted ("": it is). One of the
+    gangs starving longest is admitted if the cluster could ever hold it: waiting for free
+    room would starve it for good under a stream of smaller gangs; once admitted, allocate
+    holds room for it (framework/holds.py)."""
+    if not starving:
+        short = ", ".join(need.insufficient(headroom))
+        return (
+            f"the cluster cannot hold minResources now (short of {short}); "
+            "it is admitted when running jobs release resources"
+        )
+    if not need.less_equal(capacity):
+        short = ", ".join(need.insufficient(capacity))
+        return (
+            f"the cluster can never hold minResources (short of {short}, even empty); "
+            "lower minResources or add nodes"
+        )
+    return ""
+
+
+def _longest_starving(session: Session, pending: dict[str, list[JobInfo]]) -> frozenset[str]:
+    """The Pending gangs starving longest, as many as may hold room at once: they are
+    admitted whatever the cluster has free now (if it could ever hold them)."""
+    holds = session.holds
+    found = []
+    for jobs in pending.values():
+        for job in jobs:
+            since = holds.starving_since(job)
+            if since is not None:
+                found.append((since, job.key))
+    found.sort()
+    return frozenset(key for _, key in found[: holds.policy.holding_gangs])
 
 
 def _backing_off(session: Session, job: JobInfo, timeout: float) -> bool:

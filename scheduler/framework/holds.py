@@ -105,6 +105,9 @@ class Holds:
         self.session = session
         self.policy = policy
         self._holds: dict[str, Hold] = {}
+        # The Pending gangs starving longest, which enqueue admits if the cluster and their
+        # queue could ever hold them, whatever is free or reserved now (set by enqueue).
+        self.admitting: frozenset[str] = frozenset()
         # Called with every node whose room a lift gave back (node pickers re-offer it).
         self.on_freed: list[Callable[[NodeInfo], None]] = []
 
@@ -161,6 +164,11 @@ class Holds:
                     "room once fewer do",
                 )
         return chosen
+
+    def jumps_admission(self, job: JobInfo) -> bool:
+        """Whether the job is one of the Pending gangs starving longest: its admission asks
+        only whether the cluster and its queue could ever hold it."""
+        return job.key in self.admitting
 
     # Holding ------------------------------------------------------------------
     def hold_for(self, job: JobInfo, since: float) -> None:

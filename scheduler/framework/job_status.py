@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduler.api import wire
-from scheduler.api.gang_state import STARTED_PHASES, has_started, runs_as_gang
+from scheduler.api.gang_state import STARTED_PHASES, gang_placed, has_started, runs_as_gang
 from scheduler.api.job import NOT_HONOURED, JobInfo, PodGroupPhase
 from scheduler.api.queue import QUEUE_NOT_HONOURED
 from scheduler.api.reasons import (
@@ -110,8 +110,8 @@ _DECIDED_EACH_SESSION = frozenset({ADMITTED, NOT_HONOURED_TYPE, STARVING})
 
 def _starving(job: JobInfo) -> list[GroupCondition]:
     starving = job.starving
-    if starving is None:
-        return []
+    if starving is None or gang_placed(job):
+        return []  # placed in the session that found it starving: it starves no more
     # Since when it starves, not since this session: the time is part of the answer.
     since = format_rfc3339(starving.since)
     return [GroupCondition(STARVING, "True", starving.reason, starving.message, since)]

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from scheduler.api.gang_state import gang_placed
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -131,7 +132,9 @@ class Session:
             )
             for hold in self.holds.holds
         ]
-        self._result.starving = sum(1 for job in self.jobs.values() if job.starving is not None)
+        self._result.starving = sum(
+            1 for job in self.jobs.values() if job.starving is not None and not gang_placed(job)
+        )
         self.holds.release_all()
         for statement in self._kept:
             statement.keep_pipelined()

@@ -31,6 +31,7 @@ from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.arguments import Arguments, Count
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import QueueFigures
+from scheduler.framework.holds import Holds
 from scheduler.framework.plugin import Plugin, Vote, Waiting
 
 if TYPE_CHECKING:
@@ -138,11 +139,14 @@ class CapacityPlugin(Plugin[CapacityArguments]):
         # Queues whose spec.parent cannot be followed (hierarchy only), and why.
         self.broken: dict[str, str] = {}
         self.jobs: dict[str, JobInfo] = {}
+        # The session's holds: which Pending gangs starve longest (admission).
+        self.holds: Holds | None = None
         self.total = Resource()
 
     # Building the session's figures -------------------------------------------
     def on_session_open(self, session: Session) -> None:
         self.jobs = session.jobs
+        self.holds = session.holds
         self.hierarchy = hierarchy_enabled(session.config)
         for node in session.node_list:
             self.total.add(node.allocatable)
@@ -336,8 +340,10 @@ class CapacityPlugin(Plugin[CapacityArguments]):
         if need is None:
             return Vote.PERMIT
         attr = self.shares[job.queue]
+        # A gang starving longest asks only whether the queue could ever hold it.
+        jumps = self.holds is not None and self.holds.jumps_admission(job)
         for level in attr.levels():
-            held = level.allocated + level.inqueue - level.elastic
+            held = Resource() if jumps else level.allocated + level.inqueue - level.elastic
             over = _exceeding(need + held, level.real_capability, need)
             if over:
                 return Waiting(

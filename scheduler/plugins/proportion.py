@@ -35,6 +35,7 @@ from scheduler.api.resources import UNLIMITED, Resource, describe, share_of
 from scheduler.api.task import TaskInfo
 from scheduler.framework.arguments import NoArguments
 from scheduler.framework.decisions import QueueFigures
+from scheduler.framework.holds import Holds
 from scheduler.framework.plugin import Plugin, Vote, Waiting
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ class ProportionPlugin(Plugin[NoArguments]):
         self.shares: dict[str, QueueShare] = {}
         self.total = Resource()
         self.jobs: dict[str, JobInfo] = {}
+        # The session's holds: which Pending gangs starve longest (admission).
+        self.holds: Holds | None = None
         # Queues directly under root (whether or not a `root` Queue object exists).
         self._top: list[QueueShare] = []
         # _admission_capability per queue: fixed for the session (the cluster's size and
@@ -134,6 +137,7 @@ class ProportionPlugin(Plugin[NoArguments]):
 
     def on_session_open(self, session: Session) -> None:
         self.jobs = session.jobs
+        self.holds = session.holds
         for node in session.node_list:
             self.total.add(node.allocatable)
         for name, queue in session.queues.items():
@@ -305,9 +309,12 @@ class ProportionPlugin(Plugin[NoArguments]):
         need = job.admission_need()
         if need is None:
             return Vote.PERMIT
+        # A gang starving longest asks only whether the queue could ever hold it: waiting
+        # for what runs to finish would starve it under a stream of small gangs.
+        jumps = self.holds is not None and self.holds.jumps_admission(job)
         for level in (attr, *attr.ancestors()):
             capability = self._admission_capability(level)
-            held = level.allocated + level.inqueue
+            held = Resource() if jumps else level.allocated + level.inqueue
             if within(need, held, capability):
                 continue
             where = f"queue {job.queue!r}"

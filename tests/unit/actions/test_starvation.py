@@ -256,3 +256,32 @@ def test_holding_gangs_below_one_is_refused_at_load() -> None:
 
     with pytest.raises(ConfigError, match="plugin sla: argument holdingGangs=0"):
         sla_config(holdingGangs=0)
+
+
+def test_a_starving_pending_gang_is_admitted_whatever_the_cluster_has_free_now() -> None:
+    waiting = gang(
+        "waiting",
+        8,
+        created=LONG_AGO,
+        phase=PodGroupPhase.PENDING,
+        min_resources=resources(cpu=8),
+    )
+    fresh = gang(
+        "fresh", 8, created=JUST_NOW, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=8)
+    )
+    result = schedule(busy_cluster(waiting, fresh), DEFAULT)
+    phases = {update.name: update.phase for update in result.podgroups}
+    assert phases["waiting"] is PodGroupPhase.INQUEUE
+    assert "fresh" not in phases or phases["fresh"] is PodGroupPhase.PENDING
+    assert held(result, waiting) == {"n0": resources(cpu=2)}
+
+
+def test_a_starving_gang_the_cluster_could_never_hold_is_not_admitted_and_says_so() -> None:
+    huge = gang(
+        "huge", 20, created=LONG_AGO, phase=PodGroupPhase.PENDING, min_resources=resources(cpu=40)
+    )
+    result = schedule(busy_cluster(huge), DEFAULT)
+    (update,) = [u for u in result.podgroups if u.name == "huge"]
+    unschedulable = next(c for c in update.conditions if c.type == "Unschedulable")
+    assert update.phase is PodGroupPhase.PENDING
+    assert "the cluster can never hold minResources" in unschedulable.message
