@@ -1,6 +1,7 @@
 """Sharing over time: a big gang under a stream of small ones, with and without holding.
 
     python bench/starvation_bench.py [--waiting-time 60] [--minutes 10] [--seed 1]
+                                     [--holding-gangs 1]
 
 Replays two workloads through the scheduling engine on a simulated clock (a session every
 0.5 s; binds land at once; a pod runs for its duration, then finishes), once with
@@ -40,11 +41,13 @@ START = 1_800_000_000.0
 GIB = 2**30
 
 
-def config(waiting_time: float, hold: bool) -> SchedulerConfig:
-    """The default config with the sla plugin's waiting time and holding on or off."""
+def config(waiting_time: float, hold: bool, holding_gangs: int = 1) -> SchedulerConfig:
+    """The default config with the sla plugin's waiting time, holding on or off, and how
+    many gangs hold at once."""
     sla = (
         "  - name: sla\n"
-        f"    arguments: {{sla-waiting-time: {waiting_time}, holdResources: {str(hold).lower()}}}\n"
+        f"    arguments: {{sla-waiting-time: {waiting_time}, holdResources: {str(hold).lower()}, "
+        f"holdingGangs: {holding_gangs}}}\n"
     )
     first_tier_end = "  - name: conformance\n"
     return load_config(DEFAULT_CONFIG_YAML.replace(first_tier_end, first_tier_end + sla, 1))
@@ -180,11 +183,13 @@ def _fmt(value: float | None) -> str:
     return "never" if value is None else f"{value:.1f}s"
 
 
-def report_stream(waiting_time: float) -> None:
+def report_stream(waiting_time: float, holding_gangs: int) -> None:
     seconds = 90.0
     print(f"stream: 4 nodes x 4 cpu, {seconds:.0f} s, waiting time {waiting_time:g} s")
     for hold in (True, False):
-        run = replay(stream_trace(seconds), 4, 4, seconds, config(waiting_time, hold))
+        run = replay(
+            stream_trace(seconds), 4, 4, seconds, config(waiting_time, hold, holding_gangs)
+        )
         big = next(g for g in run.gangs if g.name == "big")
         small = [w for g in run.gangs if g.name != "big" if (w := run.wait(g)) is not None]
         unplaced = sum(
@@ -202,7 +207,7 @@ def report_stream(waiting_time: float) -> None:
         )
 
 
-def report_mixed(waiting_time: float, minutes: float, seed: int) -> None:
+def report_mixed(waiting_time: float, minutes: float, seed: int, holding_gangs: int) -> None:
     seconds = minutes * 60
     nodes, cpu = 16, 8
     print(
@@ -211,7 +216,7 @@ def report_mixed(waiting_time: float, minutes: float, seed: int) -> None:
     )
     for hold in (True, False):
         trace = mixed_trace(seconds * 0.8, seed, nodes * cpu)
-        run = replay(trace, nodes, cpu, seconds, config(waiting_time, hold))
+        run = replay(trace, nodes, cpu, seconds, config(waiting_time, hold, holding_gangs))
         print(
             f"  holding {'on ' if hold else 'off'}: utilization "
             f"{run.used_cpu_seconds / run.cpu_seconds:.1%}, held idle "
@@ -234,9 +239,10 @@ def main() -> None:
     parser.add_argument("--waiting-time", type=float, default=60.0)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--holding-gangs", type=int, default=1)
     args = parser.parse_args()
-    report_stream(args.waiting_time)
-    report_mixed(args.waiting_time, args.minutes, args.seed)
+    report_stream(args.waiting_time, args.holding_gangs)
+    report_mixed(args.waiting_time, args.minutes, args.seed, args.holding_gangs)
 
 
 if __name__ == "__main__":

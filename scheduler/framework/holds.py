@@ -62,10 +62,11 @@ if TYPE_CHECKING:
 # plugin says: long enough that a busy cluster's normal turnover places it first.
 DEFAULT_WAITING_TIME = 60.0
 # How many starving gangs hold room at once (the longest starving; the others wait their
-# turn in the usual order). Every held cpu is idle until its gang fits: a few holders
-# keep a backlog that has all waited past its time from idling the cluster, and keep a
-# session's cost bounded (each holder lays its members out over the nodes).
-DEFAULT_HOLDING_GANGS = 8
+# turn in the usual order). Every held cpu is idle until its gang fits, and muster does
+# not know how long jobs run: one holder at a time idled the least on bench/
+# starvation_bench.py's mixed trace while its big gangs waited less than without
+# holding (docs/performance.md); more help where starving gangs want different nodes.
+DEFAULT_HOLDING_GANGS = 1
 
 
 @dataclass(slots=True)
