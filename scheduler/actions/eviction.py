@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place
+from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place, subgroup_spares
 from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import WAITING_FOR_EVICTIONS
@@ -243,7 +243,8 @@ class GangEvictor:
         units: list[Unit] = []
         for key, here in by_job.items():
             owner = jobs[key]
-            allowed_here = self.allowed(task, here)
+            # A whole subgroup (spec.subGroupPolicy) keeps its subGroupSize members.
+            allowed_here = subgroup_spares(owner, self.allowed(task, here))
             # Never below zero: a gang already short of minMember has nothing to spare
             # (a negative slice would take pods from the end of the list).
             if self.whole_gangs:
@@ -384,11 +385,12 @@ def eviction_domains(view: SessionTopology, spec: NetworkTopology, job: JobInfo)
     limit = view.limit(spec) if spec.hard else view.topology.highest_tier
     placed = placed_nodes(job)
     if placed:
-        return view.topology.containing(placed, limit)
+        return view.topology.containing(placed, limit)[: view.evict_domains]
     need = gang_request(job.pending_tasks())
 
     def order(domain: Domain) -> tuple[int, float, float, str]:
         scarcest, total = leftover(view.idle(domain)[1], need)
         return (domain.tier, -scarcest, -total, domain.name)
 
-    return sorted(view.topology.domains(limit), key=order)
+    # At most hypernode.gradient.evict.max-hypernodes domains (network-topology-aware).
+    return sorted(view.topology.domains(limit), key=order)[: view.evict_domains]

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from scheduler.api.hypernode import API_VERSION as HYPERNODE_API_VERSION
-from scheduler.api.names import GROUP, VERSION
+from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, GROUP, VERSION
 from scheduler.api.reasons import FIELD_NOT_HONOURED
 from scheduler.effects import paths
 from scheduler.effects.lanes import KeyedLane
@@ -194,9 +194,15 @@ class StatusWriter:
             "failed": update.failed,
             "conditions": [_condition(c, stamp) for c in update.conditions],
         }
-        # Volcano's PodGroup has no status subresource: status goes with the object.
+        # Volcano's PodGroup has no status subresource: status goes with the object, and
+        # with it the HyperNode a topology gang was placed in (Volcano's annotation).
+        body: dict[str, Any] = {"status": status}
+        if update.allocated_hypernode:
+            body["metadata"] = {
+                "annotations": {ALLOCATED_HYPERNODE_ANNOTATION: update.allocated_hypernode}
+            }
         path = paths.podgroup(update.namespace, update.name)
-        if not await self._patch(path, {"status": status}):
+        if not await self._patch(path, body):
             # Not written: let the next session try again.
             self._podgroups.pop((update.namespace, update.name), None)
 

@@ -15,6 +15,9 @@ import msgspec
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.resources import Resource
 
+# kube-scheduler's VolumeBinding bindTimeoutSeconds: how long a bind waits for its claims.
+DEFAULT_CLAIMS_TIMEOUT = 600.0
+
 
 class ClaimBinding(msgspec.Struct, frozen=True, gc=False):
     """PreBind for one unbound WaitForFirstConsumer claim of a pod being bound: provision
@@ -39,6 +42,9 @@ class Bind(msgspec.Struct, frozen=True, gc=False):
     node: str
     job: str
     claims: tuple[ClaimBinding, ...] = ()
+    # How long the bind waits for its claims to be bound (predicates'
+    # volumebinding.bindTimeoutSeconds).
+    claims_timeout: float = DEFAULT_CLAIMS_TIMEOUT
 
 
 class Evict(msgspec.Struct, frozen=True, gc=False):
@@ -76,6 +82,8 @@ class PodGroupStatusUpdate(msgspec.Struct, frozen=True, gc=False):
     failed: int
     # events name the PodGroup by uid too: `kubectl describe podgroup` selects events by it
     uid: str = ""
+    # The annotation volcano.sh/job-allocated-hypernode to write with the status ("": none).
+    allocated_hypernode: str = ""
 
 
 class PodUnschedulable(msgspec.Struct, frozen=True, gc=False):

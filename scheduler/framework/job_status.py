@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduler.api import wire
-from scheduler.api.gang_state import STARTED_PHASES, has_started, runs_as_gang
+from scheduler.api.gang_state import PLACED_STATUSES, STARTED_PHASES, has_started, runs_as_gang
 from scheduler.api.job import NOT_HONOURED, JobInfo, PodGroupPhase
 from scheduler.api.queue import QUEUE_NOT_HONOURED
 from scheduler.api.reasons import (
@@ -27,6 +27,7 @@ from scheduler.api.reasons import SCHEDULED as SCHEDULED
 from scheduler.api.reasons import UNSCHEDULABLE as UNSCHEDULABLE
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.subgroups import summary
 from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.framework.decisions import (
@@ -80,12 +81,18 @@ def _gang_conditions(
     job: JobInfo, phase: PodGroupPhase, previous: dict[str, wire.Condition]
 ) -> list[GroupCondition]:
     ready = job.ready_count()
+    subgroups = (
+        f"; {summary(job.subgroup_policies, job.tasks.values(), PLACED_STATUSES)}"
+        if job.subgroup_policies
+        else ""
+    )
     if phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED):
         scheduled = GroupCondition(
             SCHEDULED,
             "True",
             GANG_READY,
-            f"{ready}/{len(job.tasks)} tasks in gang placed, minMember {job.min_member}",
+            f"{ready}/{len(job.tasks)} tasks in gang placed, minMember {job.min_member}"
+            + subgroups,
         )
         unschedulable = (
             GroupCondition(UNSCHEDULABLE, "False", GANG_READY, "")
@@ -94,7 +101,7 @@ def _gang_conditions(
         )
         return [c for c in (scheduled, unschedulable) if c is not None]
     if job.wait_reason:
-        message = gang_unschedulable(len(job.tasks), ready, job.wait_message)
+        message = gang_unschedulable(len(job.tasks), ready, job.wait_message) + subgroups
         return [GroupCondition(UNSCHEDULABLE, "True", job.wait_reason, message)]
     # Nothing new was learnt this session: keep what the object says.
     return [_kept(c) for c in job.conditions if c.type not in (ADMITTED, NOT_HONOURED_TYPE)]
@@ -169,15 +176,28 @@ def podgroup_update(
     running = job.count(TaskStatus.RUNNING)
     succeeded = job.count(TaskStatus.SUCCEEDED)
     failed = job.count(TaskStatus.FAILED)
+    # The HyperNode its members were placed in (network-topology-aware), written once it
+    # differs from the annotation; never removed, as in Volcano.
+    hypernode = job.placed_hypernode
+    moved = bool(hypernode) and hypernode != job.allocated_hypernode
     unchanged = (
         phase is job.observed_phase
         and (running, succeeded, failed) == (job.running, job.succeeded, job.failed)
         and _same_conditions(job, conditions)
+        and not moved
     )
     if unchanged:
         return None
     return PodGroupStatusUpdate(
-        job.namespace, job.name, phase, conditions, running, succeeded, failed, job.uid
+        job.namespace,
+        job.name,
+        phase,
+        conditions,
+        running,
+        succeeded,
+        failed,
+        job.uid,
+        hypernode if moved else "",
     )
 
 

@@ -513,6 +513,8 @@ def test_a_copied_job_carries_every_field_a_session_does_not_recompute() -> None
         "fit_errors",
         "wait_reason",
         "wait_message",
+        "subgroup_waits",
+        "placed_hypernode",
     }
     sentinels = {}
     for name in _fields(JobInfo):
