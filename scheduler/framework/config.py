@@ -298,10 +298,9 @@ def _switch_notes(where: str, plugin: PluginOption) -> list[str]:
         if switch in ALWAYS_ON_SWITCHES:
             answered_by, what = ALWAYS_ON_SWITCHES[switch]
             if plugin.name not in answered_by:
-                notes.append(
-                    f"{where}: {switch} changes nothing: only "
-                    f"{' and '.join(sorted(answered_by))} answer it"
-                )
+                names = " and ".join(sorted(answered_by))
+                plugins = "plugins answer" if len(answered_by) > 1 else "plugin answers"
+                notes.append(f"{where}: {switch} changes nothing: only the {names} {plugins} it")
             elif not value:
                 raise ConfigError(
                     f"scheduler config: {where}: {switch}: false cannot be honoured: {what}"
