@@ -84,6 +84,8 @@ class ClusterSnapshot:
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # HyperNodes by name, for gangs with a network topology. Read-only in sessions.
     hypernodes: Mapping[str, HyperNodeInfo] = field(default_factory=_empty)
+    # Each HyperNode's status.nodeCount as the API server holds it (None: not written).
+    hypernode_counts: Mapping[str, int | None] = field(default_factory=_empty)
     # The tasks with pod-to-pod terms (topology_tasks), found by the clone's own pass.
     _topology_tasks: list[TaskInfo] | None = None
     _topology_specs: list[PodTopologySpec] | None = None
@@ -196,6 +198,7 @@ class ClusterSnapshot:
             storage=self.storage,
             namespaces=self.namespaces,
             hypernodes=self.hypernodes,
+            hypernode_counts=self.hypernode_counts,
             _topology_tasks=on_nodes_and_in_jobs,
         )
 

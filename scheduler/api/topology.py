@@ -170,6 +170,40 @@ def resolve_cached(
     return topology
 
 
+def member_counts(
+    hypernodes: Mapping[str, HyperNodeInfo], nodes: Mapping[str, NodeInfo]
+) -> dict[str, int]:
+    """Each HyperNode's status.nodeCount, counted as Volcano's HyperNode controller counts
+    it: the distinct names its members choose, a name by exactMatch counting whether or
+    not such a node exists (so a member HyperNode counts as one), regexMatch and
+    labelMatch counting the nodes they match. Cached as resolve_cached is."""
+    key = tuple((name, id(node.labels)) for name, node in nodes.items())
+    known = _COUNTS_CACHE[0] if _COUNTS_CACHE else None
+    if known is not None and known[0] is hypernodes and known[1] == key:
+        return known[2]
+    counts: dict[str, int] = {}
+    for name, info in hypernodes.items():
+        chosen: set[str] = set()
+        for member in info.members:
+            if member.exact_name is not None:
+                chosen.add(member.exact_name)
+            else:
+                chosen.update(_matching_nodes(name, member, nodes, _compiled_or_none))
+        counts[name] = len(chosen)
+    _COUNTS_CACHE[:] = [(hypernodes, key, counts)]
+    return counts
+
+
+_COUNTS_CACHE: list[tuple[object, tuple[tuple[str, int], ...], dict[str, int]]] = []
+
+
+def _compiled_or_none(_owner: str, text: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(text)
+    except re.error:
+        return None  # resolve() reports it; it matches nothing here either
+
+
 def _from_labels(nodes: Mapping[str, NodeInfo], label_tiers: Sequence[LabelTier]) -> Topology:
     tiers: dict[int, tuple[Domain, ...]] = {}
     names: dict[str, int] = {}

@@ -76,6 +76,8 @@ class World:
         # one of them changed (as storage's).
         self._hypernodes: dict[str, HyperNodeInfo] = {}
         self._hypernodes_view: Mapping[str, HyperNodeInfo] | None = None
+        # Each HyperNode's status.nodeCount as last seen (what a session compares against).
+        self._hypernode_counts: dict[str, int | None] = {}
 
     # Snapshots ---------------------------------------------------------------
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
@@ -85,6 +87,7 @@ class World:
         copy.now = now
         copy.storage = self.storage()
         copy.hypernodes = self.hypernodes()
+        copy.hypernode_counts = dict(self._hypernode_counts)
         return copy
 
     def storage(self) -> StorageView:
@@ -437,6 +440,7 @@ class World:
         """A HyperNode was added or changed; one muster cannot use is reported, not used."""
         name = hypernode.metadata.name
         key = ("HyperNode", name)
+        self._hypernode_counts[name] = hypernode.status.node_count
         try:
             info = HyperNodeInfo.from_wire(hypernode)
         except InvalidObject as error:
@@ -447,7 +451,8 @@ class World:
             return
         was_invalid = self._invalid.pop(key, None) is not None
         if self._hypernodes.get(name) == info:
-            # Mostly Volcano's controller writing status.nodeCount: no decision changes.
+            # Mostly status.nodeCount written (by muster or Volcano's controller): no
+            # decision changes.
             if was_invalid:
                 self.generation += 1
             return
@@ -456,6 +461,7 @@ class World:
 
     def delete_hypernode(self, name: str) -> None:
         """A HyperNode is gone."""
+        self._hypernode_counts.pop(name, None)
         if self._invalid.pop(("HyperNode", name), None) is not None:
             self.generation += 1
         self._forget_hypernode(name)

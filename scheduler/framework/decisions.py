@@ -86,6 +86,13 @@ class PodGroupStatusUpdate(msgspec.Struct, frozen=True, gc=False):
     allocated_hypernode: str = ""
 
 
+class HyperNodeStatusUpdate(msgspec.Struct, frozen=True, gc=False):
+    """A HyperNode's status.nodeCount that differs from what the API server holds."""
+
+    name: str
+    node_count: int
+
+
 class PodUnschedulable(msgspec.Struct, frozen=True, gc=False):
     """A pending pod that stays pending: PodScheduled=False and a FailedScheduling event."""
 
@@ -154,6 +161,7 @@ class SessionResult:
     invalid: list[InvalidObjectReport] = field(default_factory=list)
     # Pods bound by this session whose spec uses fields muster placed them without.
     field_warnings: list[FieldNotHonoured] = field(default_factory=list)
+    hypernodes: list[HyperNodeStatusUpdate] = field(default_factory=list)
     # Jobs holding pipelined room at the end of the session (the cache keeps them
     # nominated for the next one), and per job tried: whether anything of it was placed.
     nominated: list[str] = field(default_factory=list)

@@ -30,9 +30,11 @@ from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.subgroups import summary
 from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import format_rfc3339
+from scheduler.api.topology import member_counts
 from scheduler.framework.decisions import (
     FieldNotHonoured,
     GroupCondition,
+    HyperNodeStatusUpdate,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -295,6 +297,7 @@ def close_result(
             )
         )
     result.field_warnings.extend(field_warnings(snapshot, result))
+    result.hypernodes.extend(hypernode_updates(snapshot))
     result.queues.extend(queue_updates(snapshot, phases, figures))
     result.invalid.extend(
         InvalidObjectReport(error.kind, error.name, str(error)) for error in snapshot.invalid
@@ -328,4 +331,18 @@ def queue_warnings(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:
         )
         for name, queue in snapshot.queues.items()
         for field in queue.unhonoured
+    ]
+
+
+def hypernode_updates(snapshot: ClusterSnapshot) -> list[HyperNodeStatusUpdate]:
+    """Each HyperNode whose status.nodeCount differs from its count (Volcano's
+    controller's rule, api/topology.member_counts): `kubectl get hypernodes` shows it
+    without Volcano's controller, and both write the same number."""
+    if not snapshot.hypernodes:
+        return []
+    counts = member_counts(snapshot.hypernodes, snapshot.nodes)
+    return [
+        HyperNodeStatusUpdate(name, count)
+        for name, count in sorted(counts.items())
+        if snapshot.hypernode_counts.get(name) != count
     ]
