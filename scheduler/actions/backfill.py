@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from scheduler.actions.predicate_cache import PredicateErrorCache
 from scheduler.framework.action import Action
-from scheduler.framework.arguments import NoArguments
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
 
-class Backfill(Action[NoArguments]):
+class Backfill(Action[PredicateErrorCache]):
     """Best-effort pods take no resources, so queue shares do not hold them back; a gang of
     them still commits only when ready."""
 

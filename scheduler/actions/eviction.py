@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from scheduler.actions.predicate_cache import PredicateErrorCache
 from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place, subgroup_spares
 from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
@@ -50,7 +51,7 @@ class Backoff(Arguments):
     backoff_max: Seconds = Field(DEFAULT_BACKOFF_MAX, alias="backoff-max")
 
 
-class EvictionArguments(Arguments):
+class EvictionArguments(PredicateErrorCache):
     """preempt's and reclaim's arguments.
 
     `evictWholeGangs` lets a running gang that has no member to spare be evicted whole
