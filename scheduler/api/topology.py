@@ -455,22 +455,35 @@ class DomainWeights:
     def fill(self, allocatable: Resource, used: Resource, need: Resource) -> float | None:
         """The weighted mean, over the resources `need` asks for that have a weight, of
         (used + need) / allocatable: 1.0 is full. None when `need` does not fit in one of
-        them; 0.0 when none of them has a weight."""
+        them; 0.0 when none of them has a weight. Field by field: the node score asks it
+        for every node it scores."""
         total = 0.0
         weights = 0.0
-        for name in need.names():
-            weight = self.weight_of(name)
-            if weight is None:
-                continue
-            wanted = need.get(name)
-            if wanted <= 0:
-                continue
-            capacity = allocatable.get(name)
-            after = used.get(name) + wanted
-            if after > capacity:
+        wanted = need.cpu
+        if wanted > 0:
+            after = used.cpu + wanted
+            if after > allocatable.cpu:
                 return None
-            total += weight * after / capacity
-            weights += weight
+            total += self.cpu * after / allocatable.cpu
+            weights += self.cpu
+        wanted = need.memory
+        if wanted > 0:
+            after = used.memory + wanted
+            if after > allocatable.memory:
+                return None
+            total += self.memory * after / allocatable.memory
+            weights += self.memory
+        if need.scalars and self.scalars:
+            for name, wanted in need.scalars.items():
+                weight = self.scalars.get(name)
+                if weight is None or wanted <= 0:
+                    continue
+                capacity = allocatable.scalars.get(name, 0)
+                after = used.scalars.get(name, 0) + wanted
+                if after > capacity:
+                    return None
+                total += weight * after / capacity
+                weights += weight
         return total / weights if weights > 0 else 0.0
 
     def weight_of(self, name: str) -> float | None:

@@ -56,7 +56,6 @@ from scheduler.api.resources import Resource
 from scheduler.api.subgroups import SUB_GROUP_POLICY_FIELD
 from scheduler.api.task import TaskInfo
 from scheduler.api.topology import (
-    Domain,
     DomainWeights,
     LabelTier,
     SessionTopology,
@@ -167,11 +166,12 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
         # Where each task this session placed went: unplace clears a task's node before
         # telling plugins, and the domain sums of that node must still go stale.
         self._placed_on: dict[str, str] = {}
-        # For the node score: per node, its domain in each tier with the tier's weight;
-        # per domain, what its nodes' pods use (kept as tasks move) and its allocatable.
-        self._domains_of: dict[str, list[tuple[float, Domain]]] = {}
+        # For the node score: per node, its domain in each tier as (the tier's weight, the
+        # domain's allocatable, what its nodes' pods use: kept as tasks move, shared by
+        # the domain's nodes); 100 x weight / the tiers' summed weights.
+        self._domains_of: dict[str, list[tuple[float, Resource, Resource]]] = {}
         self._tier_weights = 0.0
-        self._used: dict[str, Resource] = {}
+        self._scale = 0.0
         # Per node, the summed weights of the tiers where it is in no domain (each such
         # tier scores full: Volcano prefers nodes outside HyperNodes); nodes in none at all
         # score every tier full.
@@ -214,23 +214,26 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
         self._tier_weights = sum(weights.values())
         if self._tier_weights <= 0:
             return
+        self._scale = MAX_NODE_SCORE * self.arguments.weight / self._tier_weights
         view = self._view
         assert view is not None
+        tiers_of: dict[str, set[int]] = {}
         for tier in sorted(weights):
             for domain in topology.tiers.get(tier, ()):
+                allocatable = view.allocatable(domain)
                 used = Resource()
                 for node in view.node_list(domain):
                     used.add(node.used)
-                self._used[domain.name] = used
                 for name in domain.nodes:
-                    held = self._domains_of.setdefault(name, [])
+                    held = tiers_of.setdefault(name, set())
                     # A node in two domains of one tier counts the first (by name), as
                     # Volcano takes the first HyperNode it finds.
-                    if not any(d.tier == tier for _, d in held):
-                        held.append((weights[tier], domain))
-        for name, held in self._domains_of.items():
-            tiers_held = {domain.tier for _, domain in held}
-            self._missing[name] = sum(w for t, w in weights.items() if t not in tiers_held)
+                    if tier not in held:
+                        held.add(tier)
+                        entry = (weights[tier], allocatable, used)
+                        self._domains_of.setdefault(name, []).append(entry)
+        for name, held in tiers_of.items():
+            self._missing[name] = sum(w for t, w in weights.items() if t not in held)
 
     def on_session_close(self, session: Session) -> None:
         """Name the HyperNode each topology gang's placed members are in, and drop the
@@ -274,25 +277,23 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
             return 0.0
         held = self._domains_of.get(node.name)
         if held is None:
-            total = self._tier_weights
-        else:
-            total = self._missing[node.name]
-            view = self._view
-            assert view is not None
-            for weight, domain in held:
-                fill = self._weights.fill(
-                    view.allocatable(domain), self._used[domain.name], task.request
-                )
-                total += weight * (fill or 0.0)
-        return MAX_NODE_SCORE * self.arguments.weight * total / self._tier_weights
+            return self._scale * self._tier_weights
+        total = self._missing[node.name]
+        request = task.request
+        fill_of = self._weights.fill
+        for weight, allocatable, used in held:
+            fill = fill_of(allocatable, used, request)
+            if fill is not None:
+                total += weight * fill
+        return self._scale * total
 
     def on_allocate(self, task: TaskInfo) -> None:
         """A task took room: its node's domains have less."""
         if self._view is not None and task.node_name:
             self._placed_on[task.uid] = task.node_name
             self._view.touched(task.node_name)
-            for _, domain in self._domains_of.get(task.node_name, ()):
-                self._used[domain.name].add(task.request)
+            for _, _, used in self._domains_of.get(task.node_name, ()):
+                used.add(task.request)
 
     def on_deallocate(self, task: TaskInfo) -> None:
         """A task gave room back: its node's domains have more."""
@@ -301,5 +302,5 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
         node = task.node_name or self._placed_on.pop(task.uid, "")
         if node:
             self._view.touched(node)
-            for _, domain in self._domains_of.get(node, ()):
-                self._used[domain.name].sub(task.request)
+            for _, _, used in self._domains_of.get(node, ()):
+                used.sub(task.request)
