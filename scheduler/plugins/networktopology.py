@@ -29,15 +29,16 @@ Volcano plus muster's label tiers:
 - `hypernode.binpack.*`: the order domains are tried in, within a tier: the one the gang
   leaves fullest first, fullness being the weighted mean over the resources it asks
   for of (used + gang) / allocatable (Volcano's HyperNode binpacking score).
-- `hypernode.binpack.normal-pod.*`: every pod's node score adds, per tier t of the
-  topology, fading^(t-1) times how full the pod leaves the node's domain of that tier
-  (1 for a node in no domain of that tier), normalised by the sum of those weights and
-  scaled by 100 x weight: pods fill the fullest racks first and leave whole racks free
-  for topology gangs. Volcano scores only pods without a networkTopology this way;
-  muster scores every pod so (a topology gang's pods are already held to their domain,
-  inside which this packs them). A domain's fill is read when a node is scored; the
-  node picker scores a node again when its own room changes, so a placement reaches
-  its domain's other nodes when they are next scored.
+- `hypernode.binpack.normal-pod.*`: the node score of a pod whose gang has no
+  networkTopology (of its own or of a subgroup) adds, per tier t of the topology,
+  fading^(t-1) times how full the pod leaves the node's domain of that tier (1 for a
+  node in no domain of that tier), normalised by the sum of those weights and scaled
+  by 100 x weight: such pods fill the fullest racks first and leave whole racks free
+  for topology gangs (which are placed domain by domain instead). A domain's fill is
+  read when a node is scored; the node picker scores a node again when its own room
+  changes, so a placement reaches its domain's other nodes when they are next scored,
+  and a soft gang that falls back to any node may share a pod shape's scores with pods
+  scored this way.
 - `hypernode.gradient.evict.max-hypernodes`: preempt and reclaim try at most this many
   domains for a topology gang's evictions (Volcano's cap on its eviction gradient).
 """
@@ -176,6 +177,9 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
         # tier scores full: Volcano prefers nodes outside HyperNodes); nodes in none at all
         # score every tier full.
         self._missing: dict[str, float] = {}
+        # Gangs with a networkTopology of their own or of a subgroup: placed domain by
+        # domain, and not scored here (as in Volcano, which scores normal pods only).
+        self._aware: set[str] = set()
 
     def unused_points(self) -> frozenset[str]:
         """No node score without normal-pod packing (or with a weight of 0)."""
@@ -204,6 +208,12 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
             if job.unhonoured:
                 job.unhonoured = tuple(f for f in job.unhonoured if f not in honoured)
         if args.normal_pod_enable and args.weight > 0 and not topology.empty:
+            self._aware = {
+                key
+                for key, job in session.jobs.items()
+                if job.network_topology is not None
+                or any(p.network_topology is not None for p in job.subgroup_policies)
+            }
             self._open_node_scores(topology)
 
     def _open_node_scores(self, topology: Topology) -> None:
@@ -275,16 +285,42 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
         by tier weighted fading^(tier-1), times 100 x weight (0 without a topology)."""
         if not self._tier_weights:
             return 0.0
+        if task.job in self._aware:
+            return 0.0
         held = self._domains_of.get(node.name)
         if held is None:
             return self._scale * self._tier_weights
         total = self._missing[node.name]
         request = task.request
-        fill_of = self._weights.fill
+        if request.scalars and self._weights.scalars:
+            fill_of = self._weights.fill
+            for weight, allocatable, used in held:
+                fill = fill_of(allocatable, used, request)
+                if fill is not None:
+                    total += weight * fill
+            return self._scale * total
+        # cpu and memory alone (the pods of most sessions): DomainWeights.fill, inlined,
+        # as this runs for every node the picker scores.
+        cpu = request.cpu
+        memory = request.memory
+        cpu_weight = self._weights.cpu if cpu > 0 else 0.0
+        memory_weight = self._weights.memory if memory > 0 else 0.0
+        weights = cpu_weight + memory_weight
+        if weights <= 0:
+            return self._scale * total
         for weight, allocatable, used in held:
-            fill = fill_of(allocatable, used, request)
-            if fill is not None:
-                total += weight * fill
+            after_cpu = used.cpu + cpu
+            after_memory = used.memory + memory
+            if (cpu > 0 and after_cpu > allocatable.cpu) or (
+                memory > 0 and after_memory > allocatable.memory
+            ):
+                continue
+            fill = 0.0
+            if cpu_weight:
+                fill += cpu_weight * after_cpu / allocatable.cpu
+            if memory_weight:
+                fill += memory_weight * after_memory / allocatable.memory
+            total += weight * fill / weights
         return self._scale * total
 
     def on_allocate(self, task: TaskInfo) -> None:
