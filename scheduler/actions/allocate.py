@@ -385,8 +385,10 @@ def _place_subgroups(
         _place(session, base, queue, job, tasks, statement, explain=bound is None)
         statements.append(statement)
     for group in groups:
-        if group.key in tried or not group.pending() or job.wait_reason == QUEUE_SHARE_EXCEEDED:
+        if group.key in tried or not group.pending() or not group.could_be_whole():
             continue
+        if job.wait_reason == QUEUE_SHARE_EXCEEDED:
+            break
         statement = _place_subgroup(session, picker, base, queue, job, group, view, bound)
         if statement is not None:
             statements.append(statement)

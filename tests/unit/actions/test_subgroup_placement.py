@@ -279,3 +279,16 @@ def test_config_without_the_plugin_places_subgroups_whole_anywhere() -> None:
     (update,) = result.podgroups
     honoured = next(c for c in update.conditions if c.type == "FieldsNotHonoured")
     assert "spec.subGroupPolicy[].networkTopology is not honoured yet" in honoured.message
+
+
+def test_backfill_never_places_a_lone_member_of_a_subgroup() -> None:
+    # An optional subgroup of 2 best-effort pods has only one pod: it cannot be whole, so
+    # neither allocate nor backfill places it; the default group's best-effort pod goes.
+    job = JobInfo(namespace="default", name="pg", min_member=1, phase=PodGroupPhase.INQUEUE)
+    job.subgroup_policies = read_policies(
+        job.key, [{"name": "pair", "subGroupSize": 2, "labelSelector": {"matchLabels": {"g": "p"}}}]
+    )
+    job.add_task(task("alone", cpu=0, job=job.key, labels={"g": "p"}))
+    job.add_task(task("free", cpu=0, job=job.key))
+    result = schedule(snapshot(one_cpu_nodes(2), [job]))
+    assert [b.name for b in result.binds] == ["free"]
