@@ -385,7 +385,13 @@ def _place_subgroups(
         _place(session, base, queue, job, tasks, statement, explain=bound is None)
         statements.append(statement)
     for group in groups:
-        if group.key in tried or not group.pending() or not group.could_be_whole():
+        if group.key in tried or not group.pending():
+            continue
+        if not group.could_be_whole():
+            job.subgroup_waits[group.name] = (
+                f"it has {len(group.members)} of its {group.policy.size} pods; it waits for "
+                f"the rest"
+            )
             continue
         if job.wait_reason == QUEUE_SHARE_EXCEEDED:
             break

@@ -292,3 +292,17 @@ def test_backfill_never_places_a_lone_member_of_a_subgroup() -> None:
     job.add_task(task("free", cpu=0, job=job.key))
     result = schedule(snapshot(one_cpu_nodes(2), [job]))
     assert [b.name for b in result.binds] == ["free"]
+
+
+def test_a_subgroup_short_of_pods_is_not_tried_and_says_so() -> None:
+    job = JobInfo(namespace="default", name="pg", min_member=1, phase=PodGroupPhase.INQUEUE)
+    job.subgroup_policies = read_policies(
+        job.key, [{"name": "pair", "subGroupSize": 2, "labelSelector": {"matchLabels": {"g": "p"}}}]
+    )
+    job.add_task(task("alone", job=job.key, labels={"g": "p"}))
+    job.add_task(task("free", job=job.key))
+    snap = snapshot(one_cpu_nodes(2), [job])
+    result = schedule(snap, copy=False)
+    assert [b.name for b in result.binds] == ["free"]
+    waits = snap.jobs[job.key].subgroup_waits
+    assert waits == {"pair": "it has 1 of its 2 pods; it waits for the rest"}
