@@ -28,6 +28,7 @@ class ConfigSource:
             # At start an invalid file is fatal: there is no previous config to keep.
             self.config = load_config(path.read_text())
             self._stamp = self._file_stamp()
+            _log_notes(self.config)
 
     def _file_stamp(self) -> tuple[float, int] | None:
         assert self.path is not None
@@ -56,4 +57,11 @@ class ConfigSource:
             return self.error
         self.error = None
         log.info("scheduler config reloaded from %s", self.path)
+        _log_notes(self.config)
         return None
+
+
+def _log_notes(config: SchedulerConfig) -> None:
+    """Say what the config sets that changes nothing in muster (accepted, not honoured)."""
+    for note in config.notes:
+        log.info("scheduler config: %s", note)

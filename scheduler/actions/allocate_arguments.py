@@ -7,11 +7,13 @@ from __future__ import annotations
 from pydantic import Field
 
 from scheduler.actions.eviction import Backoff
+from scheduler.actions.predicate_cache import PredicateErrorCache
 from scheduler.framework.arguments import Count
 
 
-class AllocateArguments(Backoff):
-    """allocate's arguments: kube-scheduler's node sampling, and the retry backoff."""
+class AllocateArguments(Backoff, PredicateErrorCache):
+    """allocate's arguments: kube-scheduler's node sampling, the retry backoff, and
+    Volcano's predicateErrorCacheEnable (noted as changing nothing)."""
 
     percentage_of_nodes_to_score: Count = Field(0, alias="percentageOfNodesToScore", ge=0, le=100)
     min_feasible_nodes_to_find: Count = Field(100, alias="minFeasibleNodesToFind", ge=1)

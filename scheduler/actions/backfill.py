@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from scheduler.actions.predicate_cache import PredicateErrorCache
+from scheduler.api.subgroups import subgroup_key
 from scheduler.framework.action import Action
-from scheduler.framework.arguments import NoArguments
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
 
-class Backfill(Action[NoArguments]):
+class Backfill(Action[PredicateErrorCache]):
     """Best-effort pods take no resources, so queue shares do not hold them back; a gang of
-    them still commits only when ready."""
+    them still commits only when ready, and a member of a subgroup is left to allocate,
+    which places subgroups whole."""
 
     name = "backfill"
 
@@ -19,6 +21,10 @@ class Backfill(Action[NoArguments]):
         picker = NodePicker(session)
         for job in sorted(session.jobs.values(), key=lambda j: (j.creation_timestamp, j.key)):
             pending = [task for task in job.pending_tasks() if task.best_effort]
+            if job.subgroup_policies:
+                # Subgroups are placed whole by allocate; a member left over is not alone.
+                policies = job.subgroup_policies
+                pending = [t for t in pending if subgroup_key(policies, t.labels) is None]
             if not pending or session.job_valid(job) is not None:
                 continue
             statement = Statement(session)

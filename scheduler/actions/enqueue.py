@@ -11,7 +11,13 @@ from __future__ import annotations
 from scheduler.actions.enqueue_arguments import EnqueueArguments
 from scheduler.api.gang_state import has_started
 from scheduler.api.job import JobInfo, PodGroupPhase
-from scheduler.api.reasons import CLUSTER_FULL, INQUEUE_TIMEOUT, QUEUE_NOT_OPEN
+from scheduler.api.reasons import (
+    BEHIND_QUEUE_HEAD,
+    CLUSTER_FULL,
+    INQUEUE_TIMEOUT,
+    QUEUE_NOT_OPEN,
+    behind_queue_head,
+)
 from scheduler.api.resources import Resource
 from scheduler.framework.action import Action
 from scheduler.framework.ordering import KeyHeap, OrderedHeap
@@ -68,6 +74,10 @@ class Enqueue(Action[EnqueueArguments]):
                 session.enqueued(job)
                 if not job.shadow:
                     session.record_admission(job)
+            elif queue.fifo:
+                # The head of a fifo queue holds back the PodGroups behind it.
+                while jobs:
+                    jobs.pop().wait(BEHIND_QUEUE_HEAD, behind_queue_head(queue.name, job.key))
             if jobs:
                 queues.push(queue)
 

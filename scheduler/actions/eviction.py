@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from scheduler.actions.predicate_cache import PredicateErrorCache
 from scheduler.actions.protection import VictimGuard
-from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place
+from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place, subgroup_spares
 from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import WAITING_FOR_EVICTIONS
@@ -34,7 +35,7 @@ from scheduler.api.topology import (
     leftover,
     placed_nodes,
 )
-from scheduler.framework.arguments import Arguments, Duration, Seconds
+from scheduler.framework.arguments import Arguments, Count, Duration, Seconds
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
@@ -51,8 +52,9 @@ class Backoff(Arguments):
     backoff_max: Seconds = Field(DEFAULT_BACKOFF_MAX, alias="backoff-max")
 
 
-class EvictionArguments(Arguments):
-    """What preempt, reclaim, gangpreempt and gangreclaim read of their arguments."""
+class EvictionArguments(PredicateErrorCache):
+    """What preempt, reclaim, gangpreempt and gangreclaim read of their arguments (each
+    accepts Volcano's predicateErrorCacheEnable, which changes nothing)."""
 
     @property
     def whole_gangs(self) -> bool:
@@ -76,10 +78,20 @@ class PreemptArguments(EvictionArguments):
     `evictWholeGangs` lets a running gang that has no member to spare be evicted whole
     (every pod of it) to place a gang; off by default, as in Volcano, which never evicts
     a gang below its minMember. `preemptMinRuntime` (a Go duration or seconds) spares
-    pods that started less than that ago, as KAI's argument of that name does."""
+    pods that started less than that ago, as KAI's argument of that name does.
+    Volcano's topology-aware preemption settings are accepted and change nothing: muster's
+    preemption examines every admissible node, in the session, and checks the preemptor's
+    pod affinity, spread and volumes on a node once its victims are gone."""
 
     evict_whole_gangs: bool = Field(False, alias="evictWholeGangs", strict=True)
     preempt_min_runtime: Duration = Field(0.0, alias="preemptMinRuntime")
+    topology_aware: bool | None = Field(None, alias="enableTopologyAwarePreemption")
+    topology_aware_workers: Count | None = Field(None, alias="topologyAwarePreemptWorkerNum", ge=1)
+    min_candidate_percentage: Count | None = Field(
+        None, alias="minCandidateNodesPercentage", ge=0, le=100
+    )
+    min_candidate_nodes: Count | None = Field(None, alias="minCandidateNodesAbsolute", ge=0)
+    max_candidate_nodes: Count | None = Field(None, alias="maxCandidateNodesAbsolute", ge=0)
 
     @property
     def whole_gangs(self) -> bool:
@@ -90,6 +102,22 @@ class PreemptArguments(EvictionArguments):
     def min_runtime(self) -> float:
         """preemptMinRuntime."""
         return self.preempt_min_runtime
+
+    def load_notes(self) -> list[str]:
+        """Each of Volcano's topology-aware preemption settings changes nothing."""
+        notes = super().load_notes()
+        why = {
+            "enableTopologyAwarePreemption": "muster's preemption always checks the "
+            "preemptor's pod affinity, spread and volumes on a node once its victims are gone",
+            "topologyAwarePreemptWorkerNum": "muster's preemption runs within the session",
+            "minCandidateNodesPercentage": "muster's preemption examines every admissible node",
+            "minCandidateNodesAbsolute": "muster's preemption examines every admissible node",
+            "maxCandidateNodesAbsolute": "muster's preemption examines every admissible node",
+        }
+        for name, info in type(self).model_fields.items():
+            if info.alias in why and getattr(self, name) is not None:
+                notes.append(f"{info.alias} changes nothing: {why[info.alias]}")
+        return notes
 
 
 class ReclaimArguments(EvictionArguments):
@@ -355,7 +383,8 @@ class GangEvictor:
                     guard.spare(why)
                 else:
                     here.append(victim)
-            allowed_here = self.allowed(task, here)
+            # A whole subgroup (spec.subGroupPolicy) keeps its subGroupSize members.
+            allowed_here = subgroup_spares(owner, self.allowed(task, here))
             # Never below zero: a gang already short of minMember has nothing to spare
             # (a negative slice would take pods from the end of the list).
             if self.whole_gangs:
@@ -533,11 +562,12 @@ def eviction_domains(view: SessionTopology, spec: NetworkTopology, job: JobInfo)
     limit = view.limit(spec) if spec.hard else view.topology.highest_tier
     placed = placed_nodes(job)
     if placed:
-        return view.topology.containing(placed, limit)
+        return view.topology.containing(placed, limit)[: view.evict_domains]
     need = gang_request(job.pending_tasks())
 
     def order(domain: Domain) -> tuple[int, float, float, str]:
         scarcest, total = leftover(view.idle(domain)[1], need)
         return (domain.tier, -scarcest, -total, domain.name)
 
-    return sorted(view.topology.domains(limit), key=order)
+    # At most hypernode.gradient.evict.max-hypernodes domains (network-topology-aware).
+    return sorted(view.topology.domains(limit), key=order)[: view.evict_domains]

@@ -1,5 +1,6 @@
 """Gang state: which gangs may be placed, what their members add up to, and which pods
-may be victims; each rule is defined here once.
+may be victims; each rule is defined here once (the subgroup rules of spec.subGroupPolicy
+in api/subgroups.py, which these questions ask).
 
 The gang plugin, the allocate, preempt and reclaim actions and framework/job_status.py
 ask these questions of a JobInfo; none of them counts members on its own.
@@ -10,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from scheduler.api.job import JobInfo, PodGroupPhase
-from scheduler.api.task import BOUND_STATUSES, READY_STATUSES, TaskStatus
+from scheduler.api.subgroups import SubGroupKey, policies_satisfied, split, whole_count
+from scheduler.api.task import BOUND_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
 
 # Phases of an admitted gang: allocate, preempt and reclaim place only these (enqueue
 # moves Pending to Inqueue).
@@ -64,20 +66,58 @@ def roles_satisfied(job: JobInfo, counts: dict[str, int]) -> bool:
     return all(counts.get(role, 0) >= need for role, need in job.min_task_member.items())
 
 
+def subgroups_satisfied(job: JobInfo, statuses: Collection[TaskStatus]) -> bool:
+    """Whether every subGroupPolicy has minSubGroups whole subgroups in `statuses`."""
+    return not job.subgroup_policies or policies_satisfied(
+        job.subgroup_policies, job.tasks.values(), statuses
+    )
+
+
 def gang_ready(job: JobInfo) -> bool:
     """Whether the job has its gang placed on room it holds now: minMember members ready,
-    and every role its minTaskMember."""
+    every role its minTaskMember, and every subGroupPolicy its minSubGroups."""
     if job.ready_count() < job.min_member:
         return False
-    return not job.min_task_member or roles_satisfied(job, ready_by_role(job))
+    if job.min_task_member and not roles_satisfied(job, ready_by_role(job)):
+        return False
+    return subgroups_satisfied(job, READY_STATUSES)
 
 
 def gang_placed(job: JobInfo) -> bool:
     """Whether the job has its gang placed counting promised room too: minMember members
-    ready or pipelined, and every role its minTaskMember (Volcano's CheckTaskPipelined)."""
+    ready or pipelined, every role its minTaskMember and every subGroupPolicy its
+    minSubGroups (Volcano's CheckTaskPipelined and CheckSubJobPipelined)."""
     if members_placed(job) < job.min_member:
         return False
-    return not job.min_task_member or roles_satisfied(job, placed_by_role(job))
+    if job.min_task_member and not roles_satisfied(job, placed_by_role(job)):
+        return False
+    return subgroups_satisfied(job, PLACED_STATUSES)
+
+
+def gang_shortfall(job: JobInfo) -> str:
+    """What of the gang is not placed, counting promised room too: each policy's
+    minSubGroups, minMember, each task's minTaskMember; "" when nothing is short."""
+    short = []
+    if job.subgroup_policies:
+        groups, _ = split(job.subgroup_policies, job.tasks.values())
+        for policy in job.subgroup_policies:
+            whole = whole_count(policy, groups, PLACED_STATUSES)
+            if whole < policy.min_subgroups:
+                short.append(
+                    f"{whole} of the {policy.min_subgroups} subgroups of {policy.size} pods "
+                    f"subGroupPolicy {policy.label} needs (minSubGroups) are placed whole"
+                )
+    placed = members_placed(job)
+    if placed < job.min_member:
+        short.append(f"{placed} of the {job.min_member} pods the gang needs (minMember) are placed")
+    counts = placed_by_role(job) if job.min_task_member else {}
+    for role, need in sorted(job.min_task_member.items()):
+        if counts.get(role, 0) < need:
+            short.append(
+                f"{counts.get(role, 0)} of the {need} pods task {role!r} needs "
+                f"(minTaskMember) are placed"
+            )
+    return "; ".join(short)
 
 
 def short_of_min_member(job: JobInfo) -> bool:
@@ -90,3 +130,29 @@ def started_short(job: JobInfo) -> bool:
     leader (or a bind that failed for good) left part-placed, to complete before any other."""
     ready = job.ready_count()
     return 0 < ready < job.min_member
+
+
+def subgroup_spares(job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    """Of `candidates` (members of the job), those that may be evicted without breaking a
+    whole subgroup below its subGroupSize: of each whole subgroup, at most the members it
+    has beyond its size (in the candidates' order); members of other subgroups and of the
+    default group stay candidates (minMember is the eviction units' own rule)."""
+    if not job.subgroup_policies:
+        return candidates
+    groups, _ = split(job.subgroup_policies, job.tasks.values())
+    extra: dict[SubGroupKey, int] = {}
+    group_of: dict[str, SubGroupKey] = {}
+    for group in groups:
+        if group.whole(READY_STATUSES):
+            extra[group.key] = group.placed(READY_STATUSES) - group.policy.size
+            for member in group.members:
+                group_of[member.uid] = group.key
+    spares = []
+    for task in candidates:
+        key = group_of.get(task.uid)
+        if key is not None:
+            if extra[key] <= 0:
+                continue
+            extra[key] -= 1
+        spares.append(task)
+    return spares

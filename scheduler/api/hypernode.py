@@ -58,8 +58,8 @@ class HyperNodeInfo:
 
 # Wire structs ----------------------------------------------------------------------------
 # The subset of topology.volcano.sh/v1alpha1 HyperNode JSON that muster reads, in the style
-# of api/wire.py (unknown fields skipped, camelCase names). status is not read: it is
-# Volcano's controller's count of nodes, not an input to placement.
+# of api/wire.py (unknown fields skipped, camelCase names). status.nodeCount is no input to
+# placement: it is read to write it only when it changed (job_status.hypernode_updates).
 
 
 class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
@@ -102,11 +102,18 @@ class HyperNodeSpec(_Wire):
     members: list[HyperNodeMember] = msgspec.field(default_factory=list)
 
 
+class HyperNodeStatus(_Wire):
+    """HyperNode status: the count of nodes Volcano's controller (or muster) wrote."""
+
+    node_count: int | None = None
+
+
 class HyperNode(_Wire):
     """A HyperNode (cluster-scoped)."""
 
     metadata: wire.ObjectMeta = msgspec.field(default_factory=wire.ObjectMeta)
     spec: HyperNodeSpec = msgspec.field(default_factory=HyperNodeSpec)
+    status: HyperNodeStatus = msgspec.field(default_factory=HyperNodeStatus)
 
 
 # Reading members -------------------------------------------------------------------------

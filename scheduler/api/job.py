@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
 
 from scheduler.api import wire
 from scheduler.api.annotations import NO_SETTINGS, GroupSettings, group_settings
 from scheduler.api.errors import InvalidObject
-from scheduler.api.names import DEFAULT_QUEUE
+from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, DEFAULT_QUEUE, INT32_MAX
+from scheduler.api.network_topology import NETWORK_TOPOLOGY_FIELD as NETWORK_TOPOLOGY_FIELD
+from scheduler.api.network_topology import NetworkTopology as NetworkTopology
 from scheduler.api.reasons import ADMITTED as ADMITTED  # re-exported: scheduler/inspect reads it
 from scheduler.api.reasons import INQUEUE_TIMEOUT
 from scheduler.api.resources import Resource, shortfall
+from scheduler.api.subgroups import SUB_GROUP_POLICY_FIELD, SubGroupPolicy, read_policies
 from scheduler.api.task import ALLOCATED_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
 from scheduler.api.timestamps import parse_rfc3339
 
@@ -30,84 +32,19 @@ class PodGroupPhase(enum.Enum):
 
 # Fields of a PodGroup spec muster accepts but does not honour yet, and what it does instead.
 PRIORITY_CLASS_FIELD = "spec.priorityClassName"
-NETWORK_TOPOLOGY_FIELD = "spec.networkTopology"
+SUBGROUP_TOPOLOGY_FIELD = f"{SUB_GROUP_POLICY_FIELD}[].networkTopology"
 NOT_HONOURED: dict[str, str] = {
     # Honoured by the network-topology-aware plugin, which takes it off the list when the
     # scheduler config enables it (plugins/networktopology.py).
     NETWORK_TOPOLOGY_FIELD: "the network-topology-aware plugin is not enabled in the "
     "scheduler config, so the gang's pods go on any nodes that fit, whatever their network "
     "topology; add network-topology-aware to a tier of the config to honour it",
-    "spec.subGroupPolicy": "the whole PodGroup is one gang (minMember and minTaskMember); "
-    "sub-groups are not gang-scheduled on their own",
+    SUBGROUP_TOPOLOGY_FIELD: "the network-topology-aware plugin is not enabled in the "
+    "scheduler config, so each subgroup is placed whole but on any nodes that fit; add "
+    "network-topology-aware to a tier of the config to honour it",
     PRIORITY_CLASS_FIELD: "it names no PriorityClass, so the PodGroup has the global default "
     "priority (0 without one); create the class or fix the name",
 }
-
-
-TopologyMode = Literal["hard", "soft"]
-_NETWORK_TOPOLOGY_KEYS = ("mode", "highestTierAllowed", "highestTierName")
-
-
-@dataclass(frozen=True, slots=True)
-class NetworkTopology:
-    """spec.networkTopology: keep the whole gang inside one domain of tier at most
-    `highest_tier` (or the tier named `highest_tier_name`); `hard` waits rather than
-    crossing, `soft` prefers the lowest tier that holds the gang and falls back.
-    Neither tier field: any tier (one domain of the highest tier there is)."""
-
-    mode: TopologyMode = "hard"
-    highest_tier: int | None = None
-    highest_tier_name: str = ""
-
-    @property
-    def hard(self) -> bool:
-        """Whether the gang waits rather than crossing its highest tier."""
-        return self.mode == "hard"
-
-    @classmethod
-    def read(cls, key: str, raw: Mapping[str, Any]) -> NetworkTopology:
-        """The spec of a PodGroup (`key` names it); InvalidObject naming the field when a
-        value cannot be used (Volcano's types: mode hard|soft, highestTierAllowed an
-        integer of 0 or more, highestTierName a string, not both tier fields)."""
-        field = NETWORK_TOPOLOGY_FIELD
-        if not isinstance(raw, Mapping):
-            raise InvalidObject("PodGroup", key, field, raw, "must be an object")
-        unknown = sorted(str(name) for name in raw if name not in _NETWORK_TOPOLOGY_KEYS)
-        if unknown:
-            raise InvalidObject(
-                "PodGroup",
-                key,
-                f"{field}.{unknown[0]}",
-                raw[unknown[0]],
-                f"is not a field of networkTopology (known: {', '.join(_NETWORK_TOPOLOGY_KEYS)})"
-                "; remove it",
-            )
-        mode = raw.get("mode") or "hard"
-        if mode not in ("hard", "soft"):
-            raise InvalidObject("PodGroup", key, f"{field}.mode", mode, 'must be "hard" or "soft"')
-        tier = raw.get("highestTierAllowed")
-        name = raw.get("highestTierName")
-        if tier is not None and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
-            raise InvalidObject(
-                "PodGroup",
-                key,
-                f"{field}.highestTierAllowed",
-                tier,
-                "must be an integer of 0 or more (a HyperNode tier)",
-            )
-        if name is not None and not isinstance(name, str):
-            raise InvalidObject(
-                "PodGroup", key, f"{field}.highestTierName", name, "must be a string"
-            )
-        if tier is not None and name:
-            raise InvalidObject(
-                "PodGroup",
-                key,
-                f"{field}.highestTierName",
-                name,
-                f"cannot be set with highestTierAllowed ({tier}); set one of the two",
-            )
-        return NetworkTopology("soft" if mode == "soft" else "hard", tier, name or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +66,6 @@ def _phase(value: str) -> PodGroupPhase:
         return PodGroupPhase.PENDING
 
 
-# The largest value of an int32 field (minMember, minTaskMember).
-INT32_MAX = 2**31 - 1
-
-
 # How a member in each status counts in its job's totals: whether its request is in
 # `allocated`, and what it adds to `ready` (towards minMember) and to `pipelined`. The one
 # place add_task, remove_task, set_task_status and clone read it from.
@@ -152,6 +85,7 @@ class JobInfo:
     __slots__ = (
         "admitted_since",
         "allocated",
+        "allocated_hypernode",
         "conditions",
         "creation_timestamp",
         "failed",
@@ -167,6 +101,7 @@ class JobInfo:
         "observed_phase",
         "phase",
         "pipelined",
+        "placed_hypernode",
         "priority",
         "priority_class_name",
         "queue",
@@ -175,6 +110,8 @@ class JobInfo:
         "settings",
         "shadow",
         "starving",
+        "subgroup_policies",
+        "subgroup_waits",
         "succeeded",
         "tasks",
         "tasks_by_status",
@@ -248,6 +185,14 @@ class JobInfo:
         self.settings: GroupSettings = NO_SETTINGS
         # Set during a session when the gang starves (framework/holds.py).
         self.starving: Starving | None = None
+        # spec.subGroupPolicy (api/subgroups.py); empty: the PodGroup is one gang.
+        self.subgroup_policies: tuple[SubGroupPolicy, ...] = ()
+        # Filled during a session: why each subgroup that stays unplaced waits, by its name.
+        self.subgroup_waits: dict[str, str] = {}
+        # The annotation volcano.sh/job-allocated-hypernode as the PodGroup carries it, and
+        # the HyperNode the session finds its placed members in (written when they differ).
+        self.allocated_hypernode = ""
+        self.placed_hypernode = ""
 
     @classmethod
     def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:
@@ -303,11 +248,17 @@ class JobInfo:
         if spec.network_topology is not None:
             job.network_topology = NetworkTopology.read(key, spec.network_topology)
         job.settings = group_settings(meta.labels, meta.annotations)
+        if spec.sub_group_policy is not None:
+            job.subgroup_policies = read_policies(key, spec.sub_group_policy)
+        job.allocated_hypernode = meta.annotations.get(ALLOCATED_HYPERNODE_ANNOTATION, "")
         job.unhonoured = tuple(
             field
             for field, present in (
                 (NETWORK_TOPOLOGY_FIELD, spec.network_topology is not None),
-                ("spec.subGroupPolicy", spec.sub_group_policy is not None),
+                (
+                    SUBGROUP_TOPOLOGY_FIELD,
+                    any(p.network_topology is not None for p in job.subgroup_policies),
+                ),
             )
             if present
         )
@@ -541,6 +492,8 @@ class JobInfo:
         twin.unhonoured = self.unhonoured
         twin.network_topology = self.network_topology
         twin.settings = self.settings
+        twin.subgroup_policies = self.subgroup_policies
+        twin.allocated_hypernode = self.allocated_hypernode
         return twin
 
     def wait(self, reason: str, message: str) -> None:

@@ -9,8 +9,14 @@ VERSION = "v1beta1"
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 # A pod's role inside its group (KubeRay: "head", "worker"; Volcano jobs: task names).
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
+# The HyperNode a PodGroup placed by network topology runs in (Volcano's name for it).
+ALLOCATED_HYPERNODE_ANNOTATION = "volcano.sh/job-allocated-hypernode"
 # A bare pod (or a namespace) names its queue here.
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+# The largest value of an int32 field of Volcano's API (minMember, minTaskMember,
+# subGroupSize, minSubGroups).
+INT32_MAX = 2**31 - 1
 
 DEFAULT_SCHEDULER_NAME = "muster"
 DEFAULT_QUEUE = "default"

@@ -8,13 +8,12 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.resources import Resource, limit_from_list
 
-# Volcano's dequeue strategy muster always follows: a PodGroup that cannot be admitted
-# does not hold back the ones behind it.
+# spec.dequeueStrategy: under `traverse` (the default) a PodGroup that cannot be admitted
+# or placed does not hold back the ones behind it; under `fifo` it does.
 TRAVERSE = "traverse"
+FIFO = "fifo"
 # Queue spec fields muster accepts but does not honour, and what it does instead.
 QUEUE_NOT_HONOURED: dict[str, str] = {
-    "spec.dequeueStrategy": "muster always dequeues as 'traverse': when a PodGroup of the "
-    "queue cannot be admitted, the ones behind it are still tried ('fifo' is not honoured)",
     "spec.affinity": "the queue's pods are not steered to node groups "
     "(volcano.sh/nodegroup-name); they go on any node that fits; use node affinity on "
     "the pods instead",
@@ -38,6 +37,7 @@ class QueueInfo:
 
     __slots__ = (
         "capability",
+        "dequeue_strategy",
         "deserved",
         "guarantee",
         "name",
@@ -64,6 +64,7 @@ class QueueInfo:
         parent: str = "",
         priority: int = 0,
         state: QueueState = QueueState.OPEN,
+        dequeue_strategy: str = TRAVERSE,
     ) -> None:
         self.name = name
         self.uid = uid
@@ -75,6 +76,7 @@ class QueueInfo:
         self.parent = parent
         self.priority = priority
         self.state = state
+        self.dequeue_strategy = dequeue_strategy
         # The resource names status.allocated holds on the server: the status writer
         # clears the ones that are no longer allocated (a merge patch only adds keys).
         self.observed_allocated: frozenset[str] = frozenset()
@@ -110,6 +112,11 @@ class QueueInfo:
             if spec.deserved
             else None
         )
+        strategy = spec.dequeue_strategy or TRAVERSE
+        if strategy not in (TRAVERSE, FIFO):
+            raise InvalidObject(
+                "Queue", name, "spec.dequeueStrategy", strategy, 'must be "fifo" or "traverse"'
+            )
         try:
             state = QueueState(queue.status.state) if queue.status.state else QueueState.OPEN
         except ValueError:
@@ -125,12 +132,12 @@ class QueueInfo:
             parent=spec.parent,
             priority=spec.priority,
             state=state,
+            dequeue_strategy=strategy,
         )
         info.observed_allocated = frozenset(queue.status.allocated)
         info.unhonoured = tuple(
             field
             for field, present in (
-                ("spec.dequeueStrategy", spec.dequeue_strategy not in ("", TRAVERSE)),
                 ("spec.affinity", bool(spec.affinity)),
                 ("spec.extendClusters", bool(spec.extend_clusters)),
                 ("spec.type", bool(spec.queue_type)),
@@ -138,6 +145,12 @@ class QueueInfo:
             if present
         )
         return info
+
+    @property
+    def fifo(self) -> bool:
+        """Whether a PodGroup that cannot be admitted or placed holds back the ones behind
+        it (spec.dequeueStrategy fifo)."""
+        return self.dequeue_strategy == FIFO
 
     @property
     def is_open(self) -> bool:

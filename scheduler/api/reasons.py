@@ -47,6 +47,8 @@ QUEUE_PARENT_INVALID = "QueueParentInvalid"
 WAITING_FOR_EVICTIONS = "WaitingForEvictions"
 # The Eviction API refused the evictions made for the gang (a PodDisruptionBudget).
 EVICTION_REFUSED = "EvictionRefused"
+# A PodGroup of a queue with spec.dequeueStrategy fifo, behind one that cannot go yet.
+BEHIND_QUEUE_HEAD = "BehindQueueHead"
 # A gang with spec.networkTopology: no admissible domain has room for all of it (hard
 # mode, or a later member whose gang's domain is full); or the spec names no tier there is.
 NO_TOPOLOGY_DOMAIN_FITS = "NoTopologyDomainFits"
@@ -103,3 +105,12 @@ def queue_share_held(queue: str) -> str:
 def queue_share_would_exceed(queue: str) -> str:
     """Why allocate stops placing a gang whose next pod would take its queue over its share."""
     return f"queue {queue!r} would exceed its deserved share of the cluster; {_WAITS_FOR_QUEUE}"
+
+
+def behind_queue_head(queue: str, head: str) -> str:
+    """Why a PodGroup of a fifo queue waits behind the one ahead of it."""
+    return (
+        f"queue {queue!r} dequeues in order (spec.dequeueStrategy fifo) and PodGroup {head} "
+        f"ahead of it cannot go yet; it waits its turn (set dequeueStrategy: traverse to let "
+        f"it pass)"
+    )

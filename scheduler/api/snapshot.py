@@ -90,6 +90,8 @@ class ClusterSnapshot:
     # Per job key: why the Eviction API refused evictions made for it lately (a budget
     # that allowed none when they were sent), said on its condition until it is placed.
     eviction_refusals: Mapping[str, str] = field(default_factory=_empty)
+    # Each HyperNode's status.nodeCount as the API server holds it (None: not written).
+    hypernode_counts: Mapping[str, int | None] = field(default_factory=_empty)
     # The tasks with pod-to-pod terms (topology_tasks), found by the clone's own pass.
     _topology_tasks: list[TaskInfo] | None = None
     _topology_specs: list[PodTopologySpec] | None = None
@@ -204,6 +206,7 @@ class ClusterSnapshot:
             hypernodes=self.hypernodes,
             budgets=self.budgets,
             eviction_refusals=self.eviction_refusals,
+            hypernode_counts=self.hypernode_counts,
             _topology_tasks=on_nodes_and_in_jobs,
         )
 

@@ -304,6 +304,12 @@ def placement_spec(
     )
 
 
+def task_name(meta: wire.ObjectMeta) -> str:
+    """The pod's task (its role for minTaskMember): the annotation volcano.sh/task-spec,
+    else the label of the same key, as Volcano reads it."""
+    return meta.annotations.get(TASK_SPEC_ANNOTATION) or meta.labels.get(TASK_SPEC_ANNOTATION, "")
+
+
 def _shared_labels(labels: dict[str, str]) -> Mapping[str, str]:
     """An equal label set seen before (the members of a gang), else this one. Labels are
     only read once cached (affinity and spread selectors), so pods may share one dict."""
@@ -695,7 +701,7 @@ class TaskInfo:
             name=meta.name,
             request=pod_request(spec, name=f"{meta.namespace}/{meta.name}"),
             job=intern(f"{meta.namespace}/{group}") if group else "",
-            role=intern(meta.annotations.get(TASK_SPEC_ANNOTATION, "")),
+            role=intern(task_name(meta)),
             scheduler_name=intern(spec.scheduler_name),
             priority=spec.priority or 0,
             preemption_policy=spec.preemption_policy or "PreemptLowerPriority",

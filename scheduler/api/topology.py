@@ -170,6 +170,40 @@ def resolve_cached(
     return topology
 
 
+def member_counts(
+    hypernodes: Mapping[str, HyperNodeInfo], nodes: Mapping[str, NodeInfo]
+) -> dict[str, int]:
+    """Each HyperNode's status.nodeCount, counted as Volcano's HyperNode controller counts
+    it: the distinct names its members choose, a name by exactMatch counting whether or
+    not such a node exists (so a member HyperNode counts as one), regexMatch and
+    labelMatch counting the nodes they match. Cached as resolve_cached is."""
+    key = tuple((name, id(node.labels)) for name, node in nodes.items())
+    known = _COUNTS_CACHE[0] if _COUNTS_CACHE else None
+    if known is not None and known[0] is hypernodes and known[1] == key:
+        return known[2]
+    counts: dict[str, int] = {}
+    for name, info in hypernodes.items():
+        chosen: set[str] = set()
+        for member in info.members:
+            if member.exact_name is not None:
+                chosen.add(member.exact_name)
+            else:
+                chosen.update(_matching_nodes(name, member, nodes, _compiled_or_none))
+        counts[name] = len(chosen)
+    _COUNTS_CACHE[:] = [(hypernodes, key, counts)]
+    return counts
+
+
+_COUNTS_CACHE: list[tuple[object, tuple[tuple[str, int], ...], dict[str, int]]] = []
+
+
+def _compiled_or_none(_owner: str, text: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(text)
+    except re.error:
+        return None  # resolve() reports it; it matches nothing here either
+
+
 def _from_labels(nodes: Mapping[str, NodeInfo], label_tiers: Sequence[LabelTier]) -> Topology:
     tiers: dict[int, tuple[Domain, ...]] = {}
     names: dict[str, int] = {}
@@ -403,8 +437,62 @@ def _cycles(children: Mapping[str, list[str]]) -> list[list[str]]:
 # Room in domains ----------------------------------------------------------------
 
 # A domain's place in the candidate order: tier, whether it holds the gang only once
-# releasing pods go, how much room it keeps (scarcest, sum), name.
-_Key = tuple[int, bool, tuple[float, float], str]
+# releasing pods go, how full the gang leaves it (negated: fullest first), name.
+_Key = tuple[int, bool, float, str]
+
+
+@dataclass(frozen=True, slots=True)
+class DomainWeights:
+    """How much each resource counts when domains are compared by how full a placement
+    leaves them (the network-topology-aware plugin's hypernode.binpack.* arguments):
+    Volcano's HyperNode binpacking score."""
+
+    cpu: float = 1.0
+    memory: float = 1.0
+    # Extended resources by name (hypernode.binpack.resources); others do not count.
+    scalars: Mapping[str, float] = field(default_factory=dict)
+
+    def fill(self, allocatable: Resource, used: Resource, need: Resource) -> float | None:
+        """The weighted mean, over the resources `need` asks for that have a weight, of
+        (used + need) / allocatable: 1.0 is full. None when `need` does not fit in one of
+        them; 0.0 when none of them has a weight. Field by field: the node score asks it
+        for every node it scores."""
+        total = 0.0
+        weights = 0.0
+        wanted = need.cpu
+        if wanted > 0:
+            after = used.cpu + wanted
+            if after > allocatable.cpu:
+                return None
+            total += self.cpu * after / allocatable.cpu
+            weights += self.cpu
+        wanted = need.memory
+        if wanted > 0:
+            after = used.memory + wanted
+            if after > allocatable.memory:
+                return None
+            total += self.memory * after / allocatable.memory
+            weights += self.memory
+        if need.scalars and self.scalars:
+            for name, wanted in need.scalars.items():
+                weight = self.scalars.get(name)
+                if weight is None or wanted <= 0:
+                    continue
+                capacity = allocatable.scalars.get(name, 0)
+                after = used.scalars.get(name, 0) + wanted
+                if after > capacity:
+                    return None
+                total += weight * after / capacity
+                weights += weight
+        return total / weights if weights > 0 else 0.0
+
+    def weight_of(self, name: str) -> float | None:
+        """The weight of a resource, None when it does not count."""
+        if name == "cpu":
+            return self.cpu
+        if name == "memory":
+            return self.memory
+        return self.scalars.get(name)
 
 
 class SessionTopology:
@@ -414,12 +502,22 @@ class SessionTopology:
     change, not per question)."""
 
     def __init__(
-        self, topology: Topology, nodes: Mapping[str, NodeInfo], *, prefer: bool = True
+        self,
+        topology: Topology,
+        nodes: Mapping[str, NodeInfo],
+        *,
+        prefer: bool = True,
+        weights: DomainWeights | None = None,
+        evict_domains: int = 8,
     ) -> None:
         self.topology = topology
         self.nodes = nodes
         # Whether soft gangs are placed domain by domain (the plugin's weight is not 0).
         self.prefer = prefer
+        self.weights = weights if weights is not None else DomainWeights()
+        # How many domains preempt and reclaim try for one gang's evictions.
+        self.evict_domains = evict_domains
+        self._allocatable: dict[str, Resource] = {}
         self._lists: dict[str, list[NodeInfo]] = {}
         self._of_node: dict[str, list[Domain]] = {}
         for domains in topology.tiers.values():
@@ -455,9 +553,7 @@ class SessionTopology:
             self._idle.pop(domain.name, None)
             self._keys.pop(domain.name, None)
 
-    def candidate_key(
-        self, domain: Domain, need: Resource, needed: list[tuple[str, int]]
-    ) -> _Key | None:
+    def candidate_key(self, domain: Domain, need: Resource) -> _Key | None:
         """Where the domain goes in the candidate order for `need`, None when its room
         cannot hold it; remembered until the domain's room changes (gangs alike ask alike)."""
         known = self._keys.get(domain.name)
@@ -466,11 +562,28 @@ class SessionTopology:
         now, future = self.idle(domain)
         key: _Key | None = None
         if need.fits_in(now):
-            key = (domain.tier, False, _leftover(now, need, needed), domain.name)
+            key = (domain.tier, False, -self._fill(domain, now, need), domain.name)
         elif need.fits_in(future):
-            key = (domain.tier, True, _leftover(future, need, needed), domain.name)
+            key = (domain.tier, True, -self._fill(domain, future, need), domain.name)
         self._keys[domain.name] = (need, key)
         return key
+
+    def allocatable(self, domain: Domain) -> Resource:
+        """The domain's allocatable room, summed over its nodes (read-only)."""
+        known = self._allocatable.get(domain.name)
+        if known is None:
+            known = Resource()
+            for node in self.node_list(domain):
+                known.add(node.allocatable)
+            self._allocatable[domain.name] = known
+        return known
+
+    def _fill(self, domain: Domain, idle: Resource, need: Resource) -> float:
+        """How full `need` leaves the domain whose free room is `idle` (0 when it would
+        not fit, which candidate_key has ruled out)."""
+        allocatable = self.allocatable(domain)
+        fill = self.weights.fill(allocatable, allocatable - idle, need)
+        return fill if fill is not None else 0.0
 
     def idle(self, domain: Domain) -> tuple[Resource, Resource]:
         """The domain's idle room now, and what it has once releasing pods go (less what
@@ -500,6 +613,16 @@ def placed_nodes(job: JobInfo) -> set[str]:
     }
 
 
+def allocated_domain(topology: Topology, job: JobInfo) -> str:
+    """The lowest-tier domain holding every node the job's members hold room on (Volcano's
+    job-allocated HyperNode); "" when none is placed or no domain holds them all."""
+    placed = placed_nodes(job)
+    if not placed:
+        return ""
+    holding = topology.containing(placed, topology.highest_tier)
+    return holding[0].name if holding else ""
+
+
 def gang_request(tasks: Iterable[TaskInfo]) -> Resource:
     """The sum of the tasks' requests."""
     total = Resource()
@@ -511,23 +634,16 @@ def gang_request(tasks: Iterable[TaskInfo]) -> Resource:
 def leftover(idle: Resource, need: Resource) -> tuple[float, float]:
     """How much room a domain keeps after the gang, in copies of the gang's request: the
     scarcest resource first, then their sum (smaller is a tighter fit)."""
-    return _leftover(idle, need, _needed(need))
-
-
-def _needed(need: Resource) -> list[tuple[str, int]]:
-    return [(name, need.get(name)) for name in sorted(need.names())]
-
-
-def _leftover(idle: Resource, need: Resource, needed: list[tuple[str, int]]) -> tuple[float, float]:
-    if not needed:
+    names = sorted(need.names())
+    if not names:
         return (0.0, 0.0)
     scarcest = float("inf")
     total = 0.0
-    for name, wanted in needed:
+    for name in names:
+        wanted = need.get(name)
         ratio = (idle.get(name) - wanted) / wanted
         total += ratio
-        if ratio < scarcest:
-            scarcest = ratio
+        scarcest = min(scarcest, ratio)
     return (scarcest, total)
 
 
@@ -535,12 +651,12 @@ def ordered_candidates(
     domains: Iterable[Domain], room: SessionTopology, need: Resource
 ) -> list[Domain]:
     """The domains whose free room (now or once releasing pods go) can hold `need`,
-    lowest tier first, then those that hold it on idle room, then the tightest fit, then
-    by name; the others are skipped without trying (their sum already refuses)."""
-    needed = _needed(need)
+    lowest tier first, then those that hold it on idle room, then the fullest `need`
+    leaves them (HyperNode binpacking, weighted as the plugin's arguments say), then by
+    name; the others are skipped without trying (their sum already refuses)."""
     keyed: list[tuple[_Key, Domain]] = []
     for domain in domains:
-        key = room.candidate_key(domain, need, needed)
+        key = room.candidate_key(domain, need)
         if key is not None:
             keyed.append((key, domain))
     keyed.sort(key=lambda entry: entry[0])

@@ -372,8 +372,8 @@ class PodGroupSpec(_Wire):
     queue: str = ""
     priority_class_name: str = ""
     min_resources: ResourceList | None = None
-    # Decoded only to say they are not honoured yet (KubeRay writes networkTopology from
-    # its volcano.sh/network-topology-* labels); their contents are not read.
+    # Kept as written and read with the PodGroup's key, so that a bad value is refused
+    # naming the field (api/network_topology.py, api/subgroups.py).
     network_topology: dict[str, Any] | None = None
     sub_group_policy: list[Any] | None = None
 

@@ -83,6 +83,8 @@ class World:
         self._budgets_view: Mapping[str, tuple[DisruptionBudget, ...]] | None = None
         # Per preemptor (job key): why the Eviction API last refused its evictions.
         self._refusals: dict[str, str] = {}
+        # Each HyperNode's status.nodeCount as last seen (what a session compares against).
+        self._hypernode_counts: dict[str, int | None] = {}
 
     # Snapshots ---------------------------------------------------------------
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
@@ -94,6 +96,7 @@ class World:
         copy.hypernodes = self.hypernodes()
         copy.budgets = self.budgets()
         copy.eviction_refusals = MappingProxyType(dict(self._refusals))
+        copy.hypernode_counts = dict(self._hypernode_counts)
         return copy
 
     def storage(self) -> StorageView:
@@ -497,6 +500,7 @@ class World:
         """A HyperNode was added or changed; one muster cannot use is reported, not used."""
         name = hypernode.metadata.name
         key = ("HyperNode", name)
+        self._hypernode_counts[name] = hypernode.status.node_count
         try:
             info = HyperNodeInfo.from_wire(hypernode)
         except InvalidObject as error:
@@ -507,7 +511,8 @@ class World:
             return
         was_invalid = self._invalid.pop(key, None) is not None
         if self._hypernodes.get(name) == info:
-            # Mostly Volcano's controller writing status.nodeCount: no decision changes.
+            # Mostly status.nodeCount written (by muster or Volcano's controller): no
+            # decision changes.
             if was_invalid:
                 self.generation += 1
             return
@@ -516,6 +521,7 @@ class World:
 
     def delete_hypernode(self, name: str) -> None:
         """A HyperNode is gone."""
+        self._hypernode_counts.pop(name, None)
         if self._invalid.pop(("HyperNode", name), None) is not None:
             self.generation += 1
         self._forget_hypernode(name)

@@ -6,6 +6,8 @@ object, the field and the value, and says how to fix it. `operator` serves
 them through kopf's webhook server.
 
 Decisions:
+- networkTopology and subGroupPolicy: read as the scheduler reads them (api/), so
+  highestTierAllowed with highestTierName is refused, as Volcano's webhook does.
 - minTaskMember: every role named, every count 0 or more, and together no
   more than minMember when minMember is above 0 (a gang cannot need more
   pods per role than in all). minMember 0 is how KubeRay releases a finished
@@ -23,8 +25,10 @@ from typing import Any
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject, MusterError
 from scheduler.api.names import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION, ROOT_QUEUE
+from scheduler.api.network_topology import NetworkTopology
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
+from scheduler.api.subgroups import read_policies
 from scheduler.controller.objects import Obj
 from scheduler.controller.queues import STATE_ANNOTATION, PodGroupView, QueueView
 
@@ -73,6 +77,15 @@ def validate_podgroup(
     except InvalidObject as error:
         raise Refusal(f"{error}; write a quantity such as 500m, 2 or 4Gi") from None
     _validate_task_members(podgroup, spec.get("minTaskMember") or {}, min_member)
+    try:
+        # The scheduler's own readings: a spec the webhook admits is one it can use (and,
+        # as Volcano's webhook, highestTierAllowed with highestTierName is refused).
+        if spec.get("networkTopology") is not None:
+            NetworkTopology.read(_name(podgroup), spec["networkTopology"])
+        if spec.get("subGroupPolicy") is not None:
+            read_policies(_name(podgroup), spec["subGroupPolicy"])
+    except InvalidObject as error:
+        raise Refusal(str(error)) from None
     queue = str(spec.get("queue") or default_queue)
     old_queue = str(((old or {}).get("spec") or {}).get("queue") or default_queue)
     if old is not None and old_queue == queue:

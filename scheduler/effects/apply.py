@@ -23,6 +23,7 @@ from scheduler.framework.decisions import (
     Bind,
     Evict,
     FieldNotHonoured,
+    HyperNodeStatusUpdate,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -67,6 +68,8 @@ class StatusSink(Protocol):
     def invalid(self, reports: list[InvalidObjectReport]) -> None: ...
 
     def field_warnings(self, warnings: list[FieldNotHonoured]) -> None: ...
+
+    def hypernodes(self, updates: list[HyperNodeStatusUpdate]) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -178,6 +181,7 @@ class Effects:
         self.writer.queues(result.queues)
         self.writer.invalid(result.invalid)
         self.writer.field_warnings(result.field_warnings)
+        self.writer.hypernodes(result.hypernodes)
 
     def forget_gone(self, podgroups: Collection[str], pods: Collection[str]) -> None:
         """Let the writers drop what they keep about PodGroups ("ns/name") and pods (uids)

@@ -16,8 +16,9 @@ Before the binding, kube-scheduler's PreBind for the pod's unbound WaitForFirstC
 claims: a claim to provision gets `volume.kubernetes.io/selected-node`, a static volume
 chosen for a claim gets its claimRef (conditional on the resourceVersion the session saw,
 so two binds never take one volume). Then, as kube-scheduler, the bind waits until the
-PV controller and the provisioner have bound every such claim (up to
-VOLUME_BIND_TIMEOUT; in a task of its own, not holding a worker), keeping its room: a
+PV controller and the provisioner have bound every such claim (up to the bind's
+claims_timeout, predicates' volumebinding.bindTimeoutSeconds, 600 s unless configured; in
+a task of its own, not holding a worker), keeping its room: a
 provisioner that gives up (it takes the selected-node annotation off, asking for another
 node) or a claim deleted meanwhile fails the bind, and the pod returns to pending to be
 placed again, rather than be bound to a node its volume will never reach. A failed
@@ -47,9 +48,7 @@ BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 RETRY_SECONDS = 60.0
 RETRY_BASE = 0.5
 RETRY_MAX = 5.0
-# kube-scheduler's VolumeBinding bindTimeoutSeconds: how long a bind waits for its claims
-# to be bound; and how often it looks at the cache meanwhile (kube: every second).
-VOLUME_BIND_TIMEOUT = 600.0
+# How often a bind waiting for its claims looks at the cache (kube: every second).
 VOLUME_POLL = 0.5
 
 
@@ -220,7 +219,7 @@ class Binder:
             self._answered()
 
     async def _wait_for_claims(self, bind: Bind) -> None:
-        deadline = time.monotonic() + VOLUME_BIND_TIMEOUT
+        deadline = time.monotonic() + bind.claims_timeout
         problem: str | None = None
         # Claims seen in the cache with this bind's selected-node: our own PreBind patch
         # comes back through the watch, so its absence means "reset" only after that.
@@ -231,8 +230,9 @@ class Binder:
                 break
             if time.monotonic() >= deadline:
                 problem = (
-                    f"the claims were not bound within {VOLUME_BIND_TIMEOUT:g}s "
-                    "(no provisioner, or it is slow)"
+                    f"the claims were not bound within {bind.claims_timeout:g}s "
+                    "(no provisioner, or it is slow; predicates' "
+                    "volumebinding.bindTimeoutSeconds)"
                 )
                 break
             if not self.may_bind() or not self._holds_room(bind):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scheduler.api.hypernode import API_VERSION as HYPERNODE_API_VERSION
 from scheduler.api.names import GROUP, VERSION
 
 GROUP_PATH = f"/apis/{GROUP}/{VERSION}"
@@ -25,3 +26,8 @@ def queue(name: str) -> str:
 def events(namespace: str) -> str:
     """The core/v1 Events collection of a namespace."""
     return f"/api/v1/namespaces/{namespace}/events"
+
+
+def hypernode_status(name: str) -> str:
+    """A HyperNode's status subresource."""
+    return f"/apis/{HYPERNODE_API_VERSION}/hypernodes/{name}/status"

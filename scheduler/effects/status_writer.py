@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from scheduler.api.hypernode import API_VERSION as HYPERNODE_API_VERSION
-from scheduler.api.names import GROUP, VERSION
+from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, GROUP, VERSION
 from scheduler.api.reasons import FIELD_NOT_HONOURED
 from scheduler.effects import paths
 from scheduler.effects.lanes import KeyedLane
@@ -22,6 +22,7 @@ from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import (
     FieldNotHonoured,
     GroupCondition,
+    HyperNodeStatusUpdate,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -69,6 +70,8 @@ class StatusWriter:
         self._warned: set[tuple[str, str, str, str]] = set()
         # Pods already warned that a field of theirs is not honoured (by uid).
         self._field_warned: set[str] = set()
+        # HyperNodes' status.nodeCount as last queued.
+        self._hypernodes: dict[str, int] = {}
 
     def waiting(self) -> dict[str, int]:
         """Writes waiting for their turn, by lane ("podgroup": PodGroups and Queues)."""
@@ -90,6 +93,21 @@ class StatusWriter:
             urgent = previous is None or _verdict(previous) != _verdict(update)
             self._group_lane.put(key, partial(self._write_podgroup, update), urgent=urgent)
             self._podgroup_event(update, previous)
+
+    def hypernodes(self, updates: list[HyperNodeStatusUpdate]) -> None:
+        """Write HyperNodes' status.nodeCount that changed (once per value)."""
+        for update in updates:
+            if self._hypernodes.get(update.name) == update.node_count:
+                continue
+            self._hypernodes[update.name] = update.node_count
+            self._group_lane.put(
+                ("HyperNode", update.name), partial(self._write_hypernode, update), urgent=False
+            )
+
+    async def _write_hypernode(self, update: HyperNodeStatusUpdate) -> None:
+        body = {"status": {"nodeCount": update.node_count}}
+        if not await self._patch(paths.hypernode_status(update.name), body):
+            self._hypernodes.pop(update.name, None)
 
     def pods(self, messages: list[PodUnschedulable]) -> None:
         """Set PodScheduled=False on pods that stay pending, with a FailedScheduling event."""
@@ -194,9 +212,15 @@ class StatusWriter:
             "failed": update.failed,
             "conditions": [_condition(c, stamp) for c in update.conditions],
         }
-        # Volcano's PodGroup has no status subresource: status goes with the object.
+        # Volcano's PodGroup has no status subresource: status goes with the object, and
+        # with it the HyperNode a topology gang was placed in (Volcano's annotation).
+        body: dict[str, Any] = {"status": status}
+        if update.allocated_hypernode:
+            body["metadata"] = {
+                "annotations": {ALLOCATED_HYPERNODE_ANNOTATION: update.allocated_hypernode}
+            }
         path = paths.podgroup(update.namespace, update.name)
-        if not await self._patch(path, {"status": status}):
+        if not await self._patch(path, body):
             # Not written: let the next session try again.
             self._podgroups.pop((update.namespace, update.name), None)
 

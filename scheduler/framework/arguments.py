@@ -22,9 +22,19 @@ from scheduler.api.errors import ConfigError
 
 
 class Arguments(BaseModel):
-    """Base of every argument model: unknown keys are refused, values are immutable."""
+    """Base of every argument model: unknown keys are refused, values are immutable.
+
+    `removed` names arguments Volcano used to read (a key, or a prefix ending in ".")
+    with what to do instead: refused by name when the config loads. `load_notes` says
+    what an accepted argument changes nothing about, for the log when the config loads."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    removed: ClassVar[dict[str, str]] = {}
+
+    def load_notes(self) -> list[str]:
+        """What the config's values of these arguments change nothing about ([] when all
+        do something)."""
+        return []
 
 
 class NoArguments(Arguments):
@@ -71,6 +81,18 @@ def _names(value: Any) -> Any:
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return [item.strip() for item in value if item.strip()]
     raise ValueError('is not a list of names; use e.g. "nvidia.com/gpu, example.com/foo"')
+
+
+def gather_prefixed(values: Any, prefix: str, field: str) -> Any:
+    """Volcano names some arguments by a key's suffix (`binpack.resources.nvidia.com/gpu`):
+    the keys under `prefix` gathered into one mapping under `field`, the others kept."""
+    if not isinstance(values, dict):
+        return values
+    gathered = {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)}
+    rest = {k: v for k, v in values.items() if not k.startswith(prefix)}
+    if gathered:
+        rest[field] = gathered
+    return rest
 
 
 # A weight: a finite number of 0 or more (as a number or a numeric string).
@@ -135,6 +157,14 @@ def _declared_model(cls: type) -> type[Arguments] | None:
 def parse_arguments(kind: str, name: str, model: type[A], raw: Mapping[str, Any] | None) -> A:
     """The model from a YAML mapping; ConfigError naming kind, name, argument and value."""
     values = dict(raw or {})
+    gone = [
+        f"argument {key}={value!r} {why}"
+        for key, value in values.items()
+        for old, why in model.removed.items()
+        if key == old or (old.endswith(".") and key.startswith(old))
+    ]
+    if gone:
+        raise ConfigError(f"scheduler config: {kind} {name}: {'; '.join(gone)}")
     try:
         return model.model_validate(values)
     except ValidationError as error:

@@ -26,7 +26,7 @@ from scheduler.framework.arguments import Arguments, NoArguments, parse_argument
 # refused by name: loading it and ignoring the plugin would silently change the policy.
 VOLCANO_ONLY_PLUGINS: dict[str, str] = {
     "tdm": "remove it; muster has no time-division multiplexing of nodes",
-    "numaaware": "remove it; muster does not place pods by NUMA topology",
+    "numa-aware": "remove it; muster does not place pods by NUMA topology",
     "deviceshare": "remove it; muster schedules whole devices (extended resources) only",
     "task-topology": "remove it; use required node affinity on the pods instead",
     "nodegroup": "remove it; use the queue's pods' node affinity instead",
@@ -40,6 +40,47 @@ VOLCANO_ONLY_PLUGINS: dict[str, str] = {
 VOLCANO_ONLY_ACTIONS: dict[str, str] = {
     "reserve": "remove it; muster keeps a Running gang's minResources reserved itself",
     "shuffle": "remove it; muster does not move running pods",
+}
+
+# Volcano's per-plugin switches that turn on no extension point of muster's plugins:
+# accepted, and the log says so when the config loads.
+NO_OP_SWITCHES: dict[str, str] = {
+    "enableBestNode": "no muster plugin picks a best node of its own; the node picker takes "
+    "the best-scored node",
+    "enabledVictim": "no muster plugin picks victims of its own (Volcano's tdm and "
+    "rescheduling do, which muster does not have)",
+    "enableTargetJob": "no muster plugin picks a target job (Volcano's tdm does)",
+    "enableReservedNodes": "no muster plugin reserves nodes (Volcano's tdm does)",
+    "EnabledClusterOrder": "no muster plugin orders clusters",
+    "enabledClusterOrder": "no muster plugin orders clusters",
+}
+# Switches of what muster always does, on the plugins that answer them in Volcano:
+# accepted on, refused off there, saying what to do (elsewhere they change nothing).
+ALWAYS_ON_SWITCHES: dict[str, tuple[frozenset[str], str]] = {
+    "enabledSubJobReady": (
+        frozenset({"gang"}),
+        "muster always holds each subgroup of a PodGroup's spec.subGroupPolicy whole and "
+        "counts minSubGroups; remove the switch, or the PodGroups' subGroupPolicy",
+    ),
+    "enabledSubJobPipelined": (
+        frozenset({"gang"}),
+        "muster always holds each subgroup of a PodGroup's spec.subGroupPolicy whole and "
+        "counts minSubGroups; remove the switch, or the PodGroups' subGroupPolicy",
+    ),
+    "enabledSubJobOrder": (
+        frozenset({"gang", "priority"}),
+        "muster always places the subgroups still needed for minSubGroups first; remove the switch",
+    ),
+    "enabledHyperNodeGradient": (
+        frozenset({"network-topology-aware"}),
+        "muster always tries a topology gang's domains lowest tier first; remove the "
+        "switch, or use soft mode on the PodGroups",
+    ),
+    "enabledHyperNodeOrder": (
+        frozenset({"network-topology-aware"}),
+        "to try domains by tier and name only, set hypernode.binpack.cpu and "
+        "hypernode.binpack.memory to 0 instead",
+    ),
 }
 
 DEFAULT_CONFIG_YAML = """\
@@ -76,6 +117,8 @@ class PluginOption(BaseModel):
     enable_preemptive: bool | None = Field(None, alias="enablePreemptive")
     enable_queue_order: bool | None = Field(None, alias="enableQueueOrder")
     enable_cluster_order: bool | None = Field(None, alias="enabledClusterOrder")
+    # Volcano 1.15 spells this one with a capital E.
+    enabled_cluster_order: bool | None = Field(None, alias="EnabledClusterOrder")
     enable_predicate: bool | None = Field(None, alias="enablePredicate")
     enable_best_node: bool | None = Field(None, alias="enableBestNode")
     enable_node_order: bool | None = Field(None, alias="enableNodeOrder")
@@ -99,6 +142,16 @@ class PluginOption(BaseModel):
     def parsed_arguments(self) -> Arguments | None:
         """The arguments parsed into the plugin's model when the config was loaded."""
         return self._parsed
+
+    def switches_set(self) -> dict[str, bool]:
+        """The per-extension-point switches the config sets, by Volcano's spelling."""
+        return {
+            info.alias: value
+            for field_name, info in type(self).model_fields.items()
+            if info.alias is not None
+            and field_name != "arguments"
+            and (value := getattr(self, field_name)) is not None
+        }
 
     def enabled(self, flag: str) -> bool:
         """Whether the extension point behind a Volcano flag is on (unset means on)."""
@@ -136,8 +189,18 @@ class SchedulerConfig(BaseModel):
     actions: list[str]
     tiers: list[Tier]
     configurations: list[ActionConfiguration] = Field(default_factory=list)
+    # Volcano's metrics source (for its usage plugin): accepted, noted as changing nothing.
+    metrics: dict[str, Any] | None = None
     # Per action, its arguments parsed into the action's model by parse_config.
     _action_settings: dict[str, Arguments] = PrivateAttr(default_factory=dict)
+    # What the config sets that changes nothing in muster, for the log (parse_config).
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the config sets that muster accepts but that changes nothing, one line
+        each; the scheduler logs them when the config loads."""
+        return list(self._notes)
 
     @field_validator("actions", mode="before")
     @classmethod
@@ -201,16 +264,53 @@ def parse_config(
             if plugin.name in seen:
                 raise ConfigError(f"scheduler config: plugin {plugin.name!r} is listed twice")
             seen.add(plugin.name)
+            config._notes.extend(_switch_notes(f"tiers[{index}] plugin {plugin.name}", plugin))
             plugin._parsed = parse_arguments(
                 "plugin", plugin.name, _model_of(known_plugins, plugin.name), plugin.arguments
+            )
+            config._notes.extend(
+                f"plugin {plugin.name}: {note}" for note in plugin._parsed.load_notes()
             )
     _check_queue_policies(seen)
     _check_eviction_actions(config.actions)
     for action in {*config.actions, *(c.name for c in config.configurations)}:
-        config._action_settings[action] = parse_arguments(
+        settings = parse_arguments(
             "action", action, _model_of(known_actions, action), config.action_arguments(action)
         )
+        config._action_settings[action] = settings
+        config._notes.extend(f"action {action}: {note}" for note in settings.load_notes())
+    if config.metrics is not None:
+        config._notes.append(
+            "metrics: changes nothing: it tells Volcano's usage plugin where to read node "
+            "usage, and muster has no usage plugin"
+        )
     return config
+
+
+def _switch_notes(where: str, plugin: PluginOption) -> list[str]:
+    """Notes for the switches that change nothing; ConfigError for one turned off that
+    muster cannot turn off."""
+    notes = []
+    for switch, value in plugin.switches_set().items():
+        if switch in ALWAYS_ON_SWITCHES:
+            answered_by, what = ALWAYS_ON_SWITCHES[switch]
+            if plugin.name not in answered_by:
+                names = " and ".join(sorted(answered_by))
+                plugins = "plugins answer" if len(answered_by) > 1 else "plugin answers"
+                notes.append(f"{where}: {switch} changes nothing: only the {names} {plugins} it")
+            elif not value:
+                raise ConfigError(
+                    f"scheduler config: {where}: {switch}: false cannot be honoured: {what}"
+                )
+        if switch in NO_OP_SWITCHES:
+            notes.append(f"{where}: {switch} changes nothing: {NO_OP_SWITCHES[switch]}")
+        if switch == "enableHierarchy" and plugin.name != "capacity":
+            notes.append(
+                f"{where}: enableHierarchy changes nothing: only the capacity plugin reads "
+                f"it (proportion honours Queue spec.parent whatever it says; Volcano's "
+                f"hierarchical drf is not in muster)"
+            )
+    return notes
 
 
 # Plugins that each divide the cluster between queues: one config may enable only one.

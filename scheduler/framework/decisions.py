@@ -15,6 +15,9 @@ import msgspec
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.resources import Resource
 
+# kube-scheduler's VolumeBinding bindTimeoutSeconds: how long a bind waits for its claims.
+DEFAULT_CLAIMS_TIMEOUT = 600.0
+
 
 class ClaimBinding(msgspec.Struct, frozen=True, gc=False):
     """PreBind for one unbound WaitForFirstConsumer claim of a pod being bound: provision
@@ -39,6 +42,9 @@ class Bind(msgspec.Struct, frozen=True, gc=False):
     node: str
     job: str
     claims: tuple[ClaimBinding, ...] = ()
+    # How long the bind waits for its claims to be bound (predicates'
+    # volumebinding.bindTimeoutSeconds).
+    claims_timeout: float = DEFAULT_CLAIMS_TIMEOUT
 
 
 class Evict(msgspec.Struct, frozen=True, gc=False):
@@ -80,6 +86,15 @@ class PodGroupStatusUpdate(msgspec.Struct, frozen=True, gc=False):
     failed: int
     # events name the PodGroup by uid too: `kubectl describe podgroup` selects events by it
     uid: str = ""
+    # The annotation volcano.sh/job-allocated-hypernode to write with the status ("": none).
+    allocated_hypernode: str = ""
+
+
+class HyperNodeStatusUpdate(msgspec.Struct, frozen=True, gc=False):
+    """A HyperNode's status.nodeCount that differs from what the API server holds."""
+
+    name: str
+    node_count: int
 
 
 class PodUnschedulable(msgspec.Struct, frozen=True, gc=False):
@@ -160,6 +175,7 @@ class SessionResult:
     invalid: list[InvalidObjectReport] = field(default_factory=list)
     # Pods bound by this session whose spec uses fields muster placed them without.
     field_warnings: list[FieldNotHonoured] = field(default_factory=list)
+    hypernodes: list[HyperNodeStatusUpdate] = field(default_factory=list)
     # Jobs holding pipelined room at the end of the session (the cache keeps them
     # nominated for the next one), and per job tried: whether anything of it was placed.
     nominated: list[str] = field(default_factory=list)

@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduler.api import wire
-from scheduler.api.gang_state import STARTED_PHASES, gang_placed, has_started, runs_as_gang
+from scheduler.api.gang_state import (
+    PLACED_STATUSES,
+    STARTED_PHASES,
+    gang_placed,
+    has_started,
+    runs_as_gang,
+)
 from scheduler.api.job import NOT_HONOURED, JobInfo, PodGroupPhase
 from scheduler.api.queue import QUEUE_NOT_HONOURED
 from scheduler.api.reasons import (
@@ -30,11 +36,14 @@ from scheduler.api.reasons import SCHEDULED as SCHEDULED
 from scheduler.api.reasons import UNSCHEDULABLE as UNSCHEDULABLE
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.subgroups import summary
 from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import format_rfc3339
+from scheduler.api.topology import member_counts
 from scheduler.framework.decisions import (
     FieldNotHonoured,
     GroupCondition,
+    HyperNodeStatusUpdate,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -84,12 +93,18 @@ def _gang_conditions(
     job: JobInfo, phase: PodGroupPhase, previous: dict[str, wire.Condition]
 ) -> list[GroupCondition]:
     ready = job.ready_count()
+    subgroups = (
+        f"; {summary(job.subgroup_policies, job.tasks.values(), PLACED_STATUSES)}"
+        if job.subgroup_policies
+        else ""
+    )
     if phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED):
         scheduled = GroupCondition(
             SCHEDULED,
             "True",
             GANG_READY,
-            f"{ready}/{len(job.tasks)} tasks in gang placed, minMember {job.min_member}",
+            f"{ready}/{len(job.tasks)} tasks in gang placed, minMember {job.min_member}"
+            + subgroups,
         )
         unschedulable = (
             GroupCondition(UNSCHEDULABLE, "False", GANG_READY, "")
@@ -98,7 +113,7 @@ def _gang_conditions(
         )
         return [c for c in (scheduled, unschedulable) if c is not None]
     if job.wait_reason:
-        message = gang_unschedulable(len(job.tasks), ready, job.wait_message)
+        message = gang_unschedulable(len(job.tasks), ready, job.wait_message) + subgroups
         return [GroupCondition(UNSCHEDULABLE, "True", job.wait_reason, message)]
     # Nothing new was learnt this session: keep what the object says.
     return [_kept(c) for c in job.conditions if c.type not in _DECIDED_EACH_SESSION]
@@ -186,15 +201,28 @@ def podgroup_update(
     running = job.count(TaskStatus.RUNNING)
     succeeded = job.count(TaskStatus.SUCCEEDED)
     failed = job.count(TaskStatus.FAILED)
+    # The HyperNode its members were placed in (network-topology-aware), written once it
+    # differs from the annotation; never removed, as in Volcano.
+    hypernode = job.placed_hypernode
+    moved = bool(hypernode) and hypernode != job.allocated_hypernode
     unchanged = (
         phase is job.observed_phase
         and (running, succeeded, failed) == (job.running, job.succeeded, job.failed)
         and _same_conditions(job, conditions)
+        and not moved
     )
     if unchanged:
         return None
     return PodGroupStatusUpdate(
-        job.namespace, job.name, phase, conditions, running, succeeded, failed, job.uid
+        job.namespace,
+        job.name,
+        phase,
+        conditions,
+        running,
+        succeeded,
+        failed,
+        job.uid,
+        hypernode if moved else "",
     )
 
 
@@ -293,6 +321,7 @@ def close_result(
             )
         )
     result.field_warnings.extend(field_warnings(snapshot, result))
+    result.hypernodes.extend(hypernode_updates(snapshot))
     result.queues.extend(queue_updates(snapshot, phases, figures))
     result.invalid.extend(
         InvalidObjectReport(error.kind, error.name, str(error)) for error in snapshot.invalid
@@ -357,4 +386,18 @@ def queue_warnings(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:
         )
         for name, queue in snapshot.queues.items()
         for field in queue.unhonoured
+    ]
+
+
+def hypernode_updates(snapshot: ClusterSnapshot) -> list[HyperNodeStatusUpdate]:
+    """Each HyperNode whose status.nodeCount differs from its count (Volcano's
+    controller's rule, api/topology.member_counts): `kubectl get hypernodes` shows it
+    without Volcano's controller, and both write the same number."""
+    if not snapshot.hypernodes:
+        return []
+    counts = member_counts(snapshot.hypernodes, snapshot.nodes)
+    return [
+        HyperNodeStatusUpdate(name, count)
+        for name, count in sorted(counts.items())
+        if snapshot.hypernode_counts.get(name) != count
     ]

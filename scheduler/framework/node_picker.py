@@ -254,7 +254,8 @@ class NodePicker:
 
         Its heaps are its own and stay valid as this one's do: a node's version tells
         either what the other placed, and room only comes back by discarding a statement
-        through the picker that placed it, before any other picker picks again. Pod
+        through the picker that placed it, before any other picker picks again, or through
+        `release` on this one, which offers it to every domain picker. Pod
         terms that a placement elsewhere may turn to yes (required affinity, spread) are
         reopened each time the picker is handed out."""
         child = self._children.get(key)
@@ -356,6 +357,25 @@ class NodePicker:
         statement.discard()
         for name in touched:
             self.freed(self.session.nodes[name])
+        return undone
+
+    def release(self, statements: list[Statement]) -> int:
+        """Discard statements made through this picker or its domain pickers (`within`),
+        newest first, and offer the room they held back to every one of them: placements
+        of one gang made in several domains (its subgroups) that others picked around.
+
+        Returns how many placements were undone."""
+        touched: dict[str, None] = {}
+        undone = 0
+        for statement in reversed(statements):
+            touched.update(dict.fromkeys(statement.touched_nodes()))
+            undone += len(statement)
+            statement.discard()
+        for name in touched:
+            node = self.session.nodes[name]
+            self.freed(node)
+            for child in self._children.values():
+                child.freed(node)
         return undone
 
     def failure(self, task: TaskInfo) -> str:

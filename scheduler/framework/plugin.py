@@ -66,6 +66,12 @@ class Plugin(Configurable[A]):
         super().__init_subclass__(**kwargs)
         check_extension_points(cls)
 
+    def unused_points(self) -> frozenset[str]:
+        """The extension points the class implements that these arguments do not need
+        (the session never calls them): a score whose weight is 0, say. Asked once, when
+        the session is built."""
+        return frozenset()
+
     # Lifecycle
     def on_session_open(self, session: Session) -> None:
         """Read the snapshot and set up this session's state."""

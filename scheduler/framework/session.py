@@ -81,8 +81,9 @@ class Session:
                     parsed if parsed is not None else option.arguments
                 )
                 self.plugins.append(plugin)
+                unused = plugin.unused_points()
                 for point, flag in EXTENSION_POINTS.items():
-                    if implements(plugin, point) and option.enabled(flag):
+                    if implements(plugin, point) and option.enabled(flag) and point not in unused:
                         self._points[point][-1].append(getattr(plugin, point))
         # Flattened lists for the hot paths that ignore tiers.
         self._admits = [fn for tier in self._points["node_admits"] for fn in tier]

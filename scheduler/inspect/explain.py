@@ -16,10 +16,12 @@ import yaml
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
+from scheduler.api.gang_state import PLACED_STATUSES
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import GROUP_NAME_ANNOTATION
 from scheduler.api.resources import Resource, describe
 from scheduler.api.snapshot import shadow_key
+from scheduler.api.subgroups import split
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.cache.world import World
@@ -154,6 +156,43 @@ def room_lines(found: Room) -> list[str]:
     return lines
 
 
+def subgroup_entries(job: JobInfo) -> list[dict[str, Any]]:
+    """Each subgroup of the gang's subGroupPolicy: its policy, how many of its pods are
+    placed of its subGroupSize, whether it is placed or waits, and why it waits."""
+    groups, _ = split(job.subgroup_policies, job.tasks.values())
+    return [
+        {
+            "policy": group.policy.label,
+            "subgroup": group.name,
+            "placed": group.placed(PLACED_STATUSES),
+            "subGroupSize": group.policy.size,
+            "verdict": "placed" if group.whole(PLACED_STATUSES) else "waits",
+            "why": ""
+            if group.whole(PLACED_STATUSES)
+            else job.subgroup_waits.get(group.name, "not tried in this session"),
+        }
+        for group in groups
+    ]
+
+
+def subgroup_lines(job: JobInfo) -> list[str]:
+    """The Subgroups section: per policy its counts, then each subgroup and why it waits."""
+    entries = subgroup_entries(job)
+    lines = ["", "Subgroups:"]
+    for policy in job.subgroup_policies:
+        mine = [e for e in entries if e["policy"] == policy.label]
+        whole = sum(1 for e in mine if e["verdict"] == "placed")
+        lines.append(
+            f"  {policy.label}: {whole} of {len(mine)} subgroups of {policy.size} pods placed, "
+            f"minSubGroups {policy.min_subgroups}"
+        )
+        for entry in mine:
+            placed = f"{entry['placed']}/{entry['subGroupSize']} pods placed"
+            why = f": {entry['why']}" if entry["why"] else ""
+            lines.append(f"    {entry['subgroup']}: {entry['verdict']} ({placed}){why}")
+    return lines
+
+
 def explain_document(
     view: GroupView,
     queue: QueueView | None,
@@ -192,6 +231,9 @@ def explain_document(
         "holding": _holding_document(session.result, key),
         "verdict": verdict(view, session.result),
     }
+    job = session.snapshot.jobs.get(key)
+    if job is not None and job.subgroup_policies:
+        document["subgroups"] = subgroup_entries(job)
     if pod_lines is not None:
         document["pod"] = [line for line in pod_lines if line]
     return document
@@ -323,6 +365,9 @@ def explain_text(
             f"  evicts {eviction.namespace}/{eviction.name} on {eviction.node}: {eviction.reason}"
         )
     lines += holding_lines(session.result, key)
+    placed_job = session.snapshot.jobs.get(key)
+    if placed_job is not None and placed_job.subgroup_policies:
+        lines += subgroup_lines(placed_job)
     waits = verdict(view, session.result) == "waits"
     if waits:
         lines += ["", f"Ahead of it in queue {view.queue}:"]

@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
-from scheduler.framework.arguments import Arguments, Names, Weight
+from scheduler.framework.arguments import Arguments, Names, Weight, gather_prefixed
 from scheduler.framework.plugin import Plugin
 
 MAX_NODE_SCORE = 100.0
@@ -46,15 +46,7 @@ class BinpackArguments(Arguments):
     @model_validator(mode="before")
     @classmethod
     def _gather_resource_weights(cls, values: Any) -> Any:
-        # Volcano names per-resource weights by key suffix; gather them into one field.
-        if not isinstance(values, dict):
-            return values
-        prefix = f"{BINPACK_RESOURCES}."
-        weights = {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)}
-        rest = {k: v for k, v in values.items() if not k.startswith(prefix)}
-        if weights:
-            rest["binpack.resources.*"] = weights
-        return rest
+        return gather_prefixed(values, f"{BINPACK_RESOURCES}.", "binpack.resources.*")
 
     @model_validator(mode="after")
     def _weights_name_listed_resources(self) -> BinpackArguments:

@@ -1,4 +1,5 @@
-"""gang: a job runs only when minMember of its pods (and minTaskMember per role) can run."""
+"""gang: a job runs only when minMember of its pods (and minTaskMember per role, and
+minSubGroups whole subgroups per subGroupPolicy) can run."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from scheduler.api.gang_state import (
 )
 from scheduler.api.job import JobInfo
 from scheduler.api.reasons import FIELD_NOT_HONOURED, NOT_ENOUGH_TASKS
+from scheduler.api.subgroups import missing_subgroups
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.arguments import NoArguments
 from scheduler.framework.plugin import Plugin, SortKey, Vote, Waiting
@@ -40,16 +42,23 @@ class GangPlugin(Plugin[NoArguments]):
         if refused and live - len(refused) < job.min_member:
             first = min(refused, key=lambda t: t.name)
             return Waiting(FIELD_NOT_HONOURED, f"pod {first.key}: {first.refusal}")
-        if not job.min_task_member:
-            return None
-        per_role = job.role_counts(*_LIVE)
+        per_role = job.role_counts(*_LIVE) if job.min_task_member else {}
         for role, need in sorted(job.min_task_member.items()):
             if per_role.get(role, 0) < need:
                 return Waiting(
                     NOT_ENOUGH_TASKS,
-                    f"PodGroup {job.key} has {per_role.get(role, 0)} pods of role {role!r} "
+                    f"PodGroup {job.key} has {per_role.get(role, 0)} pods of task {role!r} "
                     f"but minTaskMember[{role}] is {need}",
                 )
+        too_few = missing_subgroups(job.subgroup_policies, job.tasks.values())
+        if too_few is not None:
+            policy, possible = too_few
+            return Waiting(
+                NOT_ENOUGH_TASKS,
+                f"PodGroup {job.key} has {possible} subgroups of {policy.size} pods for "
+                f"subGroupPolicy {policy.label} but minSubGroups is {policy.min_subgroups}; "
+                f"waiting for more pods",
+            )
         return None
 
     def job_ready(self, job: JobInfo) -> bool:

@@ -11,17 +11,18 @@ words from muster.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from scheduler.api.node import NodeInfo, Taint
 from scheduler.api.snapshot import NO_STORAGE, ClusterSnapshot
 from scheduler.api.task import TaskInfo
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
-from scheduler.plugins.interpodaffinity import PodAffinityPredicateArguments
 from scheduler.plugins.matching import first_untolerated, required_affinity_matches, tolerated
-from scheduler.plugins.podtopologyspread import PodTopology, SpreadPredicateArguments
-from scheduler.plugins.storagefilters import StorageFilters, VolumePredicateArguments
+from scheduler.plugins.podtopologyspread import PodTopology
+from scheduler.plugins.predicates_arguments import PredicatesArguments as PredicatesArguments
+from scheduler.plugins.storagefilters import StorageFilters
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
@@ -42,12 +43,6 @@ NOT_READY_TAINT = Taint("node.kubernetes.io/not-ready", "", "NoSchedule")
 _NODE_UNSCHEDULABLE = unresolvable(REASON_UNSCHEDULABLE)
 _AFFINITY_MISMATCH = unresolvable(REASON_AFFINITY)
 _PORTS_TAKEN = unschedulable(REASON_PORTS)
-
-
-class PredicatesArguments(
-    VolumePredicateArguments, PodAffinityPredicateArguments, SpreadPredicateArguments
-):
-    """predicates' arguments, in Volcano's spelling."""
 
 
 class PredicatesPlugin(Plugin[PredicatesArguments]):
@@ -86,18 +81,36 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
             self._storage.deallocate(task)
         self._pods.unplaced(task)
 
+    def __init__(self, arguments: PredicatesArguments | Mapping[str, Any] | None = None) -> None:
+        super().__init__(arguments)
+        args = self.arguments
+        # Volcano's switches, one per kube-scheduler filter: off turns the filter off.
+        self._taints = args.taint_toleration_enable
+        self._node_affinity = args.node_affinity_enable
+        self._ports = args.node_ports_enable
+
+    def unused_points(self) -> frozenset[str]:
+        """The VolumeBinding score needs a volumebinding.shape (as in kube-scheduler
+        without StorageCapacityScoring, there is none by default)."""
+        args = self.arguments
+        if args.volume_binding_shape and args.volume_binding_weight:
+            return frozenset()
+        return frozenset({"node_score"})
+
     def node_admits(self, task: TaskInfo, node: NodeInfo) -> Status:
         """Static filters: cordon, taints (and NotReady), nodeSelector and required affinity."""
         placement = task.placement
         tolerations = placement.tolerations
         if node.unschedulable and not tolerated(tolerations, UNSCHEDULABLE_TAINT):
             return _NODE_UNSCHEDULABLE
-        taint = first_untolerated(node.taints, tolerations)
+        # A node that is not Ready is never used, whatever predicate.TaintTolerationEnable
+        # says (Volcano leaves such nodes out of its sessions).
+        taint = first_untolerated(node.taints, tolerations) if self._taints else None
         if taint is None and not node.ready:
             taint = first_untolerated((NOT_READY_TAINT,), tolerations)
         if taint is not None:
             return unresolvable(REASON_TAINT.format(taint=taint))
-        if not required_affinity_matches(placement, node):
+        if self._node_affinity and not required_affinity_matches(placement, node):
             return _AFFINITY_MISMATCH
         if placement.claims:
             return self._storage.admits(task, node)
@@ -106,7 +119,7 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
     def node_fits(self, task: TaskInfo, node: NodeInfo) -> Status:
         """Dynamic filters: host ports, then pod count and resources (now or once released)."""
         ports = task.placement.host_ports
-        if ports and node.used_ports and _ports_conflict(task, node):
+        if ports and self._ports and node.used_ports and _ports_conflict(task, node):
             return _PORTS_TAKEN
         if node.pod_count < node.max_pods and task.request.fits_in(node.idle):
             verdict = self._storage.fits(task, node) if task.placement.claims else OK
@@ -118,6 +131,12 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
             # PodTopologySpread and InterPodAffinity, only in sessions that use them.
             return self._pods.filter(task, node)
         return verdict
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """VolumeBinding's score, for pods with claims (volumebinding.weight and .shape)."""
+        if not task.placement.claims:
+            return 0.0
+        return self._storage.score(task, node)
 
 
 def _ports_conflict(task: TaskInfo, node: NodeInfo) -> bool:

@@ -161,6 +161,27 @@ class VolumeBinding:
         plan = self._plan(claims, node, exclude=task.uid)
         return unresolvable(*plan.reasons) if plan.reasons else OK
 
+    def utilization(self, task: TaskInfo, node: NodeInfo) -> float | None:
+        """How full (0..100) the static volumes the pod's unbound claims would bind on the
+        node are: per StorageClass the claims' requests over the volumes' capacity, the
+        mean over the classes (kube's VolumeBinding score input); None when it binds none."""
+        claims = self._pod_claims(task)
+        if claims.failure is not None or not claims.to_bind:
+            return None
+        plan = self._plan(claims, node, exclude=task.uid)
+        per_class: dict[str, tuple[Fraction, Fraction]] = {}
+        for claim, volume in plan.volumes:
+            if not volume:
+                continue
+            requested = _storage(claim.spec.resources.requests) or Fraction(0)
+            capacity = _storage(self.storage.volumes[volume].spec.capacity) or Fraction(0)
+            asked, held = per_class.get(claim_class(claim), (Fraction(0), Fraction(0)))
+            per_class[claim_class(claim)] = (asked + requested, held + capacity)
+        if plan.reasons or not per_class:
+            return None
+        shares = [float(100 * asked / held) for asked, held in per_class.values() if held]
+        return sum(shares) / len(shares) if shares else None
+
     def allocate(self, task: TaskInfo) -> None:
         """A pod was placed in this session: it takes the volumes its node offers."""
         if task.status not in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):

@@ -44,6 +44,7 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
         # PodGroup has no status subresource: its status is patched on the object.
         ("scheduling.volcano.sh", "podgroups", "patch"),
         ("scheduling.volcano.sh", "queues/status", "patch"),
+        ("topology.volcano.sh", "hypernodes/status", "patch"),
     },
     "effects/evictor.py": {("", "pods/status", "patch"), ("", "pods/eviction", "create")},
     "effects/recorder.py": {("", "events", "create")},

@@ -10,7 +10,7 @@ from typing import Any
 from scheduler.api import wire
 from scheduler.api.annotations import UNPROTECTED, PodProtection
 from scheduler.api.budgets import DisruptionBudget
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo, NetworkTopology, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE
 from scheduler.api.node import NodeInfo, Taint
 from scheduler.api.queue import QueueInfo
@@ -183,6 +183,73 @@ def gang(
             raise ValueError(f"gang {name}: members {member_status.value} need nodes (on=...)")
         member.node_name = on[holding % len(on)]
         holding += 1
+    return job
+
+
+RAY_GROUP = "ray.io/group"
+REPLICA_NAME = "ray.io/worker-group-replica-name"
+
+
+def replica_gang(
+    name: str,
+    replicas: int,
+    hosts: int,
+    cpu: float = 1,
+    *,
+    min_replicas: int,
+    head: bool = True,
+    group: str = "workers",
+    topology: dict[str, Any] | None = None,
+    gang_topology: NetworkTopology | None = None,
+    phase: PodGroupPhase = PodGroupPhase.INQUEUE,
+    running: Sequence[int] = (),
+    on: Sequence[str] = (),
+) -> JobInfo:
+    """A RayCluster's PodGroup as KubeRay's subGroupPolicy change writes it: a head (in the
+    default group) and `replicas` multi-host replicas of `hosts` pods each, labelled
+    ray.io/group and ray.io/worker-group-replica-name, one policy for the worker group
+    (minSubGroups `min_replicas`, subGroupSize `hosts`, `topology` its networkTopology);
+    minMember head + min_replicas x hosts. Replicas listed in `running` run, their pods
+    cycled over the nodes `on`."""
+    policy: dict[str, Any] = {
+        "name": group,
+        "labelSelector": {"matchLabels": {RAY_GROUP: group}},
+        "subGroupSize": hosts,
+        "minSubGroups": min_replicas,
+        "matchLabelKeys": [REPLICA_NAME],
+    }
+    if topology is not None:
+        policy["networkTopology"] = topology
+    spec: dict[str, Any] = {
+        "minMember": int(head) + min_replicas * hosts,
+        "subGroupPolicy": [policy],
+    }
+    if gang_topology is not None:
+        spec["networkTopology"] = {
+            "mode": gang_topology.mode,
+            "highestTierAllowed": gang_topology.highest_tier,
+        }
+    podgroup = wire.from_dict(
+        {
+            "metadata": {"namespace": "default", "name": name, "uid": f"pg-{name}-{next(_uids)}"},
+            "spec": spec,
+            "status": {"phase": phase.value},
+        },
+        wire.PodGroup,
+    )
+    job = JobInfo.from_podgroup(podgroup)
+    if head:
+        job.add_task(task(f"{name}-head", cpu, job=job.key, labels={RAY_GROUP: "headgroup"}))
+    placed = 0
+    for replica in range(replicas):
+        labels = {RAY_GROUP: group, REPLICA_NAME: f"{group}-r{replica}"}
+        for host in range(hosts):
+            member = task(f"{name}-{group}-r{replica}-h{host}", cpu, job=job.key, labels=labels)
+            job.add_task(member)
+            if replica in running:
+                job.set_task_status(member, TaskStatus.RUNNING)
+                member.node_name = on[placed % len(on)]
+                placed += 1
     return job
 
 

@@ -31,7 +31,7 @@ def test_gang_missing_a_role_it_needs_waits_naming_the_role() -> None:
     assert result.binds == []
     (condition,) = result.podgroups[0].conditions
     assert condition.reason == "NotEnoughTasks"
-    assert "role 'head'" in condition.message and "minTaskMember[head] is 1" in condition.message
+    assert "task 'head'" in condition.message and "minTaskMember[head] is 1" in condition.message
 
 
 def test_preemptor_gang_with_a_role_that_cannot_be_placed_evicts_nothing() -> None:

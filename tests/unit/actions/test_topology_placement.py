@@ -16,10 +16,15 @@ RACK = "example.com/rack"
 ZONE = "topology.kubernetes.io/zone"
 
 
-def config(actions: str = "enqueue, allocate, backfill", *, plugin: bool = True) -> SchedulerConfig:
+def config(
+    actions: str = "enqueue, allocate, backfill", *, plugin: bool = True, normal_pods: bool = True
+) -> SchedulerConfig:
     tiers = f"[{{tier: 1, nodeLabel: {RACK}}}, {{tier: 2, nodeLabel: {ZONE}}}]"
+    packing = "" if normal_pods else ", hypernode.binpack.normal-pod.enable: false"
     topology = (
-        f"  - name: network-topology-aware\n    arguments: {{tiers: {tiers}}}\n" if plugin else ""
+        f"  - name: network-topology-aware\n    arguments: {{tiers: {tiers}{packing}}}\n"
+        if plugin
+        else ""
     )
     return load_config(
         f'actions: "{actions}"\n'
@@ -206,8 +211,8 @@ def test_preempt_chooses_victims_inside_one_rack() -> None:
     assert evicted_racks(plugin=False) == {"a", "b"}
 
 
-def test_gangs_without_network_topology_are_placed_as_before() -> None:
+def test_without_normal_pod_packing_gangs_without_network_topology_are_placed_as_before() -> None:
     nodes = [*rack("a", 4), *rack("b", 2)]
     plain = schedule(snapshot(nodes, [gang("g", 4)]), config(plugin=False))
-    with_plugin = schedule(snapshot(nodes, [gang("g", 4)]), config())
+    with_plugin = schedule(snapshot(nodes, [gang("g", 4)]), config(normal_pods=False))
     assert sorted(b.node for b in plain.binds) == sorted(b.node for b in with_plugin.binds)

@@ -514,6 +514,8 @@ def test_a_copied_job_carries_every_field_a_session_does_not_recompute() -> None
         "wait_reason",
         "wait_message",
         "starving",
+        "subgroup_waits",
+        "placed_hypernode",
     }
     sentinels = {}
     for name in _fields(JobInfo):

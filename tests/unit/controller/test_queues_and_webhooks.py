@@ -75,6 +75,26 @@ def test_reopening_is_immediate() -> None:
         ({"minMember": 1, "queue": "nowhere"}, "queue 'nowhere' does not exist"),
         ({"minMember": 1, "queue": "shut"}, "is Closed; open it (muster queue open shut)"),
         ({"minMember": 1, "queue": "leaving"}, "is Closing"),
+        (
+            {"minMember": 1, "networkTopology": {"highestTierAllowed": 1, "highestTierName": "r"}},
+            "spec.networkTopology.highestTierName='r': cannot be set with highestTierAllowed",
+        ),
+        (
+            {
+                "minMember": 1,
+                "subGroupPolicy": [
+                    {
+                        "name": "w",
+                        "networkTopology": {"highestTierAllowed": 1, "highestTierName": "r"},
+                    }
+                ],
+            },
+            "spec.subGroupPolicy[0].networkTopology.highestTierName='r': cannot be set",
+        ),
+        (
+            {"minMember": 1, "subGroupPolicy": [{"name": "w", "subGroupSize": 0}]},
+            "spec.subGroupPolicy[0].subGroupSize=0: must be 1 or more",
+        ),
     ],
 )
 def test_a_bad_podgroup_is_refused_with_what_to_fix(spec: dict[str, Any], expected: str) -> None:

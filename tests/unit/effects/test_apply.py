@@ -14,6 +14,7 @@ from scheduler.framework.decisions import (
     Bind,
     Evict,
     FieldNotHonoured,
+    HyperNodeStatusUpdate,
     InvalidObjectReport,
     PodGroupStatusUpdate,
     PodUnschedulable,
@@ -81,6 +82,9 @@ class FakeWriter:
 
     def field_warnings(self, warnings: list[FieldNotHonoured]) -> None:
         self.journal.add("writer", "field_warnings", [w.uid for w in warnings])
+
+    def hypernodes(self, updates: list[HyperNodeStatusUpdate]) -> None:
+        self.journal.add("writer", "hypernodes", [u.name for u in updates])
 
     async def drain(self) -> None:
         self.journal.add("writer", "drain")
@@ -160,6 +164,7 @@ def test_a_result_reaches_binder_writer_and_evictor_in_order() -> None:
         ("writer", "queues", ["default"]),
         ("writer", "invalid", ["ml/bad"]),
         ("writer", "field_warnings", ["b1"]),
+        ("writer", "hypernodes", []),
         # the eviction itself runs in the background, after apply returned
         ("evictor", "evict", "v1"),
     ]
@@ -188,6 +193,7 @@ def test_an_empty_result_still_tells_the_writer_every_list() -> None:
         ("writer", "queues", []),
         ("writer", "invalid", []),
         ("writer", "field_warnings", []),
+        ("writer", "hypernodes", []),
     ]
 
 

@@ -316,10 +316,10 @@ def test_a_provisioner_giving_the_claim_up_fails_the_bind_and_the_pod_is_pending
 
 
 @pytest.mark.usefixtures("quick_volumes")
-def test_claims_never_bound_fail_the_bind_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(binder_module, "VOLUME_BIND_TIMEOUT", 0.05)
+def test_claims_never_bound_fail_the_bind_at_its_timeout() -> None:
     client = FakeClient(storage="nothing")
-    world, recorder = run(client, Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,)))
+    bind = Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,), claims_timeout=0.05)
+    world, recorder = run(client, bind)
     assert [call[0] for call in client.calls] == ["PATCH"]
     assert world.tasks["uid-p"].status is TaskStatus.PENDING
     ((_, message),) = recorder.events
@@ -358,10 +358,7 @@ def test_a_bind_waiting_for_its_claims_holds_no_worker() -> None:
 
 
 @pytest.mark.usefixtures("quick_volumes")
-def test_a_pod_deleted_while_its_claims_wait_ends_the_wait_without_an_event(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(binder_module, "VOLUME_BIND_TIMEOUT", 60.0)
+def test_a_pod_deleted_while_its_claims_wait_ends_the_wait_without_an_event() -> None:
     client = FakeClient(storage="nothing")
     world = pending_world()
     client.world = world
@@ -370,7 +367,7 @@ def test_a_pod_deleted_while_its_claims_wait_ends_the_wait_without_an_event(
 
     async def main() -> None:
         binder = Binder(client, world, recorder, Metrics(), concurrency=1)  # type: ignore[arg-type]
-        binder.dispatch([Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,))])
+        binder.dispatch([Bind("ns", "p", "uid-p", "n1", "ns/g", (PROVISION,), claims_timeout=60)])
         await asyncio.wait_for(binder.drain(), timeout=5)
         await binder.close()
 

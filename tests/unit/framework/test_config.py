@@ -211,3 +211,43 @@ def test_arguments_are_parsed_once_when_the_config_loads() -> None:
     parsed = config.tiers[0].plugins[0].parsed_arguments
     assert isinstance(parsed, NodeOrderArguments)
     assert parsed.least_requested_weight == 3.0
+
+
+@pytest.mark.parametrize(
+    ("plugin", "switch"),
+    [
+        ("gang", "enabledSubJobReady"),
+        ("gang", "enabledSubJobPipelined"),
+        ("priority", "enabledSubJobOrder"),
+        ("network-topology-aware", "enabledHyperNodeGradient"),
+        ("network-topology-aware", "enabledHyperNodeOrder"),
+    ],
+)
+def test_a_switch_of_what_muster_always_does_is_refused_off_and_loads_on(
+    plugin: str, switch: str
+) -> None:
+    text = f"actions: allocate\ntiers:\n- plugins:\n  - name: {plugin}\n    {switch}: %s\n"
+    with pytest.raises(ConfigError) as caught:
+        load_config(text % "false")
+    assert f"{switch}: false cannot be honoured" in str(caught.value)
+    assert load_config(text % "true").notes == []
+
+
+def test_switches_that_change_nothing_load_and_are_said_in_the_notes() -> None:
+    config = load_config(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: drf\n    enableBestNode: true\n"
+        "    EnabledClusterOrder: true\n    enabledSubJobReady: false\n    enableHierarchy: true\n"
+        "metrics:\n  type: prometheus\n  address: http://prometheus:9090\n"
+    )
+    notes = "\n".join(config.notes)
+    assert "tiers[0] plugin drf: enableBestNode changes nothing" in notes
+    assert "EnabledClusterOrder changes nothing" in notes
+    assert "enabledSubJobReady changes nothing: only the gang plugin answers it" in notes
+    assert "enableHierarchy changes nothing" in notes
+    assert "metrics: changes nothing" in notes
+
+
+def test_volcanos_numa_aware_plugin_is_refused_by_its_name() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config("actions: allocate\ntiers:\n- plugins:\n  - name: numa-aware\n")
+    assert "Volcano's plugin 'numa-aware'" in str(caught.value)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scheduler.api import wire
 from scheduler.api.queue import QueueInfo
 from scheduler.api.snapshot import build_snapshot
@@ -32,10 +34,17 @@ def test_network_topology_from_kuberay_gets_a_condition_saying_it_is_not_honoure
     assert "any nodes that fit" in condition.message
 
 
-def test_sub_group_policy_gets_a_condition_saying_the_whole_group_is_one_gang() -> None:
+def test_sub_group_policy_is_honoured_and_gets_no_such_condition() -> None:
     found = conditions_of({"minMember": 2, "subGroupPolicy": [{"name": "a", "subGroupSize": 1}]})
-    assert "spec.subGroupPolicy is not honoured yet" in found["FieldsNotHonoured"].message
-    assert "one gang" in found["FieldsNotHonoured"].message
+    assert "FieldsNotHonoured" not in found
+
+
+def test_subgroup_network_topology_without_the_plugin_is_named_as_not_honoured() -> None:
+    policy = {"name": "a", "subGroupSize": 2, "networkTopology": {"highestTierAllowed": 1}}
+    found = conditions_of({"minMember": 2, "subGroupPolicy": [policy]})
+    message = found["FieldsNotHonoured"].message
+    assert "spec.subGroupPolicy[].networkTopology is not honoured yet" in message
+    assert "placed whole but on any nodes that fit" in message
 
 
 def test_plain_podgroup_has_no_such_condition() -> None:
@@ -51,14 +60,9 @@ def queue_warnings(spec: dict[str, Any]) -> dict[str, str]:
     return {r.message.split(" ", 1)[0]: r.message for r in reports}
 
 
-def test_fifo_dequeue_strategy_is_named_as_not_honoured_and_traverse_is_said() -> None:
-    warned = queue_warnings({"dequeueStrategy": "fifo"})
-    assert list(warned) == ["spec.dequeueStrategy"]
-    assert "always dequeues as 'traverse'" in warned["spec.dequeueStrategy"]
-
-
-def test_traverse_dequeue_strategy_is_what_muster_does_and_gets_no_warning() -> None:
-    assert queue_warnings({"dequeueStrategy": "traverse"}) == {}
+@pytest.mark.parametrize("strategy", ["fifo", "traverse"])
+def test_both_dequeue_strategies_are_honoured_and_get_no_warning(strategy: str) -> None:
+    assert queue_warnings({"dequeueStrategy": strategy}) == {}
 
 
 def test_queue_affinity_extend_clusters_and_type_each_get_a_warning_naming_the_field() -> None:

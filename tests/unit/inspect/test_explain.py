@@ -266,3 +266,34 @@ def test_explain_shows_the_room_held_for_a_starving_gang_node_by_node() -> None:
     assert lines[1] == f"Holding (starving since {format_rfc3339(NOW - 90 + 60)}):"
     assert lines[2:] == ["  n0: cpu 500m", "  n1: cpu 500m"]
     assert holding_lines(session.result, "ns/low-0") == []
+
+
+def test_explain_says_which_subgroups_are_placed_and_which_wait_and_why() -> None:
+    # Three replicas of 2 pods, 2 needed, on room for 5 pods: two placed, one waits.
+    policy = {
+        "name": "workers",
+        "subGroupSize": 2,
+        "minSubGroups": 2,
+        "matchLabelKeys": ["ray.io/worker-group-replica-name"],
+    }
+    objects = ClusterObjects(
+        nodes=[node(f"n{i}", "1") for i in range(5)],
+        queues=[queue()],
+        podgroups=[podgroup("ray", 4, subGroupPolicy=[policy])],
+        pods=[
+            pod(
+                f"w{r}-{h}",
+                group="ray",
+                labels={"ray.io/worker-group-replica-name": f"r{r}"},
+            )
+            for r in range(3)
+            for h in range(2)
+        ],
+    )
+    world = build_world(objects)
+    session = run_session(world, built_in().config, NOW)
+    (view,) = [v for v in group_views(session, world) if v.name == "ray"]
+    text = explain_text(view, queue_views(session)[0], session, world, [])
+    assert "  workers: 2 of 3 subgroups of 2 pods placed, minSubGroups 2" in text
+    assert "    workers[r0]: placed (2/2 pods placed)" in text
+    assert "    workers[r2]: waits (0/2 pods placed): 0/5 nodes are available" in text
