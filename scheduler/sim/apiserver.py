@@ -340,6 +340,7 @@ class ApiServer:
     ) -> Obj:
         """Store a new object: names, metadata, defaults, admission; 409 if the name is taken."""
         pending = self._prepare_create(kind, namespace, body, options or WriteOptions())
+        self._identify(pending)
         self._validate_write(pending)
         return self._commit_create(pending)
 
@@ -387,8 +388,6 @@ class ApiServer:
         # a webhook call may have let another create of the same name in first
         if self.store.get(kind.key, namespace_of(obj), pending.name) is not None:
             raise already_exists(kind.group, kind.plural, pending.name)
-        meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_rfc3339()
         meta["generation"] = 1
         for field_name in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(field_name, None)
@@ -471,6 +470,18 @@ class ApiServer:
         if kind.key == storage_admission.PVCS:
             storage_admission.default_storage_class(obj, self.store)
 
+    @staticmethod
+    def _identify(pending: _Pending) -> None:
+        """A new object's uid and creationTimestamp, given after mutating admission and before
+        validation as kube's BeforeCreate gives them, then what its kind derives from them."""
+        if pending.old is not None:
+            return
+        meta = pending.obj["metadata"]
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        if pending.kind.after_uid is not None:
+            pending.kind.after_uid(pending.obj)
+
     def _validate_write(self, pending: _Pending) -> None:
         """Validation after mutation: the kind's own rules, then a CRD's schema."""
         kind, obj, old = pending.kind, pending.obj, pending.old
@@ -532,6 +543,7 @@ class ApiServer:
             )
             if hide_namespace:
                 pending.obj["metadata"]["namespace"] = pending.namespace
+            self._identify(pending)
             self._validate_write(pending)
             await self.webhooks.validate(attrs)
         finally:
