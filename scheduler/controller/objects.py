@@ -11,7 +11,9 @@ tests/manifests/test_rbac.py lists them by method: a new request needs both.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import hashlib
 import logging
 from typing import Any, Protocol
 
@@ -19,7 +21,9 @@ from scheduler.api.errors import ApiError
 from scheduler.api.names import QUEUE_NAME_ANNOTATION
 from scheduler.effects import paths
 from scheduler.effects.queues import create_queue_if_missing
+from scheduler.effects.recorder import event_name
 from scheduler.kube.client import KubeClient
+from scheduler.kube.clock import now_rfc3339
 from scheduler.kube.errors import Conflict, NotFound, StatusError
 
 log = logging.getLogger(__name__)
@@ -31,6 +35,11 @@ RBAC_FILE = "deploy/base/controller/rbac.yaml"
 CLUSTER_ROLE = "muster-controller"
 # kopf's peering object, in the CRD that deploy/base/controller/peering.yaml installs.
 PEERING_PATH = "/apis/kopf.dev/v1/clusterkopfpeerings"
+# The component the controller's events name.
+COMPONENT = "muster-controller"
+# How long an owner read is reused: a gang's pods arrive together and share their owners,
+# and a scale change is followed through the owner's watch (follow.py) in any case.
+OWNER_TTL = 2.0
 
 
 class OwnerForbidden(ApiError):
@@ -50,7 +59,7 @@ class OwnerForbidden(ApiError):
         super().__init__(
             f"{kind} {name} cannot be read: the ClusterRole {CLUSTER_ROLE} grants no get on"
             f" {granted}; add the rule {self.rule} to it ({RBAC_FILE}) so that its"
-            " scheduling.volcano.sh/group-min-member annotation is read"
+            " gang rule is read (docs/workloads.md)"
         )
 
 
@@ -66,11 +75,20 @@ class ClusterObjects(Protocol):
     async def namespace_queue(self, namespace: str) -> str:
         """The namespace's `scheduling.volcano.sh/queue-name` annotation ("" when none)."""
 
+    async def exists(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
+        """Whether the object exists (a kind the server does not serve: False)."""
+
     async def create_podgroup(self, namespace: str, body: Obj) -> bool:
         """Create a PodGroup; False when one of that name already exists."""
 
+    async def patch_podgroup(self, namespace: str, name: str, patch: Obj) -> None:
+        """Merge-patch a PodGroup (one that is gone is no error)."""
+
     async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         """Merge annotations into a pod's metadata (a pod that is gone is no error)."""
+
+    async def warn(self, pod: Obj, reason: str, message: str) -> None:
+        """A Warning event on the pod, once per pod and reason."""
 
     async def set_queue_state(self, name: str, state: str) -> None:
         """Write a Queue's status.state."""
@@ -89,8 +107,26 @@ class ApiObjects:
         self.client = client
         # (apiVersion, kind) -> (path prefix, plural, namespaced), from discovery
         self._resources: dict[tuple[str, str], tuple[str, str, bool]] = {}
+        # owner uid -> (read at, the read): concurrent reads of one owner share one request
+        self._owners: dict[str, tuple[float, asyncio.Future[Obj | None]]] = {}
 
     async def owner(self, namespace: str, reference: Obj) -> Obj | None:
+        uid = str(reference.get("uid", ""))
+        now = asyncio.get_running_loop().time()
+        cached = self._owners.get(uid)
+        if cached is not None and now - cached[0] < OWNER_TTL:
+            return await asyncio.shield(cached[1])
+        if len(self._owners) > 10_000:
+            self._owners = {k: v for k, v in self._owners.items() if now - v[0] < OWNER_TTL}
+        read = asyncio.ensure_future(self._read_owner(namespace, reference))
+        self._owners[uid] = (now, read)
+        try:
+            return await asyncio.shield(read)
+        except BaseException:
+            self._owners.pop(uid, None)  # a failed read is not reused
+            raise
+
+    async def _read_owner(self, namespace: str, reference: Obj) -> Obj | None:
         api_version = str(reference.get("apiVersion", ""))
         kind = str(reference.get("kind", ""))
         resource = await self._resource(api_version, kind)
@@ -124,12 +160,58 @@ class ApiObjects:
         annotations = (found.get("metadata") or {}).get("annotations") or {}
         return str(annotations.get(QUEUE_NAME_ANNOTATION, ""))
 
+    async def exists(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
+        resource = await self._resource(api_version, kind)
+        if resource is None:
+            return False
+        prefix, plural, namespaced = resource
+        scope = f"/namespaces/{namespace}" if namespaced else ""
+        try:
+            await self.client.get_json(f"{prefix}{scope}/{plural}/{name}")
+        except NotFound:
+            return False
+        return True
+
     async def create_podgroup(self, namespace: str, body: Obj) -> bool:
         try:
             await self.client.create(f"{paths.GROUP_PATH}/namespaces/{namespace}/podgroups", body)
         except Conflict:
             return False
         return True
+
+    async def patch_podgroup(self, namespace: str, name: str, patch: Obj) -> None:
+        with contextlib.suppress(NotFound):
+            await self.client.patch(paths.podgroup(namespace, name), patch)
+
+    async def warn(self, pod: Obj, reason: str, message: str) -> None:
+        meta = pod.get("metadata") or {}
+        namespace, name, uid = meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
+        # a name of the pod and the reason: said again, it is a 409, which is done
+        suffix = hashlib.sha256(f"{uid}/{reason}".encode()).hexdigest()[:16]
+        stamp = now_rfc3339()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": event_name(str(name), suffix), "namespace": namespace},
+            "involvedObject": {
+                "kind": "Pod",
+                "apiVersion": "v1",
+                "namespace": namespace,
+                "name": name,
+                "uid": uid,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning",
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": COMPONENT,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        with contextlib.suppress(Conflict):
+            await self.client.create(paths.events(namespace), body)
 
     async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         try:
