@@ -93,6 +93,15 @@ async def run_controller(options: ControllerOptions) -> int:
             ("queue states", queue_states),
         )
     ]
+    for task in background:
+        task.add_done_callback(_said_if_failed)
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop_background(**_: Any) -> None:
+        # kopf waits a while for every task it did not start before it returns: these
+        # are stopped with its own, so a SIGTERM ends the process at once
+        await _stop(background)
+
     try:
         await kopf.operator(
             registry=registry,
@@ -102,12 +111,22 @@ async def run_controller(options: ControllerOptions) -> int:
             liveness_endpoint=f"http://{host or '0.0.0.0'}:{port}/healthz",
         )
     finally:
-        for task in background:
-            task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
+        await _stop(background)
         await client.close()
         await endpoints.cleanup()
     return 0
+
+
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _said_if_failed(task: asyncio.Task[None]) -> None:
+    # the loops catch what they can go on after: one that ends was cancelled or has a bug
+    if not task.cancelled() and task.exception() is not None:
+        log.error("%s stopped: %r", task.get_name(), task.exception())
 
 
 def add_parser(subparsers: Any) -> None:

@@ -402,3 +402,30 @@ def test_a_service_account_needs_rbac_to_read_jobs(raw: Raw, ns: str) -> None:
     code, answer = raw.as_token(token).json("GET", path(ns, "jobs"))
     assert code == 403, answer
     assert "jobs.batch is forbidden" in answer["message"]
+
+
+def test_a_crd_cannot_take_over_a_built_in_group(raw: Raw) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "jobs.batch"},
+        "spec": {
+            "group": "batch",
+            "scope": "Namespaced",
+            "names": {"kind": "Job", "plural": "jobs"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+    code, answer = raw.json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert code == 422, answer
+    assert (
+        'spec.group: Invalid value: "batch": should be a domain with at least one dot'
+        in (answer["message"])
+    )

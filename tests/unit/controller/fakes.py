@@ -8,21 +8,7 @@ import msgspec
 
 from scheduler.controller.census import CensusPodGroup, PodGroupCensus
 from scheduler.controller.objects import Obj, OwnerForbidden
-
-PLURALS = {
-    "Job": "jobs",
-    "JobSet": "jobsets",
-    "StatefulSet": "statefulsets",
-    "ReplicaSet": "replicasets",
-    "Pod": "pods",
-    "LeaderWorkerSet": "leaderworkersets",
-    "RayCluster": "rayclusters",
-    "RayJob": "rayjobs",
-    "PyTorchJob": "pytorchjobs",
-    "MPIJob": "mpijobs",
-    "TrainJob": "trainjobs",
-    "SparkApplication": "sparkapplications",
-}
+from tests.unit.controller.workloads import PLURALS
 
 
 def merge(target: Obj, patch: Obj) -> Obj:

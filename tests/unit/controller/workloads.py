@@ -19,6 +19,21 @@ from typing import Any
 
 Obj = dict[str, Any]
 SCHEDULER = "muster"
+# The plural each kind is served under.
+PLURALS = {
+    "Job": "jobs",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "Pod": "pods",
+    "JobSet": "jobsets",
+    "LeaderWorkerSet": "leaderworkersets",
+    "PyTorchJob": "pytorchjobs",
+    "MPIJob": "mpijobs",
+    "TrainJob": "trainjobs",
+    "RayCluster": "rayclusters",
+    "RayJob": "rayjobs",
+    "SparkApplication": "sparkapplications",
+}
 _uids = itertools.count(1)
 
 
