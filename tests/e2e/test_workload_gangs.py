@@ -14,6 +14,7 @@ own), so the module stays fast; the workload kinds' CRDs are plain schemas
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
@@ -247,7 +248,12 @@ def test_jobset_any_order_is_one_gang_of_every_replicated_jobs_pods(world: World
             pods += [w.job_pod(job, i) for i in range(count)]
     made = a_gang(world, ns, pods[:-1], pods[-1:], owner_uid=js["metadata"]["uid"], size=5)
     assert made["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
-    assert "startupPolicyOrder AnyOrder" in made["metadata"]["annotations"][RULE]
+    rule = made["metadata"]["annotations"][RULE]
+    assert "startupPolicyOrder AnyOrder" in rule
+    argv = [MUSTER, "explain", "podgroup", f"{ns}/{made['metadata']['name']}"]
+    argv += ["--kubeconfig", str(world.cluster.kubeconfig)]
+    explained = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert f"made by muster controller: {rule}" in explained.stdout, explained.stdout
 
 
 def test_trainjob_is_grouped_through_its_jobset(world: World, ns: str) -> None:

@@ -14,6 +14,7 @@ from scheduler.inspect.config import Configuration, built_in
 from scheduler.inspect.explain import (
     PodAnswer,
     explain_text,
+    grouping_rule,
     lacking_resources,
     placement_figures,
     pod_answer,
@@ -254,3 +255,18 @@ def test_explain_pod_refuses_a_pod_not_of_muster_or_not_found(name: str, said: s
 
     assert isinstance(answer, str)
     assert said in answer
+
+
+def test_explain_names_the_rule_muster_controller_made_the_podgroup_by() -> None:
+    objects = crowded()
+    rule = "JobSet ns/train (startupPolicyOrder AnyOrder): one group for the whole JobSet"
+    objects.podgroups[0].metadata.annotations["muster.dev/grouping-rule"] = rule
+    seen, session = observed(objects)
+    view = next(v for v in group_views(session, seen.world) if v.name == "big")
+
+    found = grouping_rule(seen, "ns/big")
+    text = explain_text(view, queue_views(session)[0], session, seen.world, [], rule=found)
+
+    assert found == rule
+    assert text.splitlines()[1] == f"made by muster controller: {rule}"
+    assert grouping_rule(observed(crowded())[0], "ns/big") is None, "a PodGroup it did not make"
