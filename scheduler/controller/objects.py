@@ -15,7 +15,8 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 from scheduler.api.errors import ApiError
 from scheduler.api.names import QUEUE_NAME_ANNOTATION
@@ -37,9 +38,38 @@ CLUSTER_ROLE = "muster-controller"
 PEERING_PATH = "/apis/kopf.dev/v1/clusterkopfpeerings"
 # The component the controller's events name.
 COMPONENT = "muster-controller"
-# How long an owner read is reused: a gang's pods arrive together and share their owners,
-# and a scale change is followed through the owner's watch (follow.py) in any case.
-OWNER_TTL = 2.0
+# How long an owner's or a namespace's read is reused: a gang's pods arrive together and
+# share them, and a scale change is followed through the owner's watch (follow.py) anyway.
+READ_TTL = 2.0
+
+T = TypeVar("T")
+
+
+class RecentReads(Generic[T]):
+    """Reads of the last READ_TTL seconds, by key: concurrent reads of one key share one
+    request, and a failed read is not kept."""
+
+    def __init__(self, ttl: float = READ_TTL, limit: int = 10_000) -> None:
+        self.ttl = ttl
+        self.limit = limit
+        self._reads: dict[str, tuple[float, asyncio.Future[T]]] = {}
+
+    async def get(self, key: str, read: Callable[[], Awaitable[T]]) -> T:
+        """The recent read of `key`, or a new one."""
+        now = asyncio.get_running_loop().time()
+        cached = self._reads.get(key)
+        if cached is not None and now - cached[0] < self.ttl:
+            return await asyncio.shield(cached[1])
+        if len(self._reads) >= self.limit:
+            self._reads = {k: v for k, v in self._reads.items() if now - v[0] < self.ttl}
+        future = asyncio.ensure_future(read())
+        self._reads[key] = (now, future)
+        try:
+            return await asyncio.shield(future)
+        except BaseException:
+            if self._reads.get(key, (0.0, None))[1] is future:
+                del self._reads[key]
+            raise
 
 
 class OwnerForbidden(ApiError):
@@ -107,24 +137,12 @@ class ApiObjects:
         self.client = client
         # (apiVersion, kind) -> (path prefix, plural, namespaced), from discovery
         self._resources: dict[tuple[str, str], tuple[str, str, bool]] = {}
-        # owner uid -> (read at, the read): concurrent reads of one owner share one request
-        self._owners: dict[str, tuple[float, asyncio.Future[Obj | None]]] = {}
+        self._owners: RecentReads[Obj | None] = RecentReads()
+        self._namespaces: RecentReads[str] = RecentReads()
 
     async def owner(self, namespace: str, reference: Obj) -> Obj | None:
         uid = str(reference.get("uid", ""))
-        now = asyncio.get_running_loop().time()
-        cached = self._owners.get(uid)
-        if cached is not None and now - cached[0] < OWNER_TTL:
-            return await asyncio.shield(cached[1])
-        if len(self._owners) > 10_000:
-            self._owners = {k: v for k, v in self._owners.items() if now - v[0] < OWNER_TTL}
-        read = asyncio.ensure_future(self._read_owner(namespace, reference))
-        self._owners[uid] = (now, read)
-        try:
-            return await asyncio.shield(read)
-        except BaseException:
-            self._owners.pop(uid, None)  # a failed read is not reused
-            raise
+        return await self._owners.get(uid, lambda: self._read_owner(namespace, reference))
 
     async def _read_owner(self, namespace: str, reference: Obj) -> Obj | None:
         api_version = str(reference.get("apiVersion", ""))
@@ -153,6 +171,9 @@ class ApiObjects:
         return found
 
     async def namespace_queue(self, namespace: str) -> str:
+        return await self._namespaces.get(namespace, lambda: self._read_queue(namespace))
+
+    async def _read_queue(self, namespace: str) -> str:
         try:
             found = await self.client.get_json(f"/api/v1/namespaces/{namespace}")
         except NotFound:

@@ -10,7 +10,9 @@ From the first second: the watch starts from the resourceVersion of the list's f
 and the rest of the list is paged in beside it. A pod created after the start is handled
 as soon as its event arrives, not after every existing pod has been listed; a listed pod
 whose event the watch already brought is left to that newer state. A watch event goes
-before listed pods in the workers' queue, so a new pod never waits behind a replay.
+before listed pods in the workers' queue, so a new pod never waits behind a replay; and
+listed pods go newest first, so the pods created just before the start (as new to their
+users as those after) do not wait behind ones left from long before.
 
 A pod whose grouping fails for a passing reason (the API server answered 5xx or not at
 all) is tried again after a backoff; one that cannot be grouped as written gets an
@@ -20,6 +22,7 @@ InvalidObject event and waits for its next change.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -75,8 +78,9 @@ class PendingPods:
         self.workers = workers
         # the pods waiting for a worker, by uid: their latest raw state
         self._queued: dict[str, msgspec.Raw] = {}
-        # (lane, arrival, uid): watch events (lane 0) before listed pods (lane 1)
-        self._order: asyncio.PriorityQueue[tuple[int, int, str]] = asyncio.PriorityQueue()
+        # (lane, -created, arrival, uid): watch events (lane 0, in arrival order) before
+        # listed pods (lane 1, newest first)
+        self._order: asyncio.PriorityQueue[tuple[int, float, int, str]] = asyncio.PriorityQueue()
         self._arrivals = 0
         self._busy: set[str] = set()
         self.listed = asyncio.Event()
@@ -180,21 +184,21 @@ class PendingPods:
             uid = head.metadata.uid
             if uid in seen or uid in self._queued or not needs_podgroup(head, self.scheduler_names):
                 continue
-            self._offer(uid, raw, LISTED)
+            self._offer(uid, raw, LISTED, -_epoch(head.metadata.creation_timestamp))
 
-    def _offer(self, uid: str, raw: msgspec.Raw, lane: int) -> None:
+    def _offer(self, uid: str, raw: msgspec.Raw, lane: int, order: float = 0.0) -> None:
         known = uid in self._queued
         # a copy: the page or event buffer it points into is let go
         self._queued[uid] = msgspec.Raw(bytes(raw))
         if not known:
             self._arrivals += 1
-            self._order.put_nowait((lane, self._arrivals, uid))
+            self._order.put_nowait((lane, order, self._arrivals, uid))
 
     # -- the workers -------------------------------------------------------------
 
     async def _work(self) -> None:
         while True:
-            _, _, uid = await self._order.get()
+            *_, uid = await self._order.get()
             raw = self._queued.pop(uid, None)
             if raw is None:
                 continue
@@ -217,6 +221,13 @@ class PendingPods:
     def _again(self, uid: str, raw: msgspec.Raw) -> None:
         if uid not in self._queued:
             self._offer(uid, raw, FRESH)
+
+
+def _epoch(stamp: str) -> float:
+    try:
+        return datetime.datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _backoff(failures: int) -> float:

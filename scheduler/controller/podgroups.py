@@ -44,6 +44,7 @@ class _HeadMeta(msgspec.Struct, rename="camel"):
     uid: str = ""
     resource_version: str = ""
     annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    creation_timestamp: str = ""
     deletion_timestamp: str | None = None
 
 

@@ -291,6 +291,28 @@ def test_pytorchjob_is_one_gang_of_its_master_and_workers(world: World, ns: str)
     a_gang(world, ns, pods[:-1], pods[-1:], owner_uid=job["metadata"]["uid"], size=4)
 
 
+def test_a_training_operator_that_writes_its_podgroup_gets_no_other(world: World, ns: str) -> None:
+    job = create(world, w.pytorchjob("mnist", ns, masters=1, workers=1))
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": "mnist", "ownerReferences": [w.reference(job)]},
+        "spec": {"minMember": 2},
+    }
+    world.cluster.create_podgroup(ns, body)  # the operator's, with --gang-scheduler-name
+    pods = [w.kubeflow_pod(job, "Master", 0), w.kubeflow_pod(job, "Worker", 0)]
+    for pod in pods:
+        pod["metadata"]["annotations"][GROUP_NAME] = "mnist"
+        create(world, pod)
+    names = [p["metadata"]["name"] for p in pods]
+    wait_for(
+        lambda: len(bound(world, ns, names)) == 2,
+        10,
+        message=lambda: f"the operator's gang bound\n{world.cluster.describe(ns)}",
+    )
+    assert controller_made(world, ns) == []
+
+
 def test_mpijob_gangs_its_workers_then_counts_the_launcher_once_it_exists(
     world: World, ns: str
 ) -> None:
@@ -322,6 +344,25 @@ def test_raycluster_of_a_rayjob_is_a_gang_of_head_and_workers(world: World, ns: 
     pods = [w.ray_pod(cluster, "headgroup", 0)] + [w.ray_pod(cluster, "cpu", i) for i in range(2)]
     made = a_gang(world, ns, pods[:-1], pods[-1:], owner_uid=cluster["metadata"]["uid"], size=3)
     assert [sub["name"] for sub in made["spec"]["subGroupPolicy"]] == ["headgroup", "cpu"]
+    # Ray's autoscaler scales the worker group up: the PodGroup follows the RayCluster
+    world.cluster.custom.patch_namespaced_custom_object(
+        "ray.io",
+        "v1",
+        ns,
+        "rayclusters",
+        cluster["metadata"]["name"],
+        {
+            "spec": {
+                "workerGroupSpecs": [{**raycluster["spec"]["workerGroupSpecs"][0], "replicas": 4}]
+            }
+        },
+    )
+    name = made["metadata"]["name"]
+    wait_for(
+        lambda: (podgroup(world, ns, name) or {}).get("spec", {}).get("minMember") == 5,
+        10,
+        message=lambda: f"{name} follows the scaled RayCluster: {podgroup(world, ns, name)}",
+    )
 
 
 def test_indexed_job_with_parallelism_equal_to_completions_is_a_gang(world: World, ns: str) -> None:

@@ -13,9 +13,10 @@ from tests.unit.controller import workloads as w
 Obj = dict[str, Any]
 
 
-def pending(name: str, *, grouped: bool = False) -> Obj:
+def pending(name: str, *, grouped: bool = False, created: str = "2026-01-01T00:00:00Z") -> Obj:
     made = w.with_uid(w.pod(name, "ns", None), uid=f"uid-{name}")
     made["metadata"]["resourceVersion"] = "1"
+    made["metadata"]["creationTimestamp"] = created
     if grouped:
         made["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "g"
     return made
@@ -129,3 +130,28 @@ def test_several_scheduler_names_list_every_unbound_pod_and_filter_here() -> Non
     asyncio.run(scenario())
     assert grouped == ["ours"]
     assert set(server.selectors) == {"spec.nodeName="}
+
+
+def test_listed_pods_are_grouped_newest_first() -> None:
+    server = SlowServer(
+        [
+            [
+                pending("old", created="2026-01-01T00:00:00Z"),
+                pending("newest", created="2026-01-01T00:05:00Z"),
+                pending("newer", created="2026-01-01T00:01:00Z"),
+            ]
+        ]
+    )
+    grouped: list[str] = []
+
+    async def group(pod: Obj) -> None:
+        grouped.append(pod["metadata"]["name"])
+
+    async def scenario() -> None:
+        loop = PendingPods(server, group, scheduler_names=("muster",), workers=1)  # type: ignore[arg-type]
+        task = asyncio.create_task(loop.run())
+        await until(lambda: len(grouped) == 3)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert grouped == ["newest", "newer", "old"]
