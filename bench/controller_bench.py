@@ -1,12 +1,13 @@
 """How fast `muster controller` groups new pods from its first second, whatever the cluster holds.
 
     .venv/bin/python bench/controller_bench.py [--podgroups 1000,10000,100000]
-        [--pods-per-group 1.5] [--burst 1000] [--probe-seconds 15] [--tree PATH]
+        [--pods-per-group 1.5] [--burst 1000] [--probe-seconds 15] [--bound] [--tree PATH]
 
 For each count N of existing PodGroups, a fresh `muster sim` is seeded with N PodGroups and
-N x 1.5 pods in 20 namespaces, every pod pending and naming its PodGroup (the worst case
-for the controller: a cluster's running pods are bound, and an unbound pod list is what it
-reads), and with --burst bare pods of no PodGroup (work left from while no controller ran).
+N x 1.5 pods in 20 namespaces, every pod naming its PodGroup and unbound (the worst case
+for the controller, which lists unbound pods; --bound gives them a node, as a running
+cluster's are), and with --burst bare pods of no PodGroup (work left from while no
+controller ran).
 Then `muster controller` starts (as sim's admin, standalone, no webhook server) and from
 that moment:
 
@@ -55,6 +56,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pods-per-group", type=float, default=1.5)
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--probe-seconds", type=float, default=15.0)
+    parser.add_argument("--bound", action="store_true", help="the seeded pods have a node")
     parser.add_argument(
         "--tree", type=Path, default=REPO, help="the checkout whose controller runs"
     )
@@ -69,6 +71,7 @@ class Result:
     podgroups: int
     pods: int
     burst: int
+    bound: bool = False
     seed_s: float = 0.0
     first_podgroup_s: float = 0.0  # from the controller's start to the first probe's group
     probe_waits: list[float] = field(default_factory=list)
@@ -85,14 +88,15 @@ class Result:
         """The table row."""
         waits = sorted(self.probe_waits) or [0.0]
         return (
-            f"{self.podgroups:>9,} {self.pods:>9,} {self.first_podgroup_s:>9.2f} "
+            f"{self.podgroups:>9,} {self.pods:>9,} {'bound' if self.bound else 'unbound':>7} "
+            f"{self.first_podgroup_s:>9.2f} "
             f"{statistics.median(waits):>8.2f} {waits[-1]:>8.2f} {self.burst_rate:>9.0f} "
             f"{self.rss_peak_mib:>8.0f} {self.rss_end_mib:>8.0f}"
         )
 
 
 HEADER = (
-    f"{'PodGroups':>9} {'pods':>9} {'first s':>9} {'p50 s':>8} {'max s':>8} "
+    f"{'PodGroups':>9} {'pods':>9} {'':>7} {'first s':>9} {'p50 s':>8} {'max s':>8} "
     f"{'burst/s':>9} {'peak MiB':>8} {'end MiB':>8}"
 )
 
@@ -112,19 +116,22 @@ def start_sim(workdir: Path, objects: int) -> tuple[subprocess.Popen[bytes], Pat
     return process, kubeconfig
 
 
-def bare_pod(name: str, group: str | None = None) -> dict[str, Any]:
-    """A small pod of ours; pending, naming `group` when given."""
+def bare_pod(name: str, group: str | None = None, node: str = "") -> dict[str, Any]:
+    """A small pod of ours, naming `group` and on `node` when given."""
     annotations = {"scheduling.k8s.io/group-name": group} if group else {}
     container = {"name": "c", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1m"}}}
+    spec: dict[str, Any] = {"schedulerName": "muster", "containers": [container]}
+    if node:
+        spec["nodeName"] = node  # a node sim does not run: the pod stays as created
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "annotations": annotations},
-        "spec": {"schedulerName": "muster", "containers": [container]},
+        "spec": spec,
     }
 
 
-async def seed(kube: KubeClient, podgroups: int, pods: int, burst: int) -> None:
+async def seed(kube: KubeClient, podgroups: int, pods: int, burst: int, bound: bool) -> None:
     """The PodGroups, their pods, and the burst of bare pods."""
     for index in range(NAMESPACES):
         await kube.create("/api/v1/namespaces", {"metadata": {"name": f"bench-{index}"}})
@@ -144,9 +151,8 @@ async def seed(kube: KubeClient, podgroups: int, pods: int, burst: int) -> None:
     async def member(index: int) -> None:
         group = index % podgroups
         namespace = f"bench-{group % NAMESPACES}"
-        await kube.create(
-            f"/api/v1/namespaces/{namespace}/pods", bare_pod(f"p-{index}", f"pg-{group}")
-        )
+        pod = bare_pod(f"p-{index}", f"pg-{group}", "elsewhere" if bound else "")
+        await kube.create(f"/api/v1/namespaces/{namespace}/pods", pod)
 
     async def ungrouped(index: int) -> None:
         await kube.create("/api/v1/namespaces/burst/pods", bare_pod(f"b-{index}"))
@@ -247,17 +253,16 @@ def controller(tree: Path, kubeconfig: Path, log: Path) -> subprocess.Popen[byte
 async def run(count: int, args: argparse.Namespace, workdir: Path) -> Result:
     """One fresh sim, seeded, then the controller started and observed."""
     pods = int(count * args.pods_per_group)
-    result = Result(count, pods, args.burst)
+    result = Result(count, pods, args.burst, args.bound)
     sim, kubeconfig = start_sim(workdir, count + pods + args.burst)
     process: subprocess.Popen[bytes] | None = None
     try:
         kube = KubeClient(load_configuration(str(kubeconfig)), connections=64)
         began = time.perf_counter()
-        await seed(kube, count, pods, args.burst)
+        await seed(kube, count, pods, args.burst, args.bound)
         result.seed_s = time.perf_counter() - began
-        print(
-            f"  seeded {count:,} PodGroups, {pods:,} pods, {args.burst:,} bare in {result.seed_s:.0f}s"
-        )
+        print(f"  seeded {count:,} PodGroups, {pods:,} pods, {args.burst:,} bare")
+        print(f"  in {result.seed_s:.0f}s")
         started = time.perf_counter()
         process = controller(args.tree, kubeconfig, workdir / f"controller-{count}.log")
         done = asyncio.Event()

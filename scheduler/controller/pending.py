@@ -122,7 +122,7 @@ class PendingPods:
                     await self.client.request("GET", path, params={**params, "limit": str(PAGE)})
                 )
                 watch = asyncio.create_task(
-                    self._watch(path, params, first.metadata.resource_version, seen)
+                    self._watch(path, params, first.metadata.resource_version, seen, listed)
                 )
                 self._take_listed(first.items, seen)
                 token = first.metadata.next_page
@@ -136,6 +136,7 @@ class PendingPods:
                     token = page.metadata.next_page
                     await asyncio.sleep(0)
                 listed.set()
+                seen.clear()  # what the watch saw counts only while the list is paged in
                 failures = 0
                 await watch
             except Gone:
@@ -153,7 +154,17 @@ class PendingPods:
                 if watch is not None and not watch.done():
                     watch.cancel()
 
-    async def _watch(self, path: str, params: dict[str, str], version: str, seen: set[str]) -> None:
+    async def _watch(
+        self,
+        path: str,
+        params: dict[str, str],
+        version: str,
+        seen: set[str],
+        listed: asyncio.Event,
+    ) -> None:
+        """Watch from `version`, resuming from the last one seen when the connection drops
+        (a 410 ends it: the caller lists again)."""
+        failures = 0
         while True:
             query = {
                 **params,
@@ -161,22 +172,35 @@ class PendingPods:
                 "allowWatchBookmarks": "true",
                 "timeoutSeconds": str(WATCH_TIMEOUT),
             }
-            async for line in self.client.watch(path, query, timeout=WATCH_TIMEOUT):
-                event = _event(line)
-                if event.type == "ERROR":
-                    status = msgspec.json.decode(event.object, type=_Status410)
-                    if status.code == 410:
-                        raise Gone(410, "Expired", status.message, "WATCH", path)
-                    raise StatusError(status.code, "", status.message, "WATCH", path)
-                head = _head(event.object)
-                version = head.metadata.resource_version or version
-                if event.type == "BOOKMARK":
-                    continue
-                seen.add(head.metadata.uid)
-                if event.type == "DELETED" or not needs_podgroup(head, self.scheduler_names):
-                    self._queued.pop(head.metadata.uid, None)
-                    continue
-                self._offer(head.metadata.uid, event.object, FRESH)
+            try:
+                async for line in self.client.watch(path, query, timeout=WATCH_TIMEOUT):
+                    version = self._watched(line, path, version, seen, listed)
+                failures = 0
+            except TransportError as error:
+                failures += 1
+                log.warning("pod watch dropped: %s; resuming", error, extra={"resource": path})
+                await asyncio.sleep(_backoff(failures))
+
+    def _watched(
+        self, line: bytes, path: str, version: str, seen: set[str], listed: asyncio.Event
+    ) -> str:
+        """Take one watch event; the resourceVersion to resume from."""
+        event = _event(line)
+        if event.type == "ERROR":
+            status = msgspec.json.decode(event.object, type=_Status410)
+            if status.code == 410:
+                raise Gone(410, "Expired", status.message, "WATCH", path)
+            raise StatusError(status.code, "", status.message, "WATCH", path)
+        head = _head(event.object)
+        if event.type == "BOOKMARK":
+            return head.metadata.resource_version or version
+        if not listed.is_set():
+            seen.add(head.metadata.uid)
+        if event.type == "DELETED" or not needs_podgroup(head, self.scheduler_names):
+            self._queued.pop(head.metadata.uid, None)
+        else:
+            self._offer(head.metadata.uid, event.object, FRESH)
+        return head.metadata.resource_version or version
 
     def _take_listed(self, items: list[msgspec.Raw], seen: set[str]) -> None:
         for raw in items:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from scheduler.controller.pending import PendingPods
+from scheduler.kube.errors import TransportError
 from tests.unit.controller import workloads as w
 
 Obj = dict[str, Any]
@@ -155,3 +156,41 @@ def test_listed_pods_are_grouped_newest_first() -> None:
 
     asyncio.run(scenario())
     assert grouped == ["newest", "newer", "old"]
+
+
+class DroppingServer(SlowServer):
+    """Its first watch connection drops before any event."""
+
+    def __init__(self, pages: list[list[Obj]]) -> None:
+        super().__init__(pages)
+        self.watches: list[str] = []
+
+    async def watch(
+        self, path: str, params: Mapping[str, str], *, timeout: float
+    ) -> AsyncIterator[bytes]:
+        self.watches.append(params["resourceVersion"])
+        if len(self.watches) == 1:
+            raise TransportError("WATCH: connection reset")
+        async for line in super().watch(path, params, timeout=timeout):
+            yield line
+
+
+def test_a_dropped_watch_resumes_where_it_was_without_listing_again() -> None:
+    server = DroppingServer([[pending("old")]])
+    grouped: list[str] = []
+
+    async def group(pod: Obj) -> None:
+        grouped.append(pod["metadata"]["name"])
+
+    async def scenario() -> None:
+        loop = PendingPods(server, group, scheduler_names=("muster",), workers=1)  # type: ignore[arg-type]
+        task = asyncio.create_task(loop.run())
+        await until(lambda: len(server.watches) == 2)
+        server.events.put_nowait({"type": "ADDED", "object": pending("new")})
+        await until(lambda: "new" in grouped)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert grouped == ["old", "new"]
+    assert server.watches == ["10", "10"]
+    assert len(server.selectors) == 1, "one list: the watch resumed"
