@@ -25,3 +25,10 @@ ROOT_QUEUE = "root"
 # Pods in these namespaces or classes are never preemption victims.
 SYSTEM_NAMESPACE = "kube-system"
 SYSTEM_PRIORITY = 2_000_000_000
+
+# On a PodGroup `muster controller` made: the rule that set its size, in words (kind, field,
+# value), which `muster explain` prints; and where its minMember came from ("rule", or an
+# annotation on the "owner" or the "pod"), which decides whether a change of the owner's
+# spec moves it.
+GROUPING_RULE_ANNOTATION = "muster.dev/grouping-rule"
+MIN_MEMBER_FROM_ANNOTATION = "muster.dev/min-member-from"

@@ -18,7 +18,7 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.gang_state import PLACED_STATUSES
 from scheduler.api.job import JobInfo, PodGroupPhase
-from scheduler.api.names import GROUP_NAME_ANNOTATION
+from scheduler.api.names import GROUP_NAME_ANNOTATION, GROUPING_RULE_ANNOTATION
 from scheduler.api.resources import Resource, describe
 from scheduler.api.snapshot import shadow_key
 from scheduler.api.subgroups import split
@@ -203,6 +203,7 @@ def explain_document(
     reasons: list[tuple[list[str], list[ReasonFigure]]] | None = None,
     room_found: Room | None = None,
     pod_lines: list[str] | None = None,
+    rule: str | None = None,
 ) -> dict[str, Any]:
     """The report as one JSON/YAML document (-o json|yaml): the same findings as the text."""
     key = view.key
@@ -210,6 +211,7 @@ def explain_document(
     evictions = [e for e in session.result.evictions if f" {key} (priority " in e.reason]
     document: dict[str, Any] = {
         "podgroup": view.as_dict(session.now),
+        "groupingRule": rule,
         "configuration": configuration.describe() if configuration is not None else None,
         "queue": queue.as_dict() if queue is not None else None,
         "placement": {
@@ -306,6 +308,7 @@ def explain_text(
     reasons: list[tuple[list[str], list[ReasonFigure]]] | None = None,
     room_found: Room | None = None,
     pod_lines: list[str] | None = None,
+    rule: str | None = None,
 ) -> str:
     """The report, section by section; every reason is the session's own."""
     key = view.key
@@ -314,6 +317,8 @@ def explain_text(
         f"PodGroup {key}: {view.phase}, {view.placed}/{view.min_member} members placed "
         f"({view.members} pods), queue {view.queue}"
     )
+    if rule:
+        lines.append(f"made by muster controller: {rule}")
     if configuration is not None:
         lines.append(f"configuration: {configuration.describe()}")
     lines += ["", "Admission:"]
@@ -490,6 +495,16 @@ def pod_answer(observed: Observed, session: Session, key: str) -> PodAnswer | st
     return PodAnswer(group, lines, waits)
 
 
+def grouping_rule(observed: Observed, key: str) -> str | None:
+    """The rule `muster controller` made the PodGroup by (its annotation), None for a
+    PodGroup it did not make."""
+    namespace, _, name = key.partition("/")
+    for group in observed.objects.podgroups:
+        if group.metadata.namespace == namespace and group.metadata.name == name:
+            return group.metadata.annotations.get(GROUPING_RULE_ANNOTATION)
+    return None
+
+
 def _annotated(pod: wire.Pod) -> bool:
     return bool(pod.metadata.annotations.get(GROUP_NAME_ANNOTATION))
 
@@ -540,6 +555,7 @@ def main(args: argparse.Namespace) -> int:
         "reasons": reasons,
         "room_found": room_found,
         "pod_lines": answer.lines if answer is not None else None,
+        "rule": grouping_rule(observed, key),
     }
     output = getattr(args, "output", None)
     if output is None:

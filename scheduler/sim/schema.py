@@ -424,8 +424,18 @@ def _prune_object(value: Any, schema: Obj, path: list[Any], pruned: list[str], r
 
 
 def structural_errors(crd: Obj) -> list[FieldError]:
-    """Why a CRD's schemas are not structural, in kube's words (empty when they are)."""
+    """Why a CRD's schemas are not structural, in kube's words (empty when they are); and a
+    group with no dot, which kube refuses (a built-in group such as `batch` cannot be taken
+    over by a CRD)."""
     errors: list[FieldError] = []
+    group = (crd.get("spec") or {}).get("group")
+    if isinstance(group, str) and group and "." not in group:
+        errors.append(
+            FieldError(
+                "spec.group",
+                f'Invalid value: "{group}": should be a domain with at least one dot',
+            )
+        )
     for index, version in enumerate((crd.get("spec") or {}).get("versions") or []):
         if not isinstance(version, dict):
             continue

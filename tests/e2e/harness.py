@@ -936,37 +936,6 @@ class Controller:
             return dict(json.loads(answer.read())["response"])
 
 
-def stand_in_crd(group: str, version: str, kind: str, plural: str) -> Obj:
-    """A schemaless CRD that stores objects of a built-in kind sim does not serve (apps, batch).
-
-    sim has no ReplicaSet or Job controller either: the test creates the owner and its pods,
-    so the controller sees the same objects, references and annotations as on a cluster.
-    """
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 # ---------------------------------------------------------------- identities
 
 

@@ -15,6 +15,7 @@ from scheduler.inspect.config import Configuration, built_in
 from scheduler.inspect.explain import (
     PodAnswer,
     explain_text,
+    grouping_rule,
     holding_lines,
     lacking_resources,
     placement_figures,
@@ -297,3 +298,18 @@ def test_explain_says_which_subgroups_are_placed_and_which_wait_and_why() -> Non
     assert "  workers: 2 of 3 subgroups of 2 pods placed, minSubGroups 2" in text
     assert "    workers[r0]: placed (2/2 pods placed)" in text
     assert "    workers[r2]: waits (0/2 pods placed): 0/5 nodes are available" in text
+
+
+def test_explain_names_the_rule_muster_controller_made_the_podgroup_by() -> None:
+    objects = crowded()
+    rule = "JobSet ns/train (startupPolicyOrder AnyOrder): one group for the whole JobSet"
+    objects.podgroups[0].metadata.annotations["muster.dev/grouping-rule"] = rule
+    seen, session = observed(objects)
+    view = next(v for v in group_views(session, seen.world) if v.name == "big")
+
+    found = grouping_rule(seen, "ns/big")
+    text = explain_text(view, queue_views(session)[0], session, seen.world, [], rule=found)
+
+    assert found == rule
+    assert text.splitlines()[1] == f"made by muster controller: {rule}"
+    assert grouping_rule(observed(crowded())[0], "ns/big") is None, "a PodGroup it did not make"
