@@ -429,3 +429,40 @@ def test_a_crd_cannot_take_over_a_built_in_group(raw: Raw) -> None:
         'spec.group: Invalid value: "batch": should be a domain with at least one dot'
         in (answer["message"])
     )
+
+
+def _crd(group: str, annotations: dict[str, str] | None = None) -> dict[str, object]:
+    plural = unique("widgets")
+    metadata: dict[str, object] = {"name": f"{plural}.{group}"}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": metadata,
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": plural},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+
+
+def test_a_crd_in_a_group_kubernetes_protects_needs_the_approval_annotation(raw: Raw) -> None:
+    # As kube-apiserver answered the Spark operator's group (KEP 1111): *.k8s.io and
+    # *.kubernetes.io need api-approved.kubernetes.io; x-k8s.io is not theirs.
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    code, answer = raw.json("POST", path, _crd("sparkoperator.k8s.io"))
+    assert code == 422, answer
+    assert "protected groups must have approval annotation" in answer["message"]
+    approved = _crd("sparkoperator.k8s.io", {"api-approved.kubernetes.io": "https://example.org/1"})
+    assert raw.json("POST", path, approved)[0] == 201
+    assert raw.json("POST", path, _crd("jobset.x-k8s.io"))[0] == 201

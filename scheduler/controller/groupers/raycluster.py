@@ -7,9 +7,10 @@ gang: 1 (the head) + the sum, over the worker groups not suspended (`suspend: tr
 RayCluster, but the cluster is the gang, so it names the group; a RayJob's submitter pod
 (a Job of the RayJob) is a group of its own, as any Job's.
 
-The head and each worker group are sub-groups (`spec.subGroupPolicy`); a multi-host group's
-replicas (numOfHosts pods each, labelled `ray.io/worker-group-replica-name`) are split by
-that label. With KubeRay's batch-scheduler integration on, KubeRay writes the PodGroup and
+The head and each worker group are sub-groups (`spec.subGroupPolicy`): a single-host group
+one sub-group of its minimum, whole; a multi-host group's replicas (numOfHosts pods each,
+labelled `ray.io/worker-group-replica-name`) split by that label, minReplicas of them
+whole. With KubeRay's batch-scheduler integration on, KubeRay writes the PodGroup and
 names it on the pods, and muster makes none.
 """
 
@@ -63,9 +64,18 @@ class RayClusterGrouper(GrouperBase):
             which = f"minReplicas {minimum}" if minimum > 0 else f"replicas {replicas}"
             terms.append(f"{name} {which} x numOfHosts {hosts}")
             if counted:
-                keys = (REPLICA_NAME_LABEL,) if hosts > 1 else ()
                 selector = {CLUSTER_LABEL: cluster, GROUP_LABEL: name}
-                sub_groups.append(SubGroup(name, hosts, counted, selector, match_label_keys=keys))
+                if hosts > 1:
+                    # Each replica (numOfHosts pods, one replica name) whole; minReplicas
+                    # (or replicas) of them.
+                    keys = (REPLICA_NAME_LABEL,)
+                    sub_groups.append(
+                        SubGroup(name, hosts, counted, selector, match_label_keys=keys)
+                    )
+                else:
+                    # Single-host replicas: the group's minimum as one sub-group, whole (a
+                    # policy with no matchLabelKeys makes one sub-group of all its pods).
+                    sub_groups.append(SubGroup(name, counted, 1, selector))
         total = sum(role.count for role in roles)
         rule = (
             f"RayCluster {describe(owner)[1]}: 1 + sum over spec.workerGroupSpecs not "

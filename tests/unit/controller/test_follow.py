@@ -66,7 +66,7 @@ def test_ray_scaling_a_worker_group_down_moves_min_member_and_subgroups() -> Non
     follow(objects, census, cluster)
     spec = objects.podgroups[name]["spec"]
     assert spec["minMember"] == 2
-    assert [sub["minSubGroups"] for sub in spec["subGroupPolicy"]] == [1, 1]
+    assert [sub["subGroupSize"] for sub in spec["subGroupPolicy"]] == [1, 1]
 
 
 def test_a_min_member_an_annotation_set_stays_when_the_owner_scales() -> None:

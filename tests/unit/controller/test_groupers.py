@@ -218,6 +218,13 @@ def test_a_raycluster_is_its_head_and_each_groups_minimum_or_replicas_times_host
         "labelSelector": {"matchLabels": {"ray.io/cluster": "demo", "ray.io/group": "tpu"}},
         "matchLabelKeys": ["ray.io/worker-group-replica-name"],
     }
+    # A single-host group's minimum is one sub-group, whole: its pods carry no replica name.
+    assert subgroups["cpu"] == {
+        "name": "cpu",
+        "subGroupSize": 3,
+        "minSubGroups": 1,
+        "labelSelector": {"matchLabels": {"ray.io/cluster": "demo", "ray.io/group": "cpu"}},
+    }
     assert subgroups["headgroup"]["labelSelector"]["matchLabels"]["ray.io/group"] == "headgroup"
 
 
