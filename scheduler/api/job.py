@@ -121,6 +121,17 @@ class Starving:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class ScaleUpVerdict:
+    """A session's word on asking a cluster autoscaler for the gang's nodes (the PodGroup's
+    ScaleUp condition: True while a request is asked for or provisioned, False when it
+    failed for good)."""
+
+    status: str
+    reason: str
+    message: str
+
+
 def _phase(value: str) -> PodGroupPhase:
     try:
         return PodGroupPhase(value)
@@ -172,6 +183,7 @@ class JobInfo:
         "queue",
         "ready",
         "running",
+        "scale_up",
         "settings",
         "shadow",
         "starving",
@@ -248,6 +260,9 @@ class JobInfo:
         self.settings: GroupSettings = NO_SETTINGS
         # Set during a session when the gang starves (framework/holds.py).
         self.starving: Starving | None = None
+        # Set during a session when muster asks an autoscaler for its nodes
+        # (framework/scaleup.py).
+        self.scale_up: ScaleUpVerdict | None = None
 
     @classmethod
     def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:

@@ -12,6 +12,10 @@ TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 # A bare pod (or a namespace) names its queue here.
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
+# On a pending pod: the ProvisioningRequest whose capacity it waits for (cluster-autoscaler
+# leaves such pods out of its ordinary scale-up; api/provisioning.py).
+CONSUME_PROVISIONING_REQUEST = "autoscaling.x-k8s.io/consume-provisioning-request"
+
 DEFAULT_SCHEDULER_NAME = "muster"
 DEFAULT_QUEUE = "default"
 ROOT_QUEUE = "root"

@@ -514,6 +514,7 @@ def test_a_copied_job_carries_every_field_a_session_does_not_recompute() -> None
         "wait_reason",
         "wait_message",
         "starving",
+        "scale_up",
     }
     sentinels = {}
     for name in _fields(JobInfo):
