@@ -55,16 +55,20 @@ class Allocate(Action[AllocateArguments]):
         holds = session.holds
         holds.on_freed.append(picker.freed)
         # Gangs an autoscaler provisioned nodes for go first, the oldest first: placed whole
-        # if they fit, else the room they would take is held against every other gang.
+        # if they fit (once admitted), else the room they would take is held against every
+        # other gang.
         provisioned = session.scale_up.provisioned()
+        actions = session.config.actions
         for key, request in provisioned.items():
             job = session.jobs[key]
             if job.queue not in session.queues or not job.pending_tasks():
                 continue
-            if session.job_valid(job) is None:
+            if session.job_valid(job) is not None:
+                continue
+            if may_place(job, actions):
                 self._allocate_job(session, picker, session.queues[job.queue], job)
-                if not gang_placed(job):
-                    holds.hold_provisioned(job, request.since)
+            if not gang_placed(job):
+                holds.hold_provisioned(job, request.since)
         starving = holds.holders()
         by_queue, nominated, starved = self._jobs_by_queue(session, starving, provisioned)
         for job in sorted(nominated, key=session.job_key):

@@ -44,7 +44,7 @@ from scheduler.framework.decisions import (
     CreateProvisioningRequest,
     DeleteProvisioningRequest,
 )
-from scheduler.kube.client import KubeClient
+from scheduler.kube.client import JSON, MERGE_PATCH, KubeClient
 from scheduler.kube.errors import Conflict, Fenced, NotFound, StatusError, TransportError
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,10 @@ class ScaleUpWriter:
             pass
 
     async def _write(self, method: str, path: str, body: Any = None) -> bytes:
-        return await self.client.request(method, path, body=body, gate=self.may_write)
+        content_type = MERGE_PATCH if method == "PATCH" else JSON
+        return await self.client.request(
+            method, path, body=body, content_type=content_type, gate=self.may_write
+        )
 
     def _failed(self, namespace: str, podgroup: str, what: str, error: Exception) -> None:
         hint = ""

@@ -5,9 +5,11 @@ waiting with NotEnoughResources) gets a ProvisioningRequest (api/provisioning.py
 PodTemplate per distinct pod shape of its pending members, and one pod set per template
 counting them. An autoscaler answering it with an atomic class (cluster-autoscaler's
 best-effort-atomic) adds nodes for every pod or for none, so no node is added for half a
-gang. While the request stands, the gang's pending pods carry the consume-provisioning-request
-and provisioning-class-name annotations, which keep cluster-autoscaler from also scaling
-up for them one pod at a time.
+gang. The gang's pending pods carry the consume-provisioning-request and
+provisioning-class-name annotations, naming its request (or, while it waits for something
+else, such as the rest of its pods or its queue's turn, the request it would get): cluster-
+autoscaler leaves every pod so annotated out of its ordinary scale-up, so it never adds
+nodes for part of the gang one pod at a time.
 
 What the request's conditions make muster do (read in Kueue's order):
 
@@ -48,14 +50,17 @@ from scheduler.api.provisioning import (
     template_name,
 )
 from scheduler.api.reasons import (
+    CLUSTER_FULL,
     NOT_ENOUGH_RESOURCES,
+    QUEUE_FULL,
+    QUEUE_SHARE_EXCEEDED,
     SCALE_UP_FAILED,
     SCALE_UP_NOT_FOUND,
     SCALE_UP_PROVISIONED,
     SCALE_UP_REQUESTED,
     SCALE_UP_RETRYING,
 )
-from scheduler.api.resources import describe
+from scheduler.api.resources import Resource, describe
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.framework.decisions import (
     AnnotatePod,
@@ -119,13 +124,13 @@ class ScaleUp:
 
     def provisioned(self) -> dict[str, ScaleUpRequest]:
         """Per job key, oldest provisioned first: the request whose capacity was provisioned
-        for a gang that is not placed yet (worked out once, from the snapshot)."""
+        for a gang that is not placed yet, admitted or not (worked out once, from the
+        snapshot)."""
         if self._provisioned is not None:
             return self._provisioned
         found: list[ScaleUpRequest] = []
         policy = self.policy
         jobs = self.session.jobs
-        actions = self.session.config.actions
         for key, requests in self.session.snapshot.scale_up_requests.items():
             latest = requests[-1]
             job = jobs.get(key)
@@ -133,7 +138,7 @@ class ScaleUp:
                 continue
             if policy is None or not policy.covers(job) or job.uid != latest.podgroup_uid:
                 continue
-            if may_place(job, actions) and not gang_ready(job):
+            if not gang_ready(job):
                 found.append(latest)
         found.sort(key=lambda request: (request.since, request.key))
         self._provisioned = {request.key: request for request in found}
@@ -180,6 +185,10 @@ class ScaleUp:
         if latest is None:
             if _needs_capacity(job, self.session):
                 self._ask(job, 1, policy, result)
+            else:
+                # It waits for something else (its pods, its queue): its pods name the
+                # request it would get, so that no autoscaler adds nodes for some of them.
+                self._annotate(job, request_name(job.name, 1), policy.class_name, result)
             return
         if not latest.state.ended:
             self._say_standing(job, latest, result)
@@ -316,12 +325,32 @@ class ScaleUp:
 
 
 def _needs_capacity(job: JobInfo, session: Session) -> bool:
-    """Whether the gang was tried this session and waits for room no node has."""
-    return (
-        may_place(job, session.config.actions)
-        and job.wait_reason == NOT_ENOUGH_RESOURCES
-        and not job.pipelined_count()
-    )
+    """Whether the gang waits for nodes there are not: it was tried this session and no
+    node had room; or it waits for admission or its queue's share while its pending pods
+    ask more than all the nodes' allocatable together (its queue allowing that much), which
+    no turn of its queue would ever give it."""
+    if job.pipelined_count():
+        return False
+    if job.wait_reason == NOT_ENOUGH_RESOURCES:
+        return may_place(job, session.config.actions)
+    if job.wait_reason not in _CLUSTER_TOO_SMALL:
+        return False
+    need = Resource()
+    for task in job.pending_tasks():
+        need.add(task.request)
+    total = Resource()
+    for node in session.node_list:
+        total.add(node.allocatable)
+    if need.less_equal(total):
+        return False
+    queue = session.queues.get(job.queue)
+    capability = queue.capability if queue is not None else None
+    return capability is None or need.less_equal(capability, missing_is_infinite=True)
+
+
+# Why a gang waits that a larger cluster may end: admission's room (enqueue), the queue's
+# share or its admission limit (proportion and capacity size both from the nodes there are).
+_CLUSTER_TOO_SMALL = frozenset({CLUSTER_FULL, QUEUE_FULL, QUEUE_SHARE_EXCEEDED})
 
 
 def _made_by_muster(job: JobInfo, request: str) -> bool:

@@ -137,27 +137,9 @@ def taint_new_node(node: Obj) -> None:
 def default_pod(pod: Obj) -> None:
     """Fill the defaults the real server writes into a new pod."""
     spec = pod.setdefault("spec", {})
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
+    default_pod_spec(spec)
+    # SetDefaults_Pod's own (a PodTemplate's spec does not get it)
     spec.setdefault("enableServiceLinks", True)
-    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-        if not isinstance(container, dict):
-            continue
-        container.setdefault("terminationMessagePath", "/dev/termination-log")
-        container.setdefault("terminationMessagePolicy", "File")
-        image = str(container.get("image", ""))
-        latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
-        container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
-        resources = container.setdefault("resources", {})
-        # a limit with no request defaults the request to the limit, which schedulers rely on
-        limits = resources.get("limits") or {}
-        if limits:
-            requests = resources.setdefault("requests", {})
-            for name, value in limits.items():
-                requests.setdefault(name, value)
     # DefaultTolerationSeconds admission
     tolerations = spec.setdefault("tolerations", [])
     for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
@@ -177,6 +159,30 @@ def default_pod(pod: Obj) -> None:
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", _qos_class(spec))
+
+
+def default_pod_spec(spec: Obj) -> None:
+    """The v1 defaults of a PodSpec (a pod's, or a PodTemplate's template.spec)."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if not isinstance(container, dict):
+            continue
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        image = str(container.get("image", ""))
+        latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
+        container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
+        resources = container.setdefault("resources", {})
+        # a limit with no request defaults the request to the limit, which schedulers rely on
+        limits = resources.get("limits") or {}
+        if limits:
+            requests = resources.setdefault("requests", {})
+            for name, value in limits.items():
+                requests.setdefault(name, value)
 
 
 def _qos_class(spec: Obj) -> str:
@@ -201,7 +207,14 @@ def _qos_class(spec: Obj) -> str:
 def validate_pod(pod: Obj) -> None:
     """400 for unparseable quantities (a decode error), 422 for other invalid fields."""
     name = str(pod["metadata"].get("name", ""))
-    spec = pod.get("spec") or {}
+    errors = pod_spec_errors(pod.get("spec") or {})
+    if errors:
+        raise invalid("", "Pod", name, errors)
+
+
+def pod_spec_errors(spec: Obj) -> list[FieldError]:
+    """The field errors of a PodSpec, at paths under `spec.` (ValidatePodSpec's, as far as
+    sim checks them); a 400 for an unparseable quantity, as the real server's decoding."""
     errors: list[FieldError] = []
     containers = spec.get("containers")
     if not containers:
@@ -213,8 +226,7 @@ def validate_pod(pod: Obj) -> None:
     from scheduler.sim.pod_scheduling_validation import scheduling_field_errors
 
     errors.extend(scheduling_field_errors(spec))
-    if errors:
-        raise invalid("", "Pod", name, errors)
+    return errors
 
 
 def _container_errors(path: str, container: Obj) -> list[FieldError]:

@@ -248,13 +248,65 @@ def test_scale_up_for_listed_queues_asks_for_their_gangs() -> None:
     assert created(result) == ["big-scaleup-1"]
 
 
-def test_a_gang_its_queue_does_not_admit_is_not_asked_for() -> None:
+def test_a_gang_its_queue_does_not_admit_is_not_asked_for_but_its_pods_name_its_request() -> None:
     big = gang("big", 8, cpu=4, created=CREATED, queue="small", phase=PodGroupPhase.PENDING)
     big.min_resources = resources(cpu=32)
     snap = cluster(big)
     snap.queues["small"] = queue("small", capability=resources(cpu=8))
     result = schedule(snap, SCALE_UP)
     assert result.provisioning_requests == []
+    # Named in advance: cluster-autoscaler then adds no node for any of them on its own.
+    assert {a.request for a in result.pod_annotations} == {"big-scaleup-1"}
+    assert len(result.pod_annotations) == 8
+    assert scale_up_condition(result, big) is None
+
+
+def test_a_gang_bigger_than_the_whole_cluster_is_asked_for_before_it_is_admitted() -> None:
+    # Its minResources exceed what the nodes could ever hold: no admission would come.
+    big = gang("big", 8, cpu=4, created=CREATED, phase=PodGroupPhase.PENDING)
+    big.min_resources = resources(cpu=32)
+    result = schedule(cluster(big), SCALE_UP)
+    (waiting,) = [u for u in result.podgroups if u.name == "big"]
+    assert waiting.phase is PodGroupPhase.PENDING
+    assert created(result) == ["big-scaleup-1"]
+
+
+def test_a_gang_is_asked_for_from_an_empty_cluster() -> None:
+    # No node: every queue's share of the cluster is nothing.
+    big = gang("big", 8, cpu=4, created=CREATED)
+    result = schedule(cluster(big, nodes=0), SCALE_UP)
+    assert created(result) == ["big-scaleup-1"]
+
+
+def test_a_gang_that_waits_its_queues_turn_in_a_cluster_that_could_hold_it_is_not_asked_for() -> (
+    None
+):
+    running = running_gang("running", 4, cpu=4, on=["n0", "n1"], created=CREATED)
+    small = gang("small", 2, cpu=4, created=CREATED)
+    result = schedule(cluster(running, small), SCALE_UP)
+    (waiting,) = [u for u in result.podgroups if u.name == "small"]
+    assert any(c.reason == "QueueShareExceeded" for c in waiting.conditions)
+    assert result.provisioning_requests == []
+
+
+def test_capacity_provisioned_for_a_gang_not_yet_admitted_is_held_but_nothing_placed() -> None:
+    big = gang("big", 8, cpu=4, created=CREATED, phase=PodGroupPhase.PENDING)
+    big.min_resources = resources(cpu=48)
+    other = gang("other", 2, cpu=4, created=CREATED)
+    snap = with_requests(cluster(big, other, nodes=4, ready=2), request(big, 1, PROVISIONED))
+    result = schedule(snap, SCALE_UP)
+    assert binds_per_job(result) == {}
+    (waiting,) = [u for u in result.podgroups if u.name == "big"]
+    assert waiting.phase is PodGroupPhase.PENDING
+    (room,) = result.holds
+    assert (room.job, room.kind) == (big.key, "provisioned")
+
+
+def test_a_gang_whose_pods_are_not_all_there_yet_names_its_request_in_advance() -> None:
+    early = gang("early", 3, cpu=4, created=CREATED, min_member=8)
+    result = schedule(cluster(early), SCALE_UP)
+    assert result.provisioning_requests == []
+    assert {a.request for a in result.pod_annotations} == {"early-scaleup-1"}
 
 
 def test_a_gang_with_more_pod_shapes_than_a_request_holds_is_not_asked_for_and_says_so() -> None:
