@@ -199,8 +199,12 @@ def _place(
     """Place the tasks in order on the picker's best nodes until one finds none or the
     queue refuses it; `explain` records why on the job (a domain attempt does not: the
     next domain may hold the gang)."""
-    # Asked once for the lot when the queue's answer adds up; else once per task.
-    queue_takes_all = session.allocatable_all(queue, tasks)
+    # Asked once for the lot when the queue's answer adds up; else once per task. Capacity
+    # an autoscaler provisioned for the gang exists for it alone: its queue's share of the
+    # cluster, which that capacity swelled, does not hold it back.
+    queue_takes_all = job.key in session.scale_up.provisioned() or session.allocatable_all(
+        queue, tasks
+    )
     for task in tasks:
         node = picker.pick(task)
         if node is None:

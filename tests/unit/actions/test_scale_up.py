@@ -404,6 +404,25 @@ def test_a_provisioned_gang_is_placed_first_once_its_nodes_are_ready() -> None:
     assert scale_up_condition(result, big) is None
 
 
+def test_a_provisioned_gang_is_placed_whatever_its_queues_share_of_the_swollen_cluster() -> None:
+    # Queues of equal weight: "default" deserves 16 of the 32 cpu, the gang asks all 32
+    # (the nodes were added for it), and "other" wants 32 too.
+    big = gang("big", 8, cpu=4, created=CREATED)
+    other = gang("other", 8, cpu=4, created=CREATED, queue="other")
+    snap = with_requests(cluster(big, other, nodes=4), request(big, 1, PROVISIONED))
+    snap.queues["other"] = queue("other")
+    result = schedule(snap, SCALE_UP)
+    assert binds_per_job(result) == {big.key: 8}
+
+
+def test_without_its_provisioned_capacity_the_same_gang_waits_for_its_queues_share() -> None:
+    big = gang("big", 8, cpu=4, created=CREATED)
+    other = gang("other", 8, cpu=4, created=CREATED, queue="other")
+    snap = cluster(big, other, nodes=4)
+    snap.queues["other"] = queue("other")
+    assert binds_per_job(schedule(snap, SCALE_UP)).get(big.key) is None
+
+
 def test_revoked_capacity_is_not_held() -> None:
     big = gang("big", 8, cpu=4, created=CREATED)
     urgent = gang("urgent", 2, cpu=4, created=CREATED)
