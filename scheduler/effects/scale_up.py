@@ -11,7 +11,9 @@ deleted. What cannot be written is said in a Warning event on the PodGroup
 (ScaleUpRequestFailed), naming the object and the API server's answer; the next session
 decides again.
 
-The same write decided by consecutive sessions while the first is in flight is sent once.
+The same write decided by consecutive sessions while the first is in flight is sent once;
+one that failed is not sent again for RETRY_AFTER_FAILURE seconds (a missing CRD must not
+cost a failed request and a log line every period).
 A pod's PodScheduled=False goes after its consume-provisioning-request annotation (the
 `then` of `annotate`): cluster-autoscaler scales up for a pod it sees unschedulable and not
 annotated, one pod at a time, which is what asking for the whole gang is to prevent.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -50,6 +53,8 @@ from scheduler.kube.errors import Conflict, Fenced, NotFound, StatusError, Trans
 log = logging.getLogger(__name__)
 
 _PODGROUP_API_VERSION = f"{GROUP}/{VERSION}"
+# How long a write that failed is not sent again, however often sessions decide it.
+RETRY_AFTER_FAILURE = 30.0
 
 
 class _Meta(msgspec.Struct):
@@ -84,10 +89,14 @@ class ScaleUpWriter:
         recorder: EventRecorder,
         *,
         may_write: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.may_write = may_write
+        self.clock = clock
+        # Writes that failed, by what they write: not sent again before this time.
+        self._resting: dict[tuple[str, ...], float] = {}
         # Writes in flight by what they write, and what runs once each is done.
         self._running: dict[tuple[str, ...], asyncio.Task[None]] = {}
         self._then: dict[tuple[str, ...], list[Callable[[], None]]] = {}
@@ -119,12 +128,24 @@ class ScaleUpWriter:
         while self._running:
             await asyncio.gather(*self._running.values(), return_exceptions=True)
 
-    def _start(self, key: tuple[str, ...], write: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    def _start(self, key: tuple[str, ...], write: Callable[[], Coroutine[Any, Any, bool]]) -> None:
         if key in self._running:
             return
-        task = asyncio.get_running_loop().create_task(write())
+        if self._resting.get(key, 0.0) > self.clock():
+            # Failed lately: what waits for it goes on without it.
+            for then in self._then.pop(key, []):
+                then()
+            return
+        self._resting.pop(key, None)
+        task = asyncio.get_running_loop().create_task(self._run(key, write))
         self._running[key] = task
         task.add_done_callback(lambda _: self._finished(key))
+
+    async def _run(
+        self, key: tuple[str, ...], write: Callable[[], Coroutine[Any, Any, bool]]
+    ) -> None:
+        if not await write():
+            self._resting[key] = self.clock() + RETRY_AFTER_FAILURE
 
     def _finished(self, key: tuple[str, ...]) -> None:
         self._running.pop(key, None)
@@ -132,7 +153,7 @@ class ScaleUpWriter:
             then()
 
     # The writes ------------------------------------------------------------------
-    async def _create(self, decision: CreateProvisioningRequest) -> None:
+    async def _create(self, decision: CreateProvisioningRequest) -> bool:
         namespace = decision.namespace
         podgroup = _owner(
             _PODGROUP_API_VERSION, "PodGroup", decision.podgroup, decision.podgroup_uid
@@ -187,8 +208,10 @@ class ScaleUpWriter:
             )
         except (StatusError, TransportError) as error:
             self._failed(decision.namespace, decision.podgroup, f"creating {decision.name}", error)
+            return False
         except Fenced:
             pass  # the lease was lost: the next leader decides again
+        return True
 
     async def _create_once(self, collection: str, body: Any, name: str = "") -> str:
         """POST; an object of that name that exists already counts as created. The uid of
@@ -200,7 +223,7 @@ class ScaleUpWriter:
                 return ""
             return _created.decode(await self._write("GET", f"{collection}/{name}")).metadata.uid
 
-    async def _delete(self, decision: DeleteProvisioningRequest) -> None:
+    async def _delete(self, decision: DeleteProvisioningRequest) -> bool:
         namespace = decision.namespace
         try:
             await self._delete_once(request_path(namespace, decision.name))
@@ -215,14 +238,16 @@ class ScaleUpWriter:
             )
         except (StatusError, TransportError) as error:
             self._failed(namespace, decision.podgroup, f"deleting {decision.name}", error)
+            return False
         except Fenced:
             pass
+        return True
 
     async def _delete_once(self, path: str) -> None:
         with contextlib.suppress(NotFound):
             await self._write("DELETE", path)
 
-    async def _annotate(self, decision: AnnotatePod) -> None:
+    async def _annotate(self, decision: AnnotatePod) -> bool:
         value = decision.request or None
         annotations = {
             CONSUME_ANNOTATION: value,
@@ -245,8 +270,10 @@ class ScaleUpWriter:
                 error,
                 extra={"podgroup": decision.job},
             )
+            return False
         except Fenced:
             pass
+        return True
 
     async def _write(self, method: str, path: str, body: Any = None) -> bytes:
         content_type = MERGE_PATCH if method == "PATCH" else JSON

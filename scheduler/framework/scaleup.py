@@ -173,6 +173,9 @@ class ScaleUp:
         if gang_ready(job) or not job.pending_tasks():
             for request in own:
                 _delete(result, request, "its gang is placed")
+            # Members beyond the gang go one by one, as any pod: an autoscaler may add
+            # nodes for them.
+            self._annotate(job, "", "", result)
             return
         if policy is None or not policy.covers(job):
             for request in own:

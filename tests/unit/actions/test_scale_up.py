@@ -20,6 +20,7 @@ from scheduler.api.provisioning import (
     requests_by_podgroup,
 )
 from scheduler.api.snapshot import ClusterSnapshot
+from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import SchedulerConfig
@@ -590,3 +591,23 @@ def test_a_scale_up_config_that_cannot_work_is_refused_when_loaded(
     with pytest.raises(ConfigError, match="scaleup") as refused:
         config(arguments)
     assert words in str(refused.value)
+
+
+def test_members_beyond_a_placed_gang_are_no_longer_kept_from_the_autoscaler() -> None:
+    elastic = gang(
+        "elastic",
+        4,
+        cpu=4,
+        min_member=2,
+        created=CREATED,
+        statuses=[TaskStatus.RUNNING, TaskStatus.RUNNING],
+        on=["n0"],
+        phase=PodGroupPhase.RUNNING,
+    )
+    for member in elastic.tasks.values():
+        member.scale_up_request = "elastic-scaleup-1"
+    result = schedule(cluster(elastic, nodes=1), SCALE_UP)
+    assert {(a.name, a.request) for a in result.pod_annotations} == {
+        ("elastic-2", ""),
+        ("elastic-3", ""),
+    }
