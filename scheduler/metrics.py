@@ -168,6 +168,13 @@ class Metrics:
             ["resource"],
             registry=r,
         )
+        self.scale_up_podgroups = Gauge(
+            "muster_scale_up_podgroups",
+            "PodGroups muster asks a cluster autoscaler for nodes for (a ProvisioningRequest), "
+            "by where that stands: asked (this session), pending, provisioned, retrying, failed.",
+            ["state"],
+            registry=r,
+        )
         self.evictions_refused = Counter(
             "muster_evictions_refused_total",
             "Groups of evictions (one preemptor's) not sent because a PodDisruptionBudget "
@@ -212,11 +219,18 @@ class Metrics:
 
     def _observe_holds(self, result: SessionResult) -> None:
         held = Resource()
-        for room in result.holds:
+        # Provisioned capacity held for a gang is counted by muster_scale_up_podgroups.
+        starving = [room for room in result.holds if room.kind == "starving"]
+        for room in starving:
             for amount in room.nodes.values():
                 held.add(amount)
-        self.starving_podgroups.labels("held").set(len(result.holds))
-        self.starving_podgroups.labels("not_held").set(result.starving - len(result.holds))
+        self.starving_podgroups.labels("held").set(len(starving))
+        self.starving_podgroups.labels("not_held").set(result.starving - len(starving))
+        states = dict.fromkeys(("asked", "pending", "provisioned", "retrying", "failed"), 0)
+        for report in result.scale_ups:
+            states[report.state] += 1
+        for state, count in states.items():
+            self.scale_up_podgroups.labels(state).set(count)
         self.held_resources.labels("cpu").set(held.cpu / 1000)
         self.held_resources.labels("memory").set(held.memory)
         for name, value in held.scalars.items():

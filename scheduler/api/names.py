@@ -17,6 +17,9 @@ QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 # The largest value of an int32 field of Volcano's API (minMember, minTaskMember,
 # subGroupSize, minSubGroups).
 INT32_MAX = 2**31 - 1
+# On a pending pod: the ProvisioningRequest whose capacity it waits for (cluster-autoscaler
+# leaves such pods out of its ordinary scale-up; api/provisioning.py).
+CONSUME_PROVISIONING_REQUEST = "autoscaling.x-k8s.io/consume-provisioning-request"
 
 DEFAULT_SCHEDULER_NAME = "muster"
 DEFAULT_QUEUE = "default"

@@ -14,6 +14,7 @@ from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.job import JobInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
+from scheduler.api.provisioning import ScaleUpRequest
 from scheduler.api.queue import QueueInfo
 from scheduler.api.task import TERMINAL_STATUSES, PodTopologySpec, TaskInfo, TaskStatus
 
@@ -92,6 +93,9 @@ class ClusterSnapshot:
     eviction_refusals: Mapping[str, str] = field(default_factory=_empty)
     # Each HyperNode's status.nodeCount as the API server holds it (None: not written).
     hypernode_counts: Mapping[str, int | None] = field(default_factory=_empty)
+    # muster's ProvisioningRequests by their PodGroup's key, oldest attempt first
+    # (api/provisioning.py). Read-only in sessions (shared by clones).
+    scale_up_requests: Mapping[str, tuple[ScaleUpRequest, ...]] = field(default_factory=_empty)
     # The tasks with pod-to-pod terms (topology_tasks), found by the clone's own pass.
     _topology_tasks: list[TaskInfo] | None = None
     _topology_specs: list[PodTopologySpec] | None = None
@@ -207,6 +211,7 @@ class ClusterSnapshot:
             budgets=self.budgets,
             eviction_refusals=self.eviction_refusals,
             hypernode_counts=self.hypernode_counts,
+            scale_up_requests=self.scale_up_requests,
             _topology_tasks=on_nodes_and_in_jobs,
         )
 

@@ -11,7 +11,12 @@ from types import MappingProxyType
 
 from scheduler.api import wire
 from scheduler.api.annotations import UNPROTECTED, PodProtection, pod_protection
-from scheduler.api.names import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
+from scheduler.api.names import (
+    CONSUME_PROVISIONING_REQUEST,
+    GROUP_NAME_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
+    TASK_SPEC_ANNOTATION,
+)
 from scheduler.api.pod_fields import Unhonoured, unhonoured
 from scheduler.api.resources import Resource
 
@@ -617,6 +622,7 @@ class TaskInfo:
         "queue_annotation",
         "request",
         "role",
+        "scale_up_request",
         "scheduler_name",
         "started",
         "status",
@@ -650,6 +656,7 @@ class TaskInfo:
         images: tuple[str, ...] = (),
         started: str = "",
         protection: PodProtection = UNPROTECTED,
+        scale_up_request: str = "",
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -682,6 +689,9 @@ class TaskInfo:
         self.started = started
         # What its labels and annotations say about being preempted or reclaimed.
         self.protection = protection
+        # The ProvisioningRequest its consume-provisioning-request annotation names ("" for
+        # none): the one whose capacity the pod waits for (api/provisioning.py).
+        self.scale_up_request = scale_up_request
 
     @classmethod
     def from_pod(cls, pod: wire.Pod) -> TaskInfo:
@@ -722,6 +732,7 @@ class TaskInfo:
             images=pod_images(spec),
             started=_started(pod),
             protection=pod_protection(meta.labels, meta.annotations),
+            scale_up_request=meta.annotations.get(CONSUME_PROVISIONING_REQUEST, ""),
         )
 
     @property
@@ -768,6 +779,7 @@ class TaskInfo:
             images=self.images,
             started=self.started,
             protection=self.protection,
+            scale_up_request=self.scale_up_request,
         )
 
     def __repr__(self) -> str:

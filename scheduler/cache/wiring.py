@@ -8,7 +8,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from scheduler.api import hypernode, wire
+from scheduler.api import hypernode, provisioning, wire
 from scheduler.api.hypernode import HyperNode
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
@@ -125,6 +125,17 @@ def world_kinds(world: World) -> list[Kind[Any]]:
             lambda o: o.metadata.name,
             world.upsert_hypernode,
             world.delete_hypernode,
+            optional=True,
+        ),
+        # muster's ProvisioningRequests (scale-up), from cluster-autoscaler's CRD or muster's
+        # crds/provisioningrequest.yaml. Optional: a cluster with no autoscaler has none.
+        Kind(
+            "provisioningrequest",
+            provisioning.PATH,
+            provisioning.ProvisioningRequest,
+            namespaced,
+            world.upsert_provisioning_request,
+            world.delete_provisioning_request,
             optional=True,
         ),
         # Pods are keyed by uid: a pod recreated under the same name is another pod.

@@ -23,6 +23,12 @@ from scheduler.api.hypernode import HyperNode, HyperNodeInfo
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
+from scheduler.api.provisioning import (
+    ProvisioningRequest,
+    ScaleUpRequest,
+    read_request,
+    requests_by_podgroup,
+)
 from scheduler.api.queue import QueueInfo
 from scheduler.api.snapshot import (
     ClusterSnapshot,
@@ -85,6 +91,10 @@ class World:
         self._refusals: dict[str, str] = {}
         # Each HyperNode's status.nodeCount as last seen (what a session compares against).
         self._hypernode_counts: dict[str, int | None] = {}
+        # muster's ProvisioningRequests by "namespace/name", and the per-PodGroup view
+        # sessions share, rebuilt only after one of them changed.
+        self._scale_up_requests: dict[str, ScaleUpRequest] = {}
+        self._scale_up_view: Mapping[str, tuple[ScaleUpRequest, ...]] | None = None
 
     # Snapshots ---------------------------------------------------------------
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
@@ -97,6 +107,7 @@ class World:
         copy.budgets = self.budgets()
         copy.eviction_refusals = MappingProxyType(dict(self._refusals))
         copy.hypernode_counts = dict(self._hypernode_counts)
+        copy.scale_up_requests = self.scale_up_requests()
         return copy
 
     def storage(self) -> StorageView:
@@ -127,6 +138,14 @@ class World:
                 {namespace: tuple(found) for namespace, found in by_namespace.items()}
             )
         return self._budgets_view
+
+    def scale_up_requests(self) -> Mapping[str, tuple[ScaleUpRequest, ...]]:
+        """muster's ProvisioningRequests by PodGroup key, as sessions read them."""
+        if self._scale_up_view is None:
+            self._scale_up_view = MappingProxyType(
+                requests_by_podgroup(self._scale_up_requests.values())
+            )
+        return self._scale_up_view
 
     def record_session(self, result: SessionResult, now: float) -> None:
         """Keep what the next sessions need from this one: nominations, placement
@@ -166,6 +185,7 @@ class World:
             "csinode": len(self._storage["csinodes"]),
             "hypernode": len(self._hypernodes),
             "poddisruptionbudget": len(self._budgets),
+            "provisioningrequest": len(self._scale_up_requests),
         }
 
     # Pods ------------------------------------------------------------------
@@ -196,6 +216,8 @@ class World:
                 self.status_generation += 1
             # Read only when the pod is a victim candidate (minimum runtimes, cooldowns).
             old.started = task.started
+            # Our own annotation coming back (framework/scaleup.py): no session needed.
+            old.scale_up_request = task.scale_up_request
             if old.status is not task.status:
                 self.live.set_task_status(old, task.status)
             return
@@ -403,6 +425,27 @@ class World:
             return
         self.generation += 1
         self._budgets_view = None
+
+    # ProvisioningRequests ----------------------------------------------------
+    def upsert_provisioning_request(self, obj: ProvisioningRequest) -> None:
+        """A ProvisioningRequest was added or changed (another client's is not kept)."""
+        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+        request = read_request(obj)
+        if request is None:
+            self.delete_provisioning_request(key)
+            return
+        if self._scale_up_requests.get(key) == request:
+            return
+        self.generation += 1
+        self._scale_up_requests[key] = request
+        self._scale_up_view = None
+
+    def delete_provisioning_request(self, key: str) -> None:
+        """A ProvisioningRequest ("namespace/name") is gone."""
+        if self._scale_up_requests.pop(key, None) is None:
+            return
+        self.generation += 1
+        self._scale_up_view = None
 
     # Namespaces --------------------------------------------------------------
     def upsert_namespace(self, namespace: wire.Namespace) -> None:

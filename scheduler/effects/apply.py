@@ -18,9 +18,13 @@ from scheduler.cache.world import World
 from scheduler.effects.binder import Binder
 from scheduler.effects.evictor import Evictor
 from scheduler.effects.recorder import EventRecorder
+from scheduler.effects.scale_up import ScaleUpWriter
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import (
+    AnnotatePod,
     Bind,
+    CreateProvisioningRequest,
+    DeleteProvisioningRequest,
     Evict,
     FieldNotHonoured,
     HyperNodeStatusUpdate,
@@ -91,6 +95,34 @@ class ReleaseTracker(Protocol):
     def eviction_refused(self, preemptor: str, why: str, now: float) -> None: ...
 
 
+class ScaleUpSink(Protocol):
+    """What Effects needs of the scale-up writer (effects/scale_up.py)."""
+
+    def create(self, decision: CreateProvisioningRequest) -> None: ...
+
+    def delete(self, decision: DeleteProvisioningRequest) -> None: ...
+
+    def annotate(self, decision: AnnotatePod, then: Callable[[], None] | None = None) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+class _NoScaleUp:
+    """A scale-up sink for effects that write no scale-up (tests of the other writers)."""
+
+    def create(self, decision: CreateProvisioningRequest) -> None:
+        raise AssertionError(f"no scale-up writer to create {decision.name}")
+
+    def delete(self, decision: DeleteProvisioningRequest) -> None:
+        raise AssertionError(f"no scale-up writer to delete {decision.name}")
+
+    def annotate(self, decision: AnnotatePod, then: Callable[[], None] | None = None) -> None:
+        raise AssertionError(f"no scale-up writer to annotate {decision.name}")
+
+    async def drain(self) -> None:
+        return None
+
+
 class Drainable(Protocol):
     """Background writes that can be waited for, then stopped (the event recorder)."""
 
@@ -110,12 +142,14 @@ class Effects:
         writer: StatusSink,
         evictor: PodEvictor,
         recorder: Drainable,
+        scale_up: ScaleUpSink | None = None,
     ) -> None:
         self.cache = cache
         self.binder = binder
         self.writer = writer
         self.evictor = evictor
         self.recorder = recorder
+        self.scale_up: ScaleUpSink = scale_up if scale_up is not None else _NoScaleUp()
         # Evictions run in the background; held here so none is garbage-collected mid-way.
         self._evictions: set[asyncio.Task[None]] = set()
 
@@ -159,6 +193,7 @@ class Effects:
                 on_sent=world.evictions_sent,
             ),
             recorder=recorder,
+            scale_up=ScaleUpWriter(client, recorder, may_write=may_bind),
         )
 
     def apply(self, result: SessionResult) -> None:
@@ -177,11 +212,25 @@ class Effects:
             self._evictions.add(task)
             task.add_done_callback(self._evictions.discard)
         self.writer.podgroups(result.podgroups)
-        self.writer.pods(result.unschedulable)
+        self._scale_up(result)
         self.writer.queues(result.queues)
         self.writer.invalid(result.invalid)
         self.writer.field_warnings(result.field_warnings)
         self.writer.hypernodes(result.hypernodes)
+
+    def _scale_up(self, result: SessionResult) -> None:
+        """Hand over the scale-up writes, and the pods' PodScheduled conditions: a pod being
+        annotated for a request gets its condition once the annotation is written."""
+        for deletion in result.provisioning_deletions:
+            self.scale_up.delete(deletion)
+        for creation in result.provisioning_requests:
+            self.scale_up.create(creation)
+        messages = {message.uid: message for message in result.unschedulable}
+        for annotation in result.pod_annotations:
+            message = messages.pop(annotation.uid, None) if annotation.request else None
+            then = partial(self.writer.pods, [message]) if message is not None else None
+            self.scale_up.annotate(annotation, then)
+        self.writer.pods(list(messages.values()))
 
     def forget_gone(self, podgroups: Collection[str], pods: Collection[str]) -> None:
         """Let the writers drop what they keep about PodGroups ("ns/name") and pods (uids)
@@ -200,6 +249,7 @@ class Effects:
         try:
             await asyncio.wait_for(self.binder.drain(), timeout=BIND_DRAIN_SECONDS)
             await asyncio.wait_for(self.writer.drain(), timeout=STATUS_DRAIN_SECONDS)
+            await asyncio.wait_for(self.scale_up.drain(), timeout=STATUS_DRAIN_SECONDS)
             await asyncio.wait_for(self.recorder.drain(), timeout=EVENT_DRAIN_SECONDS)
         except TimeoutError:
             log.warning("shutdown: some writes did not finish in time")

@@ -40,6 +40,7 @@ from scheduler.inspect.cluster import (
 from scheduler.inspect.config import EVICTING_ACTIONS, Configuration
 from scheduler.inspect.figures import ReasonFigure, amount, figures
 from scheduler.inspect.room import Room, otherwise_fitting_nodes, room
+from scheduler.inspect.scale_up import scale_up_document, scale_up_lines, scale_up_of
 from scheduler.inspect.views import (
     GroupView,
     QueueView,
@@ -231,6 +232,7 @@ def explain_document(
             for pod, (node, status) in sorted(member_nodes(session, key).items())
         },
         "holding": _holding_document(session.result, key),
+        "scaleUp": scale_up_document(scale_up_of(session.result, key)),
         "verdict": verdict(view, session.result),
     }
     job = session.snapshot.jobs.get(key)
@@ -242,16 +244,21 @@ def explain_document(
 
 
 def held_room(result: SessionResult, key: str) -> HeldRoom | None:
-    """The room the session held for the gang (it starves), if any."""
+    """The room the session held for the gang (it starves, or an autoscaler provisioned
+    capacity for it), if any."""
     return next((room for room in result.holds if room.job == key), None)
 
 
 def holding_lines(result: SessionResult, key: str) -> list[str]:
-    """What the session holds for a starving gang, node by node (framework/holds.py)."""
+    """What the session holds for a gang, node by node (framework/holds.py)."""
     room = held_room(result, key)
     if room is None:
         return []
-    lines = ["", f"Holding (starving since {format_rfc3339(room.since)}):"]
+    if room.kind == "provisioned":
+        title = f"Holding provisioned capacity (since {format_rfc3339(room.since)}):"
+    else:
+        title = f"Holding (starving since {format_rfc3339(room.since)}):"
+    lines = ["", title]
     lines += [f"  {node}: {describe(amount)}" for node, amount in sorted(room.nodes.items())]
     if not room.nodes:
         lines.append("  nothing free yet on the nodes it waits for")
@@ -263,6 +270,7 @@ def _holding_document(result: SessionResult, key: str) -> dict[str, Any] | None:
     if room is None:
         return None
     return {
+        "kind": room.kind,
         "since": format_rfc3339(room.since),
         "nodes": {node: amount.to_list() for node, amount in sorted(room.nodes.items())},
     }
@@ -373,6 +381,7 @@ def explain_text(
     placed_job = session.snapshot.jobs.get(key)
     if placed_job is not None and placed_job.subgroup_policies:
         lines += subgroup_lines(placed_job)
+    lines += scale_up_lines(scale_up_of(session.result, key))
     waits = verdict(view, session.result) == "waits"
     if waits:
         lines += ["", f"Ahead of it in queue {view.queue}:"]

@@ -149,6 +149,8 @@ def default_pod(pod: Obj) -> None:
             requests = resources.setdefault("requests", {})
             for name, value in limits.items():
                 requests.setdefault(name, value)
+    # SetDefaults_Pod's own (a PodTemplate's spec does not get it)
+    spec.setdefault("enableServiceLinks", True)
     # DefaultTolerationSeconds admission
     tolerations = spec.setdefault("tolerations", [])
     for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
@@ -171,14 +173,13 @@ def default_pod(pod: Obj) -> None:
 
 
 def default_pod_spec(spec: Obj) -> None:
-    """The defaults of a pod spec and its containers, which a pod and a pod template (of a
-    Job, ReplicaSet...) get alike."""
+    """The v1 defaults of a PodSpec and its containers, which a pod and a pod template (of a
+    Job, ReplicaSet, a PodTemplate...) get alike."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if not isinstance(container, dict):
             continue

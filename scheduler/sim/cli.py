@@ -9,7 +9,9 @@ import signal
 import sys
 from pathlib import Path
 
+from scheduler.sim import autoscaler
 from scheduler.sim.authn import TokenFileError
+from scheduler.sim.autoscaler import NodeGroupError
 from scheduler.sim.faults import ErrorRule, FaultConfig, LatencyRule
 from scheduler.sim.nodes import PoolError, load_pools
 from scheduler.sim.server import SimConfig, SimServer
@@ -134,6 +136,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=100_000,
         help="audit records kept in memory for GET /sim/audit (older ones: 410)",
     )
+    autoscaler.add_arguments(parser)
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=run)
 
@@ -143,7 +146,8 @@ class ConfigError(ValueError):
 
 
 def config_from_args(args: argparse.Namespace) -> SimConfig:
-    """SimConfig from parsed flags; raises PoolError for a bad pool file, ConfigError for flags."""
+    """SimConfig from parsed flags; raises PoolError for a bad pool file, NodeGroupError for a
+    bad node-group file, ConfigError for flags."""
     verbs = [v for v in args.fault_verbs.split(",") if v]
     resources = [r for r in args.fault_resources.split(",") if r]
     faults = FaultConfig(watch_drop_seconds=args.fault_watch_drop)
@@ -193,6 +197,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         disruption_controller=args.disruption_controller,
         audit_log_path=args.audit_log,
         audit_capacity=args.audit_capacity,
+        autoscaler=autoscaler.config_from_args(args),
     )
 
 
@@ -203,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         config = config_from_args(args)
-    except (PoolError, ConfigError, OSError) as error:
+    except (PoolError, ConfigError, NodeGroupError, OSError) as error:
         print(f"muster sim: {error}", file=sys.stderr)
         return 2
     return asyncio.run(_serve(config))

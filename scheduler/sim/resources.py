@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler.sim.errors import qualified_resource
+from scheduler.sim.pod_templates import PodTemplateStrategy
 from scheduler.sim.rbac_validation import RbacValidator
 from scheduler.sim.storage_validation import (
     STORAGE_GROUP,
@@ -139,6 +140,7 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     _core("secrets", "Secret", True),
     _core("services", "Service", True, ("svc",), ("status",)),
     _core("serviceaccounts", "ServiceAccount", True, ("sa",), ("token",)),
+    _validated("", "podtemplates", "PodTemplate", True, PodTemplateStrategy()),
     _validated(
         "",
         "persistentvolumeclaims",

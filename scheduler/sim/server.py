@@ -21,6 +21,12 @@ from aiohttp import web
 from scheduler.sim.apiserver import CRDS, ApiServer, now_rfc3339
 from scheduler.sim.audit import AuditLog
 from scheduler.sim.authn import Authenticator, load_token_file
+from scheduler.sim.autoscaler import (
+    CRD_NAME,
+    Autoscaler,
+    AutoscalerConfig,
+    provisioning_request_crd,
+)
 from scheduler.sim.disruption import DisruptionController
 from scheduler.sim.errors import ApiError
 from scheduler.sim.faults import FaultConfig, FaultInjector
@@ -78,6 +84,8 @@ class SimConfig:
     # /sim/audit), all of them appended to `audit_log_path` when set (--audit-log)
     audit_log_path: Path | None = None
     audit_capacity: int = 100_000
+    # a stand-in cluster autoscaler and its node groups (--autoscaler-node-groups)
+    autoscaler: AutoscalerConfig | None = None
 
     def pools(self) -> list[NodePool]:
         """The configured pools, with `--nodes` as a pool named `sim-node` in front."""
@@ -100,6 +108,7 @@ class SimServer:
         self.faults = FaultInjector(self.config.faults)
         self.kubelet: Kubelet | None = None
         self.provisioner: Provisioner | None = None
+        self.autoscaler: Autoscaler | None = None
         self.port = 0
         self.url = ""
         self.kubeconfig_path: Path | None = None
@@ -138,6 +147,8 @@ class SimServer:
         self._create_nodes(api)
         if config.crds_dir is not None:
             self._load_crds(api, config.crds_dir)
+        if config.autoscaler is not None:
+            self._start_autoscaler(api, config.autoscaler)
         work_dir = config.work_dir
         if work_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="muster-sim-")
@@ -238,6 +249,14 @@ class SimServer:
                 },
             )
 
+    def _start_autoscaler(self, api: ApiServer, config: AutoscalerConfig) -> None:
+        # A cluster running cluster-autoscaler has its ProvisioningRequest CRD.
+        if self.store.get(CRDS, "", CRD_NAME) is None:
+            self._load_crds(api, provisioning_request_crd().parent)
+        assert self._loop is not None
+        self.autoscaler = Autoscaler(api, config)
+        self.autoscaler.attach(self._loop)
+
     def _load_crds(self, api: ApiServer, directory: Path) -> None:
         kind = api.kind("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
@@ -300,6 +319,8 @@ class SimServer:
             self.kubelet.stop()
         if self.provisioner is not None:
             self.provisioner.stop()
+        if self.autoscaler is not None:
+            self.autoscaler.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

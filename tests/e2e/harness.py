@@ -856,6 +856,17 @@ def scheduler_conf(
     return path
 
 
+def autoscaler_flags(work_dir: Path, groups: Sequence[Obj], **timings: float) -> list[str]:
+    """`muster sim` flags for its stand-in autoscaler: the node groups written to a file,
+    and each timing (node_delay=0.5 -> --autoscaler-node-delay 0.5)."""
+    path = work_dir / "node-groups.yaml"
+    path.write_text(yaml.safe_dump({"nodeGroups": list(groups)}))
+    flags = ["--autoscaler-node-groups", str(path)]
+    for name, seconds in timings.items():
+        flags += [f"--autoscaler-{name.replace('_', '-')}", str(seconds)]
+    return flags
+
+
 def environ_kubeconfig() -> Path | None:
     """The real cluster to run against, when MUSTER_E2E_KUBECONFIG is set."""
     value = os.environ.get(KUBECONFIG_ENV)

@@ -64,6 +64,7 @@ SIM_MODELS = frozenset(
         "v1_persistent_volume_claim",
         "v1_pod",
         "v1_pod_disruption_budget",
+        "v1_pod_template",
         "v1_priority_class",
         "v1_replica_set",
         "v1_role",

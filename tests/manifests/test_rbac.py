@@ -32,8 +32,21 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
             # Optional: a cluster without the CRD answers 404, which the reflector reads
             # as "no HyperNodes" (a 403 would not be: the grant must be there).
             ("topology.volcano.sh", "hypernodes"),
+            # Optional as HyperNodes: a cluster without an autoscaler's CRD has none.
+            ("autoscaling.x-k8s.io", "provisioningrequests"),
         )
         for verb in ("list", "watch")
+    },
+    "effects/scale_up.py: requests, their templates, the pods that wait for them": {
+        ("autoscaling.x-k8s.io", "provisioningrequests", "create"),
+        # A request that existed already (409) is read back for its uid.
+        ("autoscaling.x-k8s.io", "provisioningrequests", "get"),
+        ("autoscaling.x-k8s.io", "provisioningrequests", "delete"),
+        ("", "podtemplates", "create"),
+        # Each template's owner becomes the request once the request exists.
+        ("", "podtemplates", "patch"),
+        ("", "podtemplates", "delete"),
+        ("", "pods", "patch"),
     },
     "effects/binder.py": {("", "pods/binding", "create")},
     "effects/binder.py: PreBind, selected-node on claims, claimRef on static volumes": {

@@ -87,6 +87,7 @@ WATCHED = [
     "poddisruptionbudget",
     "podgroup",
     "priorityclass",
+    "provisioningrequest",
     "queue",
     "storageclass",
 ]
