@@ -153,7 +153,8 @@ def test_with_provisioning_requests_the_whole_gang_gets_its_nodes_and_runs_acros
     start_scheduler(plugins=SCALE_UP)
     wait_for_phase(cluster, namespace, "gang", "Running", timeout=20)
     assert nodes(cluster) == ["big-0000", "big-0001", "big-0002", "big-0003"]
-    assert bound(cluster, namespace) == 8
+    # Running is written with the binds sent, not answered: wait for the pods' nodes.
+    wait_for(lambda: bound(cluster, namespace) == 8, 10, message="the whole gang bound")
     # Placed: its request goes, and the templates it owned with it.
     wait_for(lambda: not requests(cluster, namespace), 10, message="the request deleted")
     wait_for(
