@@ -63,6 +63,8 @@ class SchedulerOptions:
 
     kubeconfig: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
+    # PodGroups with no pods and no muster.dev/scheduler-name annotation (cache/ownership.py)
+    claim_podgroups_without_pods: bool = True
     scheduler_conf: Path | None = None
     schedule_period: float = 1.0
     default_queue: str = DEFAULT_QUEUE
@@ -87,7 +89,11 @@ class SchedulerProcess:
         libc = glibc()
         pin_mmap_threshold(libc)
         self.heap = HeapTrimmer(libc, clock=time.monotonic)
-        self.world = World(frozenset(options.scheduler_names), options.default_queue)
+        self.world = World(
+            frozenset(options.scheduler_names),
+            options.default_queue,
+            claim_podgroups_without_pods=options.claim_podgroups_without_pods,
+        )
         self.client = KubeClient(
             load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst
         )

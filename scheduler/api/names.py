@@ -11,6 +11,8 @@ GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 # A bare pod (or a namespace) names its queue here.
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# A PodGroup with no pods yet names the scheduler it is for here (cache/ownership.py).
+SCHEDULER_NAME_ANNOTATION = "muster.dev/scheduler-name"
 
 DEFAULT_SCHEDULER_NAME = "muster"
 DEFAULT_QUEUE = "default"

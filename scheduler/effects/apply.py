@@ -128,7 +128,7 @@ class Effects:
         on `bind_client` (a lane of its own, so no bind waits for a connection behind status
         writes; `client` when not given) with `bind_workers` binds in flight, and events
         held while binds wait to be sent."""
-        writer = StatusWriter(client, recorder)
+        writer = StatusWriter(client, recorder, is_ours=world.is_ours)
         for lane in writer.waiting():
             metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
         binder = Binder(

@@ -3,13 +3,18 @@
 Each is written only when it differs from what this process last wrote (or
 what the cache saw), so a steady cluster costs no writes; the writes go out
 in the background, a bounded number at a time, and only the newest of each
-object waits its turn (effects/lanes.py).
+object waits its turn (effects/lanes.py). A PodGroup status waiting its turn is
+written only if the PodGroup is still muster's when its turn comes (cache/ownership.py):
+another scheduler's pods may have arrived meanwhile. A 404 on a PodGroup or Queue is not
+taken as "gone": a restarting API server answers 404 on custom resources until their CRDs
+are served again, so the write is tried again by the next session, and the cache's delete
+event, when the object is truly gone, ends the retries.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from functools import partial
 from typing import Any
 
@@ -53,9 +58,18 @@ INVALID_OBJECT = "InvalidObject"
 class StatusWriter:
     """Writes what sessions conclude about objects."""
 
-    def __init__(self, client: KubeClient, recorder: EventRecorder, concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        recorder: EventRecorder,
+        concurrency: int = 16,
+        *,
+        is_ours: Callable[[str, str], bool] = lambda namespace, name: True,
+    ) -> None:
         self.client = client
         self.recorder = recorder
+        # Whether PodGroup (namespace, name) is still muster's (World.is_ours).
+        self.is_ours = is_ours
         # Two lanes: PodGroup and Queue status (what operators and clients such as
         # Kubeflow wait on) never queue behind a backlog of pods' PodScheduled conditions
         # (thousands of them when a new leader takes over a full queue).
@@ -181,11 +195,16 @@ class StatusWriter:
 
     # Internals -------------------------------------------------------------
     async def _write_queue(self, name: str, status: dict[str, Any]) -> None:
-        if not await self._patch(paths.queue(name) + "/status", {"status": status}):
+        path = paths.queue(name) + "/status"
+        if not await self._patch(path, {"status": status}, gone_is_done=False):
             # Not written: let the next session try again.
             self._queues.pop(name, None)
 
     async def _write_podgroup(self, update: PodGroupStatusUpdate) -> None:
+        if not self.is_ours(update.namespace, update.name):
+            # Another scheduler's now (or gone): its status is not ours to write.
+            self._podgroups.pop((update.namespace, update.name), None)
+            return
         stamp = now_rfc3339()
         status = {
             "phase": update.phase.value,
@@ -196,7 +215,7 @@ class StatusWriter:
         }
         # Volcano's PodGroup has no status subresource: status goes with the object.
         path = paths.podgroup(update.namespace, update.name)
-        if not await self._patch(path, {"status": status}):
+        if not await self._patch(path, {"status": status}, gone_is_done=False):
             # Not written: let the next session try again.
             self._podgroups.pop((update.namespace, update.name), None)
 
@@ -219,12 +238,21 @@ class StatusWriter:
             self._pods.pop(message.uid, None)
 
     async def _patch(
-        self, path: str, body: dict[str, Any], content_type: str = "application/merge-patch+json"
+        self,
+        path: str,
+        body: dict[str, Any],
+        content_type: str = "application/merge-patch+json",
+        *,
+        gone_is_done: bool = True,
     ) -> bool:
+        """Whether the write is done. `gone_is_done`: a 404 means the object is gone (a
+        pod), not a custom resource whose CRD a restarting API server does not serve yet."""
         try:
             await self.client.patch(path, body, content_type=content_type)
-        except NotFound:
-            return True  # the object is gone; nothing to report on
+        except NotFound as error:
+            if not gone_is_done:
+                log.info("status write not done, tried again later: %s", error)
+            return gone_is_done
         except (StatusError, TransportError) as error:
             log.warning("status write failed: %s", error)
             return False
