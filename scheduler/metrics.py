@@ -107,6 +107,13 @@ class Metrics:
             ["resource"],
             registry=r,
         )
+        self.watch_failures = Counter(
+            "muster_watch_failures_total",
+            "Lists and watches that failed, by kind and the HTTP code of the answer (410: "
+            "expired, listed again; none: no answer, a connection refused or cut).",
+            ["resource", "code"],
+            registry=r,
+        )
         self.relists = Counter(
             "muster_relists_total", "Full lists after a 410 Gone.", ["resource"], registry=r
         )

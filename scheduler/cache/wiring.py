@@ -149,10 +149,15 @@ def world_reflectors(
                 kind,
                 page_size=page_size,
                 on_restart=partial(metrics.reflector_restarted, kind.name),
+                on_failure=partial(_count_failure, metrics.watch_failures, kind.name),
                 on_undecodable=_counting(metrics.undecodable_objects.labels(kind.name)),
             )
         )
     return reflectors
+
+
+def _count_failure(counter: Counter, resource: str, code: str) -> None:
+    counter.labels(resource, code).inc()
 
 
 def _counting(counter: Counter) -> Callable[[str], None]:

@@ -7,7 +7,8 @@ the client's retries returns the pod to pending, with an event, so the next
 session places it again: a failed bind is never forgotten.
 
 A bind that failed for a reason that passes (5xx, 429, a broken connection, after the
-client's own retries) is sent again to the same node, with backoff, for up to
+client's own retries; a 403, which a restarted kube-apiserver answers until its RBAC
+authorizer has synced) is sent again to the same node, with backoff, for up to
 RETRY_SECONDS: the pod keeps its room on that node meanwhile. Returning it to pending
 instead would let other work take the room while the rest of its gang is bound, leaving
 the gang short of minMember for good.
@@ -303,7 +304,7 @@ class Binder:
     def _retry_later(self, bind: Bind, error: Exception) -> bool:
         """Send the bind again later, keeping its room, when the failure may pass."""
         passing = isinstance(error, TransportError) or (
-            isinstance(error, StatusError) and is_retryable(error.code)
+            isinstance(error, StatusError) and (is_retryable(error.code) or error.code == 403)
         )
         now = time.monotonic()
         first, tries = self._first_tried.get(bind.uid, (now, 0))
