@@ -79,6 +79,13 @@ class Metrics:
             "muster_pending_pods", "Pods of ours waiting for a node.", registry=r
         )
         self.podgroups = Gauge("muster_podgroups", "PodGroups by phase.", ["phase"], registry=r)
+        self.placeable_gangs = Gauge(
+            "muster_placeable_gangs",
+            "Gangs that could move now: their binds sent and not yet answered, or failed "
+            "since the last session (which places them again). Above 0 with no bind "
+            "succeeding is a stall; a full cluster reads 0.",
+            registry=r,
+        )
         labels = ["queue", "resource"]
         self.queue_allocated = Gauge(
             "muster_queue_allocated", "Resources allocated to a queue.", labels, registry=r

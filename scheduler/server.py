@@ -132,7 +132,9 @@ class SchedulerProcess:
         self.reflectors = world_reflectors(
             self.client, self.world, self.metrics, page_size=options.list_page_size
         )
-        self.health = Health(options.schedule_period, self.reflectors, time.monotonic)
+        self.health = Health(
+            options.schedule_period, self.reflectors, time.monotonic, self.effects.progress
+        )
         self.gate = SessionGate()
         self.stopping = asyncio.Event()
         self._last_cycle_error = ""

@@ -28,6 +28,7 @@ from scheduler.framework.decisions import (
     QueueStatusUpdate,
     SessionResult,
 )
+from scheduler.health import BindProgress
 from scheduler.kube.client import KubeClient
 from scheduler.metrics import Metrics
 
@@ -103,8 +104,10 @@ class Effects:
         writer: StatusSink,
         evictor: PodEvictor,
         recorder: Drainable,
+        progress: BindProgress | None = None,
     ) -> None:
         self.cache = cache
+        self.progress = progress
         self.binder = binder
         self.writer = writer
         self.evictor = evictor
@@ -123,6 +126,7 @@ class Effects:
         may_bind: Callable[[], bool],
         bind_client: KubeClient | None = None,
         bind_workers: int = 64,
+        progress: BindProgress | None = None,
     ) -> Effects:
         """The effects of a scheduler process: its writer and evictor on `client`, its binder
         on `bind_client` (a lane of its own, so no bind waits for a connection behind status
@@ -138,11 +142,14 @@ class Effects:
             metrics,
             concurrency=bind_workers,
             may_bind=may_bind,
+            progress=progress,
         )
+        metrics.placeable_gangs.set_function(lambda: binder.progress.placeable)
         recorder.yield_to(binder.backlog_cleared)
         return cls(
             cache=world,
             binder=binder,
+            progress=binder.progress,
             writer=writer,
             evictor=Evictor(client, recorder, may_evict=may_bind),
             recorder=recorder,
@@ -150,6 +157,8 @@ class Effects:
 
     def apply(self, result: SessionResult) -> None:
         """Send everything `result` decided; returns at once, the writes go in the background."""
+        if self.progress is not None:
+            self.progress.session_applied((bind.uid, bind.job) for bind in result.binds)
         self.binder.dispatch(result.binds)
         for bind in result.binds:
             self.writer.pod_placed(bind.uid)

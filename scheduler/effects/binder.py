@@ -36,6 +36,7 @@ from scheduler.api.task import TaskStatus
 from scheduler.cache.world import World
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import Bind, ClaimBinding
+from scheduler.health import BindProgress
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import Fenced, NotFound, StatusError, TransportError, is_retryable
 from scheduler.metrics import Metrics
@@ -70,8 +71,11 @@ class Binder:
         *,
         concurrency: int = 64,
         may_bind: Callable[[], bool] = lambda: True,
+        progress: BindProgress | None = None,
     ) -> None:
         self.client = client
+        # Which gangs wait for their binds (the readiness probe's stall check).
+        self.progress = progress or BindProgress(time.monotonic)
         self.world = world
         self.recorder = recorder
         self.metrics = metrics
@@ -114,6 +118,7 @@ class Binder:
             self._workers = [loop.create_task(self._work()) for _ in range(self.concurrency)]
         for bind in binds:
             self.world.assume_bound(bind.uid, bind.node)
+            self.progress.sending(bind.uid, bind.job)
             self._enqueue(bind)
         self._unanswered += len(binds)
         self._settled.clear()
@@ -132,6 +137,7 @@ class Binder:
             self._timers.pop(uid).cancel()
             self._first_tried.pop(uid, None)
             self.world.forget_bound(uid)
+            self.progress.settled(uid)
             self._answered()
         for uid in list(self._parked):
             self._parked.pop(uid).cancel()
@@ -155,6 +161,7 @@ class Binder:
                 # A bug in one bind must not stop the worker: the pod is returned to pending.
                 log.exception("bind crashed", extra={"pod": f"{bind.namespace}/{bind.name}"})
                 self.world.forget_bound(bind.uid)
+                self.progress.settled(bind.uid, failed=True)
             finally:
                 if bind.uid not in self._timers and bind.uid not in self._parked:
                     self._answered()
@@ -193,6 +200,7 @@ class Binder:
         self._volumes_bound.discard(bind.uid)
         self.metrics.bind_duration.observe(time.perf_counter() - start)
         self.world.confirm_bound(bind.uid)
+        self.progress.settled(bind.uid, bound=True)
         self._bound.inc()
         self._scheduled.inc()
         self.recorder.record(
@@ -203,6 +211,8 @@ class Binder:
         )
 
     def _park(self, bind: Bind) -> None:
+        # Waiting for the provisioner is not work muster could move.
+        self.progress.settled(bind.uid)
         task = asyncio.get_running_loop().create_task(self._await_volumes(bind))
         self._parked[bind.uid] = task
 
@@ -246,6 +256,7 @@ class Binder:
             self._abandoned(bind)
         else:
             self._volumes_bound.add(bind.uid)
+            self.progress.sending(bind.uid, bind.job)
             self._enqueue(bind)
             return
         self._answered()
@@ -349,11 +360,13 @@ class Binder:
         # this pod is pending again in this replica's cache.
         self._volumes_bound.discard(bind.uid)
         self.world.forget_bound(bind.uid)
+        self.progress.settled(bind.uid)
         self.metrics.binds.labels("abandoned").inc()
 
     def _failed(self, bind: Bind, error: Exception) -> None:
         self._volumes_bound.discard(bind.uid)
         self.world.forget_bound(bind.uid)
+        self.progress.settled(bind.uid, failed=True)
         self.metrics.binds.labels("error").inc()
         self.metrics.schedule_attempts.labels("error").inc()
         if isinstance(error, NotFound):
