@@ -9,7 +9,6 @@ Standbys keep their cache warm. The command line is scheduler/scheduler_cli.py.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
@@ -38,7 +37,7 @@ from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.lease import LeaderElector
 from scheduler.metrics import Metrics
-from scheduler.session_gate import SessionGate
+from scheduler.session_gate import SessionGate, pause
 
 log = logging.getLogger("muster.scheduler")
 
@@ -137,6 +136,7 @@ class SchedulerProcess:
         )
         self.gate = SessionGate()
         self.stopping = asyncio.Event()
+        self.lease_taken = self.elector.taken if self.elector else asyncio.Event()
         self._last_cycle_error = ""
         self._sessions_applied = 0
 
@@ -228,8 +228,7 @@ class SchedulerProcess:
             self.metrics.observe_cache(self.world.counts())
             self.metrics.tasks.set(len(asyncio.all_tasks()))
             self.heap.trim_if_due()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), timeout=period)
+            await pause(period, self.stopping, self.lease_taken)
 
     def _session(self) -> None:
         # The generations the session sees: changes that arrive while it runs get the next.

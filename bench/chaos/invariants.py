@@ -343,6 +343,28 @@ def lease_exclusive(
     return found
 
 
+def longest_bind_after_renewal(records: Sequence[Record], namespace: str, name: str) -> float:
+    """The longest a Lease holder bound after its own last committed renewal (seconds; 0
+    with no bind). A leader that cannot renew stops binding at its renew deadline, well
+    before its lease can have run out in another replica's eyes: this shows how long after."""
+    longest = 0.0
+    renewed: dict[str, float] = {}
+    for record in records:
+        r = ref(record)
+        if (
+            r.get("resource") == "leases"
+            and r.get("namespace") == namespace
+            and r.get("name") == name
+            and succeeded(record)
+        ):
+            renewed[writer(record)] = float(record["time"])
+        elif is_bind(record):
+            last = renewed.get(writer(record))
+            if last is not None:
+                longest = max(longest, float(record["time"]) - last)
+    return longest
+
+
 @dataclass
 class _Gang:
     min_member: int = 0

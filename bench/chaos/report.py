@@ -45,6 +45,8 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
         "takeover_max": max(takeovers) if takeovers else None,
         "takeover_target": TAKEOVER_TARGET,
         "leader_losses_without_a_bind_after": missing_takeovers,
+        "takeover_max_by_fault": takeover_max_by_fault(trials),
+        "bind_after_renewal_max": max((t.bind_after_renewal for t in trials), default=0.0),
         "mid_commit_cuts": [c for t in trials for c in t.mid_commit_cuts],
         "binds": sum(t.binds for t in trials),
         "created": dict(sum((Counter(t.created) for t in trials), Counter())),
@@ -74,6 +76,16 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
     if fuzz is not None:
         doc["fuzz"] = fuzz
     return doc
+
+
+def takeover_max_by_fault(trials: list[TrialResult]) -> dict[str, float]:
+    """The longest leader loss to next bind, for each kind of leader fault."""
+    longest: dict[str, float] = {}
+    for trial in trials:
+        for kind, seconds in trial.takeovers:
+            if seconds is not None:
+                longest[kind] = max(seconds, longest.get(kind, 0.0))
+    return longest
 
 
 SERIES_KEYS = ("replica", "rss", "sockets", "tasks", "pods", "session_mean")
@@ -113,6 +125,15 @@ def table(doc: dict[str, Any]) -> str:
             "n/a"
             if takeover is None
             else f"{takeover:.1f}s (all: {', '.join(f'{s:.1f}' for s in doc['takeover_seconds'])})",
+        ),
+        (
+            "leader loss to next bind, max by fault",
+            ", ".join(f"{k} {v:.1f}s" for k, v in sorted(doc["takeover_max_by_fault"].items()))
+            or "n/a",
+        ),
+        (
+            "longest bind after its binder's last lease renewal (renew deadline 10s < lease 15s)",
+            f"{doc['bind_after_renewal_max']:.1f}s",
         ),
         ("binds", str(doc["binds"])),
         ("objects created", ", ".join(f"{k} {v}" for k, v in sorted(doc["created"].items()))),

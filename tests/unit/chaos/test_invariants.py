@@ -16,6 +16,7 @@ from chaos.invariants import (
     eviction_ping_pong,
     half_placed_gangs,
     lease_exclusive,
+    longest_bind_after_renewal,
     node_overcommit,
     slim,
     stale_podgroup_status,
@@ -270,6 +271,17 @@ def test_a_handover_lets_the_new_holder_bind_at_once() -> None:
     log.lease("b", SCHED_B)
     log.bind("q", "n1", who=SCHED_B)
     assert lease_exclusive(log.records, "muster-system", "muster-scheduler") == []
+
+
+def test_the_longest_bind_after_a_renewal_is_measured_per_binder() -> None:
+    log = Log()
+    log.lease("a", SCHED_A)
+    log.bind("p", "n1", who=SCHED_A, after=9.0)  # 9 s after A's renewal
+    log.lease("b", SCHED_B, after=7.0)
+    log.bind("q", "n1", who=SCHED_B, after=1.0)  # 1 s after B's, 17 s after A's
+    assert longest_bind_after_renewal(
+        log.records, "muster-system", "muster-scheduler"
+    ) == pytest.approx(9.0)
 
 
 # ---------------------------------------------------------------- gangs
