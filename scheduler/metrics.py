@@ -75,6 +75,9 @@ class Metrics:
         self.binds = Counter(
             "muster_binds_total", "Binding requests by result.", ["result"], registry=r
         )
+        for result in ("success", "error", "retried", "abandoned"):
+            # every series from the start: an alert on "no success for 5 minutes" needs one
+            self.binds.labels(result)
         self.pending_pods = Gauge(
             "muster_pending_pods", "Pods of ours waiting for a node.", registry=r
         )
@@ -146,6 +149,22 @@ class Metrics:
             "muster_status_writes_waiting",
             "Status writes waiting for their turn, one per object at most, by lane.",
             ["lane"],
+            registry=r,
+        )
+        self.status_writes = Counter(
+            "muster_status_writes_total",
+            "Status writes by kind (podgroup, queue, pod) and result (success, error; an "
+            "error is written again by a later session).",
+            ["kind", "result"],
+            registry=r,
+        )
+        for kind in ("podgroup", "queue", "pod"):
+            for result in ("success", "error"):
+                self.status_writes.labels(kind, result)
+        self.watch_broken = Gauge(
+            "muster_watch_broken_seconds",
+            "How long a kind's list or watch has been failing (0 while it works).",
+            ["resource"],
             registry=r,
         )
         self.tasks = Gauge(

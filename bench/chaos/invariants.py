@@ -60,6 +60,17 @@ def event_type(record: Record) -> str:
     return str((record.get("annotations") or {}).get(EVENT_TYPE, ""))
 
 
+def group_of(pod: Obj) -> str:
+    """The PodGroup a pod belongs to, as muster reads it: its group annotation, else the
+    one muster's controller makes for its controlling owner (podgroup-<owner uid>), else ""."""
+    meta = pod.get("metadata") or {}
+    group = (meta.get("annotations") or {}).get(GROUP_NAME)
+    if group:
+        return str(group)
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+    return f"podgroup-{owner['uid']}" if owner and owner.get("uid") else ""
+
+
 def is_bind(record: Record) -> bool:
     """A committed pods/binding."""
     r = ref(record)
@@ -148,6 +159,9 @@ def slim(record: Record) -> Record:
     kept_meta = {k: meta[k] for k in ("name", "namespace", "uid", "deletionTimestamp") if k in meta}
     if GROUP_NAME in annotations:
         kept_meta["annotations"] = {GROUP_NAME: annotations[GROUP_NAME]}
+    owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+    if owners:
+        kept_meta["ownerReferences"] = [{"uid": owners[0].get("uid"), "controller": True}]
     kept_spec = {
         k: spec[k]
         for k in (
@@ -452,7 +466,7 @@ def half_placed_gangs(
             continue
         if r.get("resource") != "pods" or r.get("apiGroup"):
             continue
-        group = ((obj["metadata"].get("annotations") or {}).get(GROUP_NAME)) or ""
+        group = group_of(obj)
         if not group:
             continue
         key = (str(obj["metadata"].get("namespace") or ""), str(group))
@@ -578,7 +592,7 @@ def stale_podgroup_status(
             phases[key] = (obj.get("status") or {}).get("phase")
             settle(key, at, seq)
         elif r.get("resource") == "pods" and not r.get("apiGroup"):
-            group = (obj["metadata"].get("annotations") or {}).get(GROUP_NAME)
+            group = group_of(obj)
             if not group:
                 continue
             key = (str(obj["metadata"].get("namespace") or ""), str(group))
@@ -632,7 +646,7 @@ def stuck_inqueue(
             continue
         at = float(record["time"])
         if r.get("resource") == "pods" and not r.get("apiGroup"):
-            group = (obj["metadata"].get("annotations") or {}).get(GROUP_NAME)
+            group = group_of(obj)
             if not group:
                 continue
             key = (str(obj["metadata"].get("namespace") or ""), str(group))
@@ -680,9 +694,7 @@ def eviction_ping_pong(
     found: list[Violation] = []
 
     def gang_of(obj: Obj) -> tuple[str, str]:
-        group = (obj["metadata"].get("annotations") or {}).get(GROUP_NAME) or (
-            "pod:" + str(obj["metadata"].get("name"))
-        )
+        group = group_of(obj) or ("pod:" + str(obj["metadata"].get("name")))
         return str(obj["metadata"].get("namespace") or ""), str(group)
 
     for record in records:

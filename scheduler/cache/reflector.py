@@ -143,6 +143,11 @@ class Reflector(Generic[T]):
         """When the watch last stopped working (clock time), or None while it works."""
         return self._broken_since
 
+    def broken_for(self) -> float:
+        """Seconds the list or watch has been failing; 0 while it works."""
+        since = self._broken_since
+        return 0.0 if since is None else max(0.0, self.clock() - since)
+
     def last_heard(self) -> float | None:
         """When a working watch last delivered an event or a bookmark, or its list came
         (clock time); None when there is nothing to hear (not listed yet, broken, or an

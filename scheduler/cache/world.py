@@ -343,6 +343,11 @@ class World:
         job = self.live.jobs.get(f"{namespace}/{name}")
         return job is not None and not job.shadow
 
+    def is_pending(self, uid: str) -> bool:
+        """Whether pod `uid` is cached and waits for a node (not bound, nor being bound)."""
+        task = self.tasks.get(uid)
+        return task is not None and task.status is TaskStatus.PENDING
+
     def _owns(self, key: str, group: wire.PodGroup) -> bool:
         ours, theirs = self._members.get(key, (0, 0))
         return self.ownership.owns(group.metadata.annotations, ours, theirs)

@@ -132,7 +132,13 @@ class Effects:
         on `bind_client` (a lane of its own, so no bind waits for a connection behind status
         writes; `client` when not given) with `bind_workers` binds in flight, and events
         held while binds wait to be sent."""
-        writer = StatusWriter(client, recorder, is_ours=world.is_ours)
+        writer = StatusWriter(
+            client,
+            recorder,
+            is_ours=world.is_ours,
+            is_pending=world.is_pending,
+            on_written=lambda kind, result: metrics.status_writes.labels(kind, result).inc(),
+        )
         for lane in writer.waiting():
             metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
         binder = Binder(

@@ -65,11 +65,18 @@ class StatusWriter:
         concurrency: int = 16,
         *,
         is_ours: Callable[[str, str], bool] = lambda namespace, name: True,
+        on_written: Callable[[str, str], None] = lambda kind, result: None,
+        is_pending: Callable[[str], bool] = lambda uid: True,
     ) -> None:
         self.client = client
         self.recorder = recorder
         # Whether PodGroup (namespace, name) is still muster's (World.is_ours).
         self.is_ours = is_ours
+        # Each write's kind (podgroup, queue, pod) and result (success, error), for metrics.
+        self.on_written = on_written
+        # Whether the pod (uid) still waits for a node (World.is_pending): a condition queued
+        # behind a backlog is not written once its pod has been bound meanwhile.
+        self.is_pending = is_pending
         # Two lanes: PodGroup and Queue status (what operators and clients such as
         # Kubeflow wait on) never queue behind a backlog of pods' PodScheduled conditions
         # (thousands of them when a new leader takes over a full queue).
@@ -196,7 +203,7 @@ class StatusWriter:
     # Internals -------------------------------------------------------------
     async def _write_queue(self, name: str, status: dict[str, Any]) -> None:
         path = paths.queue(name) + "/status"
-        if not await self._patch(path, {"status": status}, gone_is_done=False):
+        if not await self._patch(path, {"status": status}, "queue", gone_is_done=False):
             # Not written: let the next session try again.
             self._queues.pop(name, None)
 
@@ -215,11 +222,14 @@ class StatusWriter:
         }
         # Volcano's PodGroup has no status subresource: status goes with the object.
         path = paths.podgroup(update.namespace, update.name)
-        if not await self._patch(path, {"status": status}, gone_is_done=False):
+        if not await self._patch(path, {"status": status}, "podgroup", gone_is_done=False):
             # Not written: let the next session try again.
             self._podgroups.pop((update.namespace, update.name), None)
 
     async def _write_pod(self, message: PodUnschedulable) -> None:
+        if not self.is_pending(message.uid):
+            self._pods.pop(message.uid, None)
+            return
         body = {
             "status": {
                 "conditions": [
@@ -234,13 +244,14 @@ class StatusWriter:
             }
         }
         path = paths.pod(message.namespace, message.name) + "/status"
-        if not await self._patch(path, body, STRATEGIC_MERGE_PATCH):
+        if not await self._patch(path, body, "pod", STRATEGIC_MERGE_PATCH):
             self._pods.pop(message.uid, None)
 
     async def _patch(
         self,
         path: str,
         body: dict[str, Any],
+        kind: str,
         content_type: str = "application/merge-patch+json",
         *,
         gone_is_done: bool = True,
@@ -252,10 +263,13 @@ class StatusWriter:
         except NotFound as error:
             if not gone_is_done:
                 log.info("status write not done, tried again later: %s", error)
+                self.on_written(kind, "error")
             return gone_is_done
         except (StatusError, TransportError) as error:
             log.warning("status write failed: %s", error)
+            self.on_written(kind, "error")
             return False
+        self.on_written(kind, "success")
         return True
 
     def _podgroup_event(

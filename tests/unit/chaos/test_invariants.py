@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 from chaos.invariants import (
     double_binds,
     eviction_ping_pong,
+    group_of,
     half_placed_gangs,
     lease_exclusive,
     longest_bind_after_renewal,
@@ -501,3 +502,18 @@ def test_slim_records_find_the_same_violations_as_whole_ones() -> None:
         assert check(slimmed) == check(log.records) != []
     lease = lease_exclusive(slimmed, "muster-system", "muster-scheduler")
     assert lease == lease_exclusive(log.records, "muster-system", "muster-scheduler") != []
+
+
+def test_a_pod_without_a_group_annotation_counts_in_its_owners_podgroup() -> None:
+    # muster reads a controlled pod's group as podgroup-<owner uid> when it has no
+    # annotation (a Job's pod bound before muster's controller annotated it)
+    log = Log()
+    log.podgroup("podgroup-job", 2)
+    annotated = pod("a", "1", "podgroup-job", node="n1")
+    owned = pod("b", "1", None, node="n1")
+    owned["metadata"]["ownerReferences"] = [{"uid": "job", "controller": True, "kind": "Job"}]
+    for obj in (annotated, owned):
+        name = obj["metadata"]["name"]
+        log.add("pods", name, obj, verb="create", sub="binding", who=SCHED_A)
+    assert group_of(owned) == "podgroup-job"
+    assert half_placed_gangs(log.records, [log.clock + 5], [SCHED_A]) == []

@@ -7,7 +7,7 @@ from typing import Any
 
 from scheduler.api.job import PodGroupPhase
 from scheduler.effects.status_writer import StatusWriter
-from scheduler.framework.decisions import PodGroupStatusUpdate
+from scheduler.framework.decisions import PodGroupStatusUpdate, PodUnschedulable
 from scheduler.kube.errors import NotFound
 from tests.unit.effects.test_status_writer_lanes import Quiet
 
@@ -63,3 +63,25 @@ def test_a_podgroup_write_answered_404_is_made_again_by_the_next_session() -> No
         return client.patched
 
     assert asyncio.run(main()) == ["/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/g"]
+
+
+def test_a_pod_condition_queued_before_its_pod_was_bound_is_not_written() -> None:
+    bound = {"uid-bound"}
+
+    async def main() -> list[str]:
+        client = Recording()
+        writer = StatusWriter(
+            client,  # type: ignore[arg-type]
+            Quiet(),  # type: ignore[arg-type]
+            is_pending=lambda uid: uid not in bound,
+        )
+        writer.pods(
+            [
+                PodUnschedulable("ns", name, f"uid-{name}", "ns/g", "Unschedulable", "full")
+                for name in ("bound", "waiting")
+            ]
+        )
+        await writer.drain()
+        return client.patched
+
+    assert asyncio.run(main()) == ["/api/v1/namespaces/ns/pods/waiting/status"]
