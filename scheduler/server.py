@@ -288,9 +288,10 @@ class SchedulerProcess:
         self, background: list[asyncio.Task[Any]], endpoints: EndpointThread
     ) -> None:
         log.info("shutting down: finishing binds in flight")
-        await self.effects.finish()
+        await self.effects.finish_binds()
         if self.elector is not None:
             await self.elector.release()
+        await self.effects.finish()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

@@ -34,9 +34,14 @@ from scheduler.metrics import Metrics
 
 log = logging.getLogger("muster.scheduler")
 
-# How long shutdown waits for writes in flight, per component. Together (30 s) they stay
-# within the scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
-BIND_DRAIN_SECONDS = 20.0
+# How long shutdown waits, in turn: for the binds queued to go out; then (none begun any
+# more) for the answers of those on the wire; then, the lease released, for status writes
+# and events. The lease is held until the binds are done, so their part is kept short: a
+# standby takes over only after it (a bind retried after a 5xx could hold it for a minute,
+# and the kubelet kills a pod past its grace). Together (17 s) they stay within the
+# scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
+BIND_DRAIN_SECONDS = 2.0
+BIND_ANSWER_SECONDS = 5.0
 STATUS_DRAIN_SECONDS = 5.0
 EVENT_DRAIN_SECONDS = 5.0
 
@@ -45,6 +50,10 @@ class BindDispatcher(Protocol):
     """What Effects needs of the binder."""
 
     def dispatch(self, binds: list[Bind]) -> None: ...
+
+    def stop_retrying(self) -> None: ...
+
+    def fence(self) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -191,12 +200,28 @@ class Effects:
         """The evictions sent and not yet answered."""
         return frozenset(self._evictions)
 
-    async def finish(self) -> None:
-        """On shutdown: wait a bounded time for binds, statuses and events in flight,
-        then stop the binder. Evictions in flight are left to be cancelled: the next
-        leader decides again over what the API server holds."""
+    async def finish_binds(self) -> None:
+        """On shutdown, before the lease is released: binds waiting to be sent again are
+        given up, those queued get BIND_DRAIN_SECONDS to go out, then none is begun and
+        those on the wire get their answers. What is given up is pending again, and the
+        next leader places it (a gang part bound is finished by it, on the room it has)."""
+        self.binder.stop_retrying()
         try:
             await asyncio.wait_for(self.binder.drain(), timeout=BIND_DRAIN_SECONDS)
+            return
+        except TimeoutError:
+            self.binder.fence()
+        try:
+            await asyncio.wait_for(self.binder.drain(), timeout=BIND_ANSWER_SECONDS)
+        except TimeoutError:
+            log.warning("shutdown: some binds were not answered in time")
+
+    async def finish(self) -> None:
+        """On shutdown: finish the binds (finish_binds), wait a bounded time for statuses
+        and events in flight, then stop the binder. Evictions in flight are left to be
+        cancelled: the next leader decides again over what the API server holds."""
+        await self.finish_binds()
+        try:
             await asyncio.wait_for(self.writer.drain(), timeout=STATUS_DRAIN_SECONDS)
             await asyncio.wait_for(self.recorder.drain(), timeout=EVENT_DRAIN_SECONDS)
         except TimeoutError:

@@ -83,7 +83,9 @@ class Binder:
         # lock and checks the values, a few µs on the hot path (10,000 binds, two each).
         self._bound = metrics.binds.labels("success")
         self._scheduled = metrics.schedule_attempts.labels("scheduled")
-        self.may_bind = may_bind
+        self._may_bind = may_bind
+        # Set on shutdown once the binds queued had their time (fence): none is begun after.
+        self._fenced = False
         self.concurrency = concurrency
         # A fixed pool of workers on one queue: a 10,000-pod backlog costs no
         # 10,000 task objects, and the members of one gang leave together, in order.
@@ -103,6 +105,31 @@ class Binder:
         self._unanswered = 0
         self._settled = asyncio.Event()
         self._settled.set()
+
+    def may_bind(self) -> bool:
+        """Whether a bind may be written now: this replica leads, and is not shutting down
+        past its binds' time (fence)."""
+        return not self._fenced and self._may_bind()
+
+    def stop_retrying(self) -> None:
+        """On shutdown: give up the binds waiting to be sent again and those waiting for
+        their claims (their pods are pending again here; the next leader places them)."""
+        for uid in list(self._timers):
+            self._timers.pop(uid).cancel()
+            self._first_tried.pop(uid, None)
+            self.world.forget_bound(uid)
+            self.progress.settled(uid)
+            self._answered()
+        for uid in list(self._parked):
+            self._parked.pop(uid).cancel()
+            self._volumes_bound.discard(uid)
+            self.world.forget_bound(uid)
+            self._answered()
+
+    def fence(self) -> None:
+        """On shutdown, once the queued binds had their time: begin no bind any more; those
+        on the wire still get their answers, the rest are abandoned."""
+        self._fenced = True
 
     @property
     def in_flight(self) -> int:
@@ -133,17 +160,7 @@ class Binder:
 
     async def close(self) -> None:
         """Stop the workers (after drain, on shutdown)."""
-        for uid in list(self._timers):
-            self._timers.pop(uid).cancel()
-            self._first_tried.pop(uid, None)
-            self.world.forget_bound(uid)
-            self.progress.settled(uid)
-            self._answered()
-        for uid in list(self._parked):
-            self._parked.pop(uid).cancel()
-            self._volumes_bound.discard(uid)
-            self.world.forget_bound(uid)
-            self._answered()
+        self.stop_retrying()
         for worker in self._workers:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)

@@ -390,3 +390,33 @@ def test_a_pod_deleted_while_its_claims_wait_ends_the_wait_without_an_event(
     asyncio.run(main())
     assert [call[0] for call in client.calls] == ["PATCH"]
     assert recorder.events == []
+
+
+def test_on_shutdown_a_bind_waiting_to_be_sent_again_is_given_up_and_a_fenced_one_never_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(binder_module, "RETRY_BASE", 60.0)  # the retry would come much later
+    world = pending_world()
+    second = {
+        "metadata": {"name": "q", "namespace": "ns", "uid": "uid-q"},
+        "spec": {"schedulerName": "muster", "containers": [{"name": "c"}]},
+    }
+    world.upsert_pod(wire.decode_pod(msgspec.json.encode(second)))
+    client = FlakyBinds(1, lambda: world)
+
+    async def main() -> None:
+        binder = Binder(client, world, FakeRecorder(), Metrics(), concurrency=1)  # type: ignore[arg-type]
+        binder.dispatch([Bind("ns", "p", "uid-p", "n1", "ns/g")])
+        while not binder._timers:  # its first try failed; the next is an hour away
+            await asyncio.sleep(0.001)
+        binder.stop_retrying()
+        binder.fence()
+        binder.dispatch([Bind("ns", "q", "uid-q", "n1", "ns/g")])
+        await asyncio.wait_for(binder.drain(), timeout=5)
+        await binder.close()
+
+    asyncio.run(main())
+    assert client.calls == [("BIND", "ns/p", "n1")], "a bind was sent after the fence"
+    for uid in ("uid-p", "uid-q"):
+        task = world.tasks[uid]
+        assert (task.status, task.node_name) == (TaskStatus.PENDING, ""), uid
