@@ -76,6 +76,8 @@ class TrialResult:
     skipped: dict[str, int]
     violations: list[Violation]
     takeovers: list[tuple[str, float | None]]
+    # losses with no bind after them (nothing placeable): loss to the Lease taken over
+    leases_taken: list[tuple[str, float | None]]
     mid_commit_cuts: list[tuple[int, int]]
     created: dict[str, int]
     refused_writes: int
@@ -113,6 +115,27 @@ def quiescent_moments(
             continue
         moments.append(moment)
     return moments
+
+
+def lease_taken_after(records: list[Obj], at: float) -> float | None:
+    """When the leader Lease was first written by another holder than it had at `at`."""
+    holder = None
+    for record in records:
+        r = record.get("objectRef") or {}
+        if r.get("resource") != "leases" or r.get("name") != LOCK_NAME:
+            continue
+        if (
+            r.get("namespace") != LOCK_NAMESPACE
+            or not 200 <= record["responseStatus"]["code"] < 300
+        ):
+            continue
+        stored = record.get("responseObject") or {}
+        now = str((stored.get("spec") or {}).get("holderIdentity") or "")
+        if float(record["time"]) <= at:
+            holder = now
+        elif now and now != holder:
+            return float(record["time"])
+    return None
 
 
 def successor_bound(chaos: ChaosCluster, loss: LeaderLoss) -> bool:
@@ -248,6 +271,8 @@ def _drive(
             ),
             None,
         )
+    for loss in injector.losses:
+        loss.lease_taken = lease_taken_after(records, loss.at)
     # no leader could act from each loss until a successor bound
     pauses = [(loss.at, loss.next_bind or end) for loss in injector.losses]
     violations = [
@@ -293,6 +318,11 @@ def _drive(
         skipped=dict(injector.skipped),
         violations=violations,
         takeovers=[(loss.kind, loss.takeover) for loss in injector.losses],
+        leases_taken=[
+            (loss.kind, loss.lease_taken - loss.at if loss.lease_taken is not None else None)
+            for loss in injector.losses
+            if loss.next_bind is None
+        ],
         mid_commit_cuts=cuts,
         created=dict(workload.created),
         refused_writes=workload.refused,

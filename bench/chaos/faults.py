@@ -75,6 +75,9 @@ class LeaderLoss:
     gang: tuple[str, str] | None = None
     # the audit identity the lost leader bound as (the writer of the last bind before it)
     lost_writer: str = ""
+    # when another holder's first Lease write after the loss was committed: what times a
+    # takeover that had nothing to bind
+    lease_taken: float | None = None
 
     @property
     def takeover(self) -> float | None:
