@@ -223,7 +223,9 @@ def _drive(
                 # sim is down (restarting): strike a moment later
                 bisect.insort(sim_plan, (elapsed + 0.5, kind))
                 break
-        due = bool(leader_due) and leader_times[0] <= elapsed and recovered
+        # nor is a leader lost while the API server is down or warming up after a restart
+        restarting = any(w.kind == "sim-restart" and w.end > time.time() for w in injector.windows)
+        due = bool(leader_due) and leader_times[0] <= elapsed and recovered and not restarting
         if due and injector.leader_fault(leader_due[0], partial(urgent_gang, workload)):
             log(f"  {elapsed:5.1f}s {leader_due[0]} of the leader")
             leader_due.pop(0)
@@ -275,6 +277,8 @@ def _drive(
         loss.lease_taken = lease_taken_after(records, loss.at)
     # no leader could act from each loss until a successor bound
     pauses = [(loss.at, loss.next_bind or end) for loss in injector.losses]
+    # nor could anyone write while sim was down or warming up after a restart
+    pauses += [(w.start, w.end) for w in injector.windows if w.kind == "sim-restart"]
     violations = [
         *double_binds(records),
         *node_overcommit(records),

@@ -531,8 +531,15 @@ def unexplained_pending(
 
 
 def _active(start: float, until: float, pauses: Sequence[tuple[float, float]]) -> float:
-    """Seconds of [start, until] outside every pause (a time no leader could act)."""
-    paused = sum(max(0.0, min(until, b) - max(start, a)) for a, b in pauses)
+    """Seconds of [start, until] outside every pause (a time no leader could act, or no
+    write land); pauses that overlap count once."""
+    paused = 0.0
+    reached = start
+    for a, b in sorted(pauses):
+        a, b = max(a, reached), min(b, until)
+        if b > a:
+            paused += b - a
+            reached = b
     return until - start - paused
 
 
@@ -546,7 +553,8 @@ def stale_podgroup_status(
 
     Replayed from the audit, a single ordered record, so pods and PodGroups are seen at the
     same moments; the status writer may lag its pods by a session and a write, not more.
-    Time in `pauses` (no leader: a leader lost, its successor not yet binding) does not count.
+    Time in `pauses` (no leader: a leader lost, its successor not yet binding; or no write
+    could land: the API server restarting) does not count.
     """
     running: dict[tuple[str, str], set[str]] = defaultdict(set)
     minimum: dict[tuple[str, str], int] = {}

@@ -343,6 +343,10 @@ class World:
         job = self.live.jobs.get(f"{namespace}/{name}")
         return job is not None and not job.shadow
 
+    def status_unwritten(self) -> None:
+        """A status write failed: a status session (at most one a second) writes it again."""
+        self.status_generation += 1
+
     def is_pending(self, uid: str) -> bool:
         """Whether pod `uid` is cached and waits for a node (not bound, nor being bound)."""
         task = self.tasks.get(uid)

@@ -146,6 +146,7 @@ class Effects:
             recorder,
             is_ours=world.is_ours,
             is_pending=world.is_pending,
+            on_unwritten=world.status_unwritten,
             on_written=lambda kind, result: metrics.status_writes.labels(kind, result).inc(),
         )
         for lane in writer.waiting():

@@ -67,6 +67,7 @@ class StatusWriter:
         is_ours: Callable[[str, str], bool] = lambda namespace, name: True,
         on_written: Callable[[str, str], None] = lambda kind, result: None,
         is_pending: Callable[[str], bool] = lambda uid: True,
+        on_unwritten: Callable[[], None] = lambda: None,
     ) -> None:
         self.client = client
         self.recorder = recorder
@@ -77,6 +78,9 @@ class StatusWriter:
         # Whether the pod (uid) still waits for a node (World.is_pending): a condition queued
         # behind a backlog is not written once its pod has been bound meanwhile.
         self.is_pending = is_pending
+        # A write was not done: ask for a session to make it again (World.status_unwritten),
+        # rather than wait for something else to change.
+        self.on_unwritten = on_unwritten
         # Two lanes: PodGroup and Queue status (what operators and clients such as
         # Kubeflow wait on) never queue behind a backlog of pods' PodScheduled conditions
         # (thousands of them when a new leader takes over a full queue).
@@ -206,6 +210,7 @@ class StatusWriter:
         if not await self._patch(path, {"status": status}, "queue", gone_is_done=False):
             # Not written: let the next session try again.
             self._queues.pop(name, None)
+            self.on_unwritten()
 
     async def _write_podgroup(self, update: PodGroupStatusUpdate) -> None:
         if not self.is_ours(update.namespace, update.name):
@@ -225,6 +230,7 @@ class StatusWriter:
         if not await self._patch(path, {"status": status}, "podgroup", gone_is_done=False):
             # Not written: let the next session try again.
             self._podgroups.pop((update.namespace, update.name), None)
+            self.on_unwritten()
 
     async def _write_pod(self, message: PodUnschedulable) -> None:
         if not self.is_pending(message.uid):
@@ -246,6 +252,7 @@ class StatusWriter:
         path = paths.pod(message.namespace, message.name) + "/status"
         if not await self._patch(path, body, "pod", STRATEGIC_MERGE_PATCH):
             self._pods.pop(message.uid, None)
+            self.on_unwritten()
 
     async def _patch(
         self,

@@ -517,3 +517,13 @@ def test_a_pod_without_a_group_annotation_counts_in_its_owners_podgroup() -> Non
         log.add("pods", name, obj, verb="create", sub="binding", who=SCHED_A)
     assert group_of(owned) == "podgroup-job"
     assert half_placed_gangs(log.records, [log.clock + 5], [SCHED_A]) == []
+
+
+def test_time_under_overlapping_pauses_counts_once() -> None:
+    # a leader loss and an API server restart at the same time: 10 s paused, not 14
+    log = Log()
+    log.podgroup("g", 1, phase="Inqueue", after=0.0)
+    start = log.clock
+    pauses = [(start, start + 8), (start + 4, start + 10)]
+    assert stuck_inqueue(log.records, start + 15, 6.0, pauses) == []
+    assert len(stuck_inqueue(log.records, start + 17, 6.0, pauses)) == 1

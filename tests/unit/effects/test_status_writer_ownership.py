@@ -50,13 +50,20 @@ def test_a_status_queued_for_a_podgroup_that_became_another_schedulers_is_not_wr
     assert patched == ["/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/kept"]
 
 
-def test_a_podgroup_write_answered_404_is_made_again_by_the_next_session() -> None:
+def test_a_podgroup_write_answered_404_asks_for_a_session_that_makes_it_again() -> None:
+    asked: list[str] = []
+
     async def main() -> list[str]:
         client = Recording()
-        writer = StatusWriter(client, Quiet())  # type: ignore[arg-type]
+        writer = StatusWriter(
+            client,  # type: ignore[arg-type]
+            Quiet(),  # type: ignore[arg-type]
+            on_unwritten=lambda: asked.append("session"),
+        )
         client.not_served = True
         writer.podgroups([update("g")])
         await writer.drain()
+        assert asked == ["session"]
         client.not_served = False
         writer.podgroups([update("g")])  # the next session concludes the same
         await writer.drain()
