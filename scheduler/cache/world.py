@@ -404,17 +404,20 @@ class World:
             return
         if previous is not None:
             del self._membership[uid]
-            counts = self._members[previous[0]]
-            counts[0 if previous[1] else 1] -= 1
+            left, was_ours = previous
+            counts = self._members[left]
+            side = 0 if was_ours else 1
+            counts[side] -= 1
             if counts == [0, 0]:
-                del self._members[previous[0]]
-            if not counts[0 if previous[1] else 1]:
-                self._recheck_owner(previous[0])
+                del self._members[left]
+            if not counts[side]:  # the last of its side: the PodGroup may change hands
+                self._recheck_owner(left)
         if now is not None:
             self._membership[uid] = now
             counts = self._members.setdefault(key, [0, 0])
-            counts[0 if ours else 1] += 1
-            if counts[0 if ours else 1] == 1:
+            side = 0 if ours else 1
+            counts[side] += 1
+            if counts[side] == 1:  # the first of its side
                 self._recheck_owner(key)
 
     def delete_podgroup(self, namespace: str, name: str) -> None:
