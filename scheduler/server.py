@@ -9,7 +9,6 @@ Standbys keep their cache warm. The command line is scheduler/scheduler_cli.py.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
@@ -38,7 +37,7 @@ from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.lease import LeaderElector
 from scheduler.metrics import Metrics
-from scheduler.session_gate import SessionGate
+from scheduler.session_gate import SessionGate, pause
 
 log = logging.getLogger("muster.scheduler")
 
@@ -63,6 +62,8 @@ class SchedulerOptions:
 
     kubeconfig: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
+    # PodGroups with no pods and no muster.dev/scheduler-name annotation (cache/ownership.py)
+    claim_podgroups_without_pods: bool = True
     scheduler_conf: Path | None = None
     schedule_period: float = 1.0
     default_queue: str = DEFAULT_QUEUE
@@ -87,7 +88,11 @@ class SchedulerProcess:
         libc = glibc()
         pin_mmap_threshold(libc)
         self.heap = HeapTrimmer(libc, clock=time.monotonic)
-        self.world = World(frozenset(options.scheduler_names), options.default_queue)
+        self.world = World(
+            frozenset(options.scheduler_names),
+            options.default_queue,
+            claim_podgroups_without_pods=options.claim_podgroups_without_pods,
+        )
         self.client = KubeClient(
             load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst
         )
@@ -126,9 +131,12 @@ class SchedulerProcess:
         self.reflectors = world_reflectors(
             self.client, self.world, self.metrics, page_size=options.list_page_size
         )
-        self.health = Health(options.schedule_period, self.reflectors, time.monotonic)
+        self.health = Health(
+            options.schedule_period, self.reflectors, time.monotonic, self.effects.progress
+        )
         self.gate = SessionGate()
         self.stopping = asyncio.Event()
+        self.lease_taken = self.elector.taken if self.elector else asyncio.Event()
         self._last_cycle_error = ""
         self._sessions_applied = 0
 
@@ -220,8 +228,7 @@ class SchedulerProcess:
             self.metrics.observe_cache(self.world.counts())
             self.metrics.tasks.set(len(asyncio.all_tasks()))
             self.heap.trim_if_due()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), timeout=period)
+            await pause(period, self.stopping, self.lease_taken)
 
     def _session(self) -> None:
         # The generations the session sees: changes that arrive while it runs get the next.
@@ -281,9 +288,10 @@ class SchedulerProcess:
         self, background: list[asyncio.Task[Any]], endpoints: EndpointThread
     ) -> None:
         log.info("shutting down: finishing binds in flight")
-        await self.effects.finish()
+        await self.effects.finish_binds()
         if self.elector is not None:
             await self.elector.release()
+        await self.effects.finish()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

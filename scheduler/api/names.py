@@ -13,6 +13,8 @@ TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 ALLOCATED_HYPERNODE_ANNOTATION = "volcano.sh/job-allocated-hypernode"
 # A bare pod (or a namespace) names its queue here.
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# A PodGroup with no pods yet names the scheduler it is for here (cache/ownership.py).
+SCHEDULER_NAME_ANNOTATION = "muster.dev/scheduler-name"
 
 # The largest value of an int32 field of Volcano's API (minMember, minTaskMember,
 # subGroupSize, minSubGroups).

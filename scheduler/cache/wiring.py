@@ -163,16 +163,21 @@ def world_reflectors(
     """One Reflector per kind of `world_kinds`, counting its restarts and skipped objects."""
     reflectors: list[Reflector[Any]] = []
     for kind in world_kinds(world):
-        reflectors.append(
-            Reflector(
-                client,
-                kind,
-                page_size=page_size,
-                on_restart=partial(metrics.reflector_restarted, kind.name),
-                on_undecodable=_counting(metrics.undecodable_objects.labels(kind.name)),
-            )
+        reflector = Reflector(
+            client,
+            kind,
+            page_size=page_size,
+            on_restart=partial(metrics.reflector_restarted, kind.name),
+            on_failure=partial(_count_failure, metrics.watch_failures, kind.name),
+            on_undecodable=_counting(metrics.undecodable_objects.labels(kind.name)),
         )
+        metrics.watch_broken.labels(kind.name).set_function(reflector.broken_for)
+        reflectors.append(reflector)
     return reflectors
+
+
+def _count_failure(counter: Counter, resource: str, code: str) -> None:
+    counter.labels(resource, code).inc()
 
 
 def _counting(counter: Counter) -> Callable[[str], None]:

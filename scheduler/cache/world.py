@@ -7,6 +7,12 @@ from the moment its bind is sent, as kube-scheduler assumes pods, so the next se
 cannot place it twice while the watch event is on its way). A cached task changes status
 (and node) only through `ClusterSnapshot.set_task_status`, which keeps its job's and
 nodes' figures right; a record from a new event gets its status before it is indexed.
+
+Only muster's own PodGroups become jobs (cache/ownership.py says whose a PodGroup is):
+the World counts, per PodGroup, the pods of muster and of other schedulers that name it,
+and moves a PodGroup in or out of the jobs as that changes. Another scheduler's PodGroup is
+kept aside, never scheduled, reported on or counted in a queue; its pods are never
+pending work, and count only on the node they sit on.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from scheduler.api.budgets import DisruptionBudget, budget_from_wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNode, HyperNodeInfo
 from scheduler.api.job import JobInfo, PodGroupPhase
-from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, GROUP_NAME_ANNOTATION
 from scheduler.api.node import NodeInfo
 from scheduler.api.provisioning import (
     ProvisioningRequest,
@@ -39,6 +45,7 @@ from scheduler.api.snapshot import (
     shadow_key,
 )
 from scheduler.api.task import BOUND_STATUSES, TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.cache.ownership import Ownership
 from scheduler.framework.decisions import SessionResult
 
 log = logging.getLogger(__name__)
@@ -51,14 +58,22 @@ class World:
         self,
         scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME}),
         default_queue: str = DEFAULT_QUEUE,
+        *,
+        claim_podgroups_without_pods: bool = True,
     ) -> None:
         self.scheduler_names = scheduler_names
         self.default_queue = default_queue
+        self.ownership = Ownership(scheduler_names, claim_podgroups_without_pods)
         self.live = ClusterSnapshot()
         self.tasks: dict[str, TaskInfo] = {}
         # Pods that sit on a node we have not seen yet, by node name.
         self._waiting_for_node: dict[str, dict[str, TaskInfo]] = {}
+        # Every PodGroup, muster's or not (only muster's are jobs in `live`).
         self._podgroups: dict[str, wire.PodGroup] = {}
+        # Which PodGroup each pod names, and whether the pod is muster's (by uid); and per
+        # PodGroup, how many pods of muster's and of other schedulers name it.
+        self._membership: dict[str, tuple[str, bool]] = {}
+        self._members: dict[str, list[int]] = {}
         # Objects that could not be read, by kind and key.
         self._invalid: dict[tuple[str, str], InvalidObject] = {}
         # Bumped by every change from the API server (and by failed binds and evictions),
@@ -197,16 +212,21 @@ class World:
         """A pod was added or changed."""
         uid = pod.metadata.uid
         key = ("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}")
+        ours = pod.spec.scheduler_name in self.scheduler_names
         if not self.keeps(pod):
-            self.delete_pod(uid)
+            self._set_membership(uid, _named_group(pod), ours=False)
+            self._forget_pod(uid)
             return
         try:
             task = TaskInfo.from_pod(pod)
         except InvalidObject as error:
             self._invalid[key] = error
-            self.delete_pod(uid)
+            self._set_membership(uid, _named_group(pod), ours=ours)
+            self._forget_pod(uid)
             return
         self._invalid.pop(key, None)
+        # Before the task is indexed: muster's first pod of a PodGroup makes it a job to join.
+        self._set_membership(uid, task.job if ours else _named_group(pod), ours=ours)
         old = self.tasks.get(uid)
         if old is not None and uid not in self._releasing and _same_placement(old, task):
             # The common event (our bind's echo, Bound -> Running): move it in place. It
@@ -238,7 +258,12 @@ class World:
         self._add(task)
 
     def delete_pod(self, uid: str) -> None:
-        """A pod is gone (or no longer ours)."""
+        """A pod is gone."""
+        self._set_membership(uid, "", ours=False)
+        self._forget_pod(uid)
+
+    def _forget_pod(self, uid: str) -> None:
+        """No task for this pod any more (gone, or neither ours nor on a node)."""
         self.generation += 1
         task = self.tasks.get(uid)
         if task is not None and _holds_room(task):
@@ -363,15 +388,42 @@ class World:
 
     # PodGroups ---------------------------------------------------------------
     def upsert_podgroup(self, group: wire.PodGroup) -> None:
-        """A PodGroup was added or changed: its tasks move to the new record."""
+        """A PodGroup was added or changed: its tasks move to the new record. Another
+        scheduler's PodGroup is kept aside, not made a job."""
         key = f"{group.metadata.namespace}/{group.metadata.name}"
         previous = self._podgroups.get(key)
-        if previous is not None and _same_request(previous, group):
+        self._podgroups[key] = group
+        if not self._owns(key, group):
+            self._disown(key)
+            return
+        same = previous is not None and _same_request(previous, group)
+        if same and key in self.live.jobs:
             # Mostly our own status writes coming back: they change no decision.
             self.status_generation += 1
         else:
             self.generation += 1
-        self._podgroups[key] = group
+        self._adopt(key, group, spec_changed=not same)
+
+    def is_ours(self, namespace: str, name: str) -> bool:
+        """Whether the PodGroup namespace/name is cached and muster's (cache/ownership.py)."""
+        job = self.live.jobs.get(f"{namespace}/{name}")
+        return job is not None and not job.shadow
+
+    def status_unwritten(self) -> None:
+        """A status write failed: a status session (at most one a second) writes it again."""
+        self.status_generation += 1
+
+    def is_pending(self, uid: str) -> bool:
+        """Whether pod `uid` is cached and waits for a node (not bound, nor being bound)."""
+        task = self.tasks.get(uid)
+        return task is not None and task.status is TaskStatus.PENDING
+
+    def _owns(self, key: str, group: wire.PodGroup) -> bool:
+        ours, theirs = self._members.get(key, (0, 0))
+        return self.ownership.owns(group.metadata.annotations, ours, theirs)
+
+    def _adopt(self, key: str, group: wire.PodGroup, *, spec_changed: bool) -> None:
+        """Make (or remake) the job of a PodGroup of ours, its members and orphans in it."""
         live = self.live
         job = JobInfo.read(
             group, live.priority_of(group.spec.priority_class_name), self.default_queue
@@ -382,7 +434,7 @@ class World:
             live.resolve_priority(job)
             self._invalid.pop(("PodGroup", key), None)
         old = live.jobs.get(key)
-        if previous is None or not _same_request(previous, group):
+        if spec_changed:
             live.failures.pop(key, None)
         if job.phase not in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):
             live.admitted_at.pop(key, None)
@@ -393,12 +445,56 @@ class World:
             live.orphans.pop(task.uid, None)
             job.add_task(task)
 
+    def _disown(self, key: str) -> None:
+        """A PodGroup is not (or no longer) ours: no job, nothing kept about it."""
+        if key not in self.live.jobs:
+            return
+        self._drop_job(key)
+
+    def _recheck_owner(self, key: str) -> None:
+        """The pods naming PodGroup `key` changed side: it may have become ours or theirs."""
+        group = self._podgroups.get(key)
+        if group is None:
+            return
+        if not self._owns(key, group):
+            self._disown(key)
+        elif key not in self.live.jobs:
+            self.generation += 1
+            self._adopt(key, group, spec_changed=True)
+
+    def _set_membership(self, uid: str, key: str, *, ours: bool) -> None:
+        """Pod `uid` names PodGroup `key` ("" for none) and is, or is not, muster's."""
+        previous = self._membership.get(uid)
+        now = (key, ours) if key else None
+        if previous == now:
+            return
+        if previous is not None:
+            del self._membership[uid]
+            left, was_ours = previous
+            counts = self._members[left]
+            side = 0 if was_ours else 1
+            counts[side] -= 1
+            if counts == [0, 0]:
+                del self._members[left]
+            if not counts[side]:  # the last of its side: the PodGroup may change hands
+                self._recheck_owner(left)
+        if now is not None:
+            self._membership[uid] = now
+            counts = self._members.setdefault(key, [0, 0])
+            side = 0 if ours else 1
+            counts[side] += 1
+            if counts[side] == 1:  # the first of its side
+                self._recheck_owner(key)
+
     def delete_podgroup(self, namespace: str, name: str) -> None:
         """A PodGroup is gone: its pods wait for it as orphans."""
-        self.generation += 1
         key = f"{namespace}/{name}"
         self._podgroups.pop(key, None)
         self._refusals.pop(key, None)
+        self._drop_job(key)
+
+    def _drop_job(self, key: str) -> None:
+        self.generation += 1
         self._invalid.pop(("PodGroup", key), None)
         for table in (self.live.failures, self.live.admitted_at, self.live.timed_out_at):
             table.pop(key, None)
@@ -606,6 +702,12 @@ def _same_request(old: wire.PodGroup, new: wire.PodGroup) -> bool:
         and old.metadata.annotations == new.metadata.annotations
         and old.metadata.labels == new.metadata.labels
     )
+
+
+def _named_group(pod: wire.Pod) -> str:
+    """The PodGroup ("namespace/name") a pod names in its group annotation, or ""."""
+    group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+    return f"{pod.metadata.namespace}/{group}" if group else ""
 
 
 def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:

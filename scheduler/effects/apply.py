@@ -34,14 +34,20 @@ from scheduler.framework.decisions import (
     QueueStatusUpdate,
     SessionResult,
 )
+from scheduler.health import BindProgress
 from scheduler.kube.client import KubeClient
 from scheduler.metrics import Metrics
 
 log = logging.getLogger("muster.scheduler")
 
-# How long shutdown waits for writes in flight, per component. Together (30 s) they stay
-# within the scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
-BIND_DRAIN_SECONDS = 20.0
+# How long shutdown waits, in turn: for the binds queued to go out; then (none begun any
+# more) for the answers of those on the wire; then, the lease released, for status writes
+# and events. The lease is held until the binds are done, so their part is kept short: a
+# standby takes over only after it (a bind retried after a 5xx could hold it for a minute,
+# and the kubelet kills a pod past its grace). Together (17 s) they stay within the
+# scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
+BIND_DRAIN_SECONDS = 2.0
+BIND_ANSWER_SECONDS = 5.0
 STATUS_DRAIN_SECONDS = 5.0
 EVENT_DRAIN_SECONDS = 5.0
 
@@ -50,6 +56,10 @@ class BindDispatcher(Protocol):
     """What Effects needs of the binder."""
 
     def dispatch(self, binds: list[Bind]) -> None: ...
+
+    def stop_retrying(self) -> None: ...
+
+    def fence(self) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -143,8 +153,10 @@ class Effects:
         evictor: PodEvictor,
         recorder: Drainable,
         scale_up: ScaleUpSink | None = None,
+        progress: BindProgress | None = None,
     ) -> None:
         self.cache = cache
+        self.progress = progress
         self.binder = binder
         self.writer = writer
         self.evictor = evictor
@@ -164,12 +176,20 @@ class Effects:
         may_bind: Callable[[], bool],
         bind_client: KubeClient | None = None,
         bind_workers: int = 64,
+        progress: BindProgress | None = None,
     ) -> Effects:
         """The effects of a scheduler process: its writer and evictor on `client`, its binder
         on `bind_client` (a lane of its own, so no bind waits for a connection behind status
         writes; `client` when not given) with `bind_workers` binds in flight, and events
         held while binds wait to be sent."""
-        writer = StatusWriter(client, recorder)
+        writer = StatusWriter(
+            client,
+            recorder,
+            is_ours=world.is_ours,
+            is_pending=world.is_pending,
+            on_unwritten=world.status_unwritten,
+            on_written=lambda kind, result: metrics.status_writes.labels(kind, result).inc(),
+        )
         for lane in writer.waiting():
             metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
         binder = Binder(
@@ -179,11 +199,14 @@ class Effects:
             metrics,
             concurrency=bind_workers,
             may_bind=may_bind,
+            progress=progress,
         )
+        metrics.placeable_gangs.set_function(lambda: binder.progress.placeable)
         recorder.yield_to(binder.backlog_cleared)
         return cls(
             cache=world,
             binder=binder,
+            progress=binder.progress,
             writer=writer,
             evictor=Evictor(
                 client,
@@ -198,6 +221,8 @@ class Effects:
 
     def apply(self, result: SessionResult) -> None:
         """Send everything `result` decided; returns at once, the writes go in the background."""
+        if self.progress is not None:
+            self.progress.session_applied((bind.uid, bind.job) for bind in result.binds)
         self.binder.dispatch(result.binds)
         for bind in result.binds:
             self.writer.pod_placed(bind.uid)
@@ -242,12 +267,28 @@ class Effects:
         """The evictions sent and not yet answered."""
         return frozenset(self._evictions)
 
-    async def finish(self) -> None:
-        """On shutdown: wait a bounded time for binds, statuses and events in flight,
-        then stop the binder. Evictions in flight are left to be cancelled: the next
-        leader decides again over what the API server holds."""
+    async def finish_binds(self) -> None:
+        """On shutdown, before the lease is released: binds waiting to be sent again are
+        given up, those queued get BIND_DRAIN_SECONDS to go out, then none is begun and
+        those on the wire get their answers. What is given up is pending again, and the
+        next leader places it (a gang part bound is finished by it, on the room it has)."""
+        self.binder.stop_retrying()
         try:
             await asyncio.wait_for(self.binder.drain(), timeout=BIND_DRAIN_SECONDS)
+            return
+        except TimeoutError:
+            self.binder.fence()
+        try:
+            await asyncio.wait_for(self.binder.drain(), timeout=BIND_ANSWER_SECONDS)
+        except TimeoutError:
+            log.warning("shutdown: some binds were not answered in time")
+
+    async def finish(self) -> None:
+        """On shutdown: finish the binds (finish_binds), wait a bounded time for statuses
+        and events in flight, then stop the binder. Evictions in flight are left to be
+        cancelled: the next leader decides again over what the API server holds."""
+        await self.finish_binds()
+        try:
             await asyncio.wait_for(self.writer.drain(), timeout=STATUS_DRAIN_SECONDS)
             await asyncio.wait_for(self.scale_up.drain(), timeout=STATUS_DRAIN_SECONDS)
             await asyncio.wait_for(self.recorder.drain(), timeout=EVENT_DRAIN_SECONDS)

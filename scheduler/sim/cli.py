@@ -98,6 +98,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--bookmark-interval", type=float, default=1.0, help="seconds between watch bookmarks"
     )
     parser.add_argument(
+        "--restart-warmup",
+        type=_seconds,
+        default=3.0,
+        help="after POST /sim/restart, seconds during which users outside system:masters are "
+        "answered 403, as kube-apiserver's RBAC authorizer until it has synced (default 3)",
+    )
+    parser.add_argument(
+        "--restart-crd-delay",
+        type=_seconds,
+        default=4.0,
+        help="after POST /sim/restart, seconds during which resources served from CRDs answer "
+        "404, as before kube-apiserver serves its CRDs again (default 4)",
+    )
+    parser.add_argument(
         "--fault-latency-ms",
         type=float,
         default=0.0,
@@ -192,6 +206,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         history_size=args.history_size,
         watch_window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
+        restart_warmup=args.restart_warmup,
+        restart_crd_delay=args.restart_crd_delay,
         faults=faults,
         provisioner=args.provisioner,
         disruption_controller=args.disruption_controller,
@@ -199,6 +215,17 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         audit_capacity=args.audit_capacity,
         autoscaler=autoscaler.config_from_args(args),
     )
+
+
+def _seconds(text: str) -> float:
+    """Seconds from 0 to 60, for the restart's warm-up flags."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 60")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -71,6 +71,11 @@ class SimConfig:
     watch_window: WatchWindow = field(default_factory=WatchWindow)
     # real servers send a bookmark about once a minute; sooner makes clients resume cheaper
     bookmark_interval: float = 1.0
+    # after a restart (POST /sim/restart), as kube-apiserver after its own: this many seconds
+    # of 403 to users outside system:masters (its RBAC authorizer syncing), and of 404 on
+    # resources served from CRDs (its CRDs not served yet); /readyz answers 500 meanwhile
+    restart_warmup: float = 3.0
+    restart_crd_delay: float = 4.0
     faults: FaultConfig = field(default_factory=FaultConfig)
     work_dir: Path | None = None
     # the PV controller and an external provisioner for every StorageClass (--no-provisioner:
@@ -286,8 +291,11 @@ class SimServer:
         cut, connections refused) for `downtime` seconds, then serve the same store again.
 
         As a restarted kube-apiserver's watch cache starts from a fresh list, every watch
-        resuming from before the restart gets 410 Expired. (The process itself goes on:
-        sim's CA, tokens and kubelet timers are those of before.)
+        resuming from before the restart gets 410 Expired; resourceVersions go on from
+        before. As it warms up, users outside system:masters are answered 403 for
+        `restart_warmup` seconds, resources served from CRDs 404 for `restart_crd_delay`
+        seconds, and /readyz 500 with its check list until both are over. (The process
+        itself goes on: sim's CA, tokens and kubelet timers are those of before.)
         """
         self.store.close_watchers()
         if self._runner is not None:
@@ -299,6 +307,8 @@ class SimServer:
         sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((config.host, self.port))
+        assert self._http is not None
+        self._http.warm_up(config.restart_warmup, config.restart_crd_delay)
         await self._listen(sock)
         log.info("muster sim restarted after %.1fs down, store kept", downtime)
 

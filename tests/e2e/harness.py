@@ -250,6 +250,11 @@ class Sim:
         """Close every open watch connection."""
         self._admin("POST", "/sim/drop-watches")
 
+    def restart(self, downtime: float) -> None:
+        """Restart the API server, keeping its store (sim answers at once, then goes down for
+        `downtime` seconds and warms up as kube-apiserver does)."""
+        self._admin("POST", f"/sim/restart?downtime={downtime:g}")
+
     def _admin(self, method: str, path: str, body: Obj | None = None) -> None:
         data = json.dumps(body).encode() if body is not None else b""
         headers = {"Content-Type": "application/json"}
@@ -257,7 +262,7 @@ class Sim:
             headers["Authorization"] = f"Bearer {self._token}"
         request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         with urllib.request.urlopen(request, timeout=5, context=self._ssl) as response:
-            assert response.status == 200, f"{method} {path}: {response.status}"
+            assert 200 <= response.status < 300, f"{method} {path}: {response.status}"
 
 
 class Metrics:
@@ -351,6 +356,18 @@ class Cluster:
 
     def close(self) -> None:
         self.api.close()
+
+    def ready(self) -> bool:
+        """Whether the API server's /readyz answers 200 to the suite's admin."""
+        url, context, token = kubeconfig_access(self.kubeconfig)
+        request = urllib.request.Request(
+            url + "/readyz", headers={"Authorization": f"Bearer {token}"} if token else {}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=2, context=context) as response:
+                return bool(response.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
 
     @property
     def lock_name(self) -> str:

@@ -46,6 +46,12 @@ def test_without_flags_the_options_are_the_defaults() -> None:
         pytest.param(["--kube-api-burst", "7"], "burst", 7, id="burst"),
         pytest.param(["--list-page-size", "250"], "list_page_size", 250, id="list-page-size"),
         pytest.param(["--bind-pipeline-depth", "1"], "bind_depth", 1, id="bind-pipeline-depth"),
+        pytest.param(
+            ["--no-claim-podgroups-without-pods"],
+            "claim_podgroups_without_pods",
+            False,
+            id="no-claim-podgroups-without-pods",
+        ),
     ],
 )
 def test_each_flag_sets_its_option(flags: list[str], field: str, expected: object) -> None:
