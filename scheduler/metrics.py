@@ -153,8 +153,8 @@ class Metrics:
         )
         self.status_writes = Counter(
             "muster_status_writes_total",
-            "Status writes by kind (podgroup, queue, hypernode, pod) and result (success, error; an "
-            "error is written again by a later session).",
+            "Status writes by kind (podgroup, queue, hypernode, pod) and result (success, "
+            "error; an error is written again by a later session).",
             ["kind", "result"],
             registry=r,
         )
