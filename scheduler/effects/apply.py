@@ -40,6 +40,9 @@ log = logging.getLogger("muster.scheduler")
 BIND_DRAIN_SECONDS = 20.0
 STATUS_DRAIN_SECONDS = 5.0
 EVENT_DRAIN_SECONDS = 5.0
+# Connections of the status writer's lane, one write at a time on each: as many as its two
+# keyed lanes (effects/lanes.py) write at once together.
+STATUS_CONNECTIONS = 32
 
 
 class BindDispatcher(Protocol):
@@ -99,6 +102,12 @@ class Drainable(Protocol):
     async def close(self) -> None: ...
 
 
+class Closable(Protocol):
+    """A connection pool of the effects' own (the status writer's lane)."""
+
+    async def close(self) -> None: ...
+
+
 class Effects:
     """Applies SessionResults through the binder, status writer and evictor; drains them."""
 
@@ -110,12 +119,15 @@ class Effects:
         writer: StatusSink,
         evictor: PodEvictor,
         recorder: Drainable,
+        pools: tuple[Closable, ...] = (),
     ) -> None:
         self.cache = cache
         self.binder = binder
         self.writer = writer
         self.evictor = evictor
         self.recorder = recorder
+        # Closed on shutdown, once the writes are drained.
+        self.pools = pools
         # Evictions run in the background; held here so none is garbage-collected mid-way.
         self._evictions: set[asyncio.Task[None]] = set()
 
@@ -131,11 +143,17 @@ class Effects:
         bind_client: KubeClient | None = None,
         bind_workers: int = 64,
     ) -> Effects:
-        """The effects of a scheduler process: its writer and evictor on `client`, its binder
-        on `bind_client` (a lane of its own, so no bind waits for a connection behind status
-        writes; `client` when not given) with `bind_workers` binds in flight, and events
-        held while binds wait to be sent."""
-        writer = StatusWriter(client, recorder)
+        """The effects of a scheduler process: its evictor on `client`, its binder on
+        `bind_client` (a lane of its own, so no bind waits for a connection behind status
+        writes; `client` when not given) with `bind_workers` binds in flight, its status
+        writer on a lane of its own, and events and status writes held while binds wait to
+        be sent."""
+        # Status writes on the lean transport (kube/pipeline.py), one at a time on each
+        # connection: through aiohttp each took as much CPU as four binds, and a gang of 8
+        # costs one or two. A merge patch of a status is safe to send twice, as the
+        # transport may after a broken connection.
+        status_client = client.lane(STATUS_CONNECTIONS, depth=1)
+        writer = StatusWriter(status_client, recorder)
         for lane in writer.waiting():
             metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
         binder = Binder(
@@ -147,6 +165,7 @@ class Effects:
             may_bind=may_bind,
         )
         recorder.yield_to(binder.backlog_cleared)
+        writer.yield_to(binder.backlogged, binder.backlog_cleared)
         return cls(
             cache=world,
             binder=binder,
@@ -159,6 +178,7 @@ class Effects:
                 on_sent=world.evictions_sent,
             ),
             recorder=recorder,
+            pools=(status_client,),
         )
 
     def apply(self, result: SessionResult) -> None:
@@ -205,6 +225,8 @@ class Effects:
             log.warning("shutdown: some writes did not finish in time")
         await self.recorder.close()
         await self.binder.close()
+        for pool in self.pools:
+            await pool.close()
 
     async def _evict(self, group: list[Evict]) -> None:
         for eviction, gone in zip(group, await self.evictor.evict_group(group), strict=True):
