@@ -35,6 +35,7 @@ COMPILED_MODULES = (
     "scheduler.framework.statement",
     "scheduler.framework.ordering",
     "scheduler.framework.job_status",
+    "scheduler.framework.settled",
     "scheduler.actions.enqueue",
     "scheduler.actions.allocate",
     "scheduler.actions.backfill",

@@ -113,7 +113,7 @@ class Allocate(Action[AllocateArguments]):
         nominated: list[JobInfo] = []
         starved: list[JobInfo] = []
         has_failures = bool(session.snapshot.failures)
-        for job in session.jobs.values():
+        for job in session.active_jobs.values():
             if not may_place(job, actions):
                 continue
             if not job.pending_tasks():
