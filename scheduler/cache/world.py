@@ -55,9 +55,14 @@ class World:
         self,
         scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME}),
         default_queue: str = DEFAULT_QUEUE,
+        *,
+        partitioned: bool = False,
     ) -> None:
         self.scheduler_names = scheduler_names
         self.default_queue = default_queue
+        # Whether it holds one partition's nodes and queues (api/partition.py): then a gang
+        # of a queue it does not hold, or of no PodGroup yet, is another instance's.
+        self.partitioned = partitioned
         self.live = ClusterSnapshot()
         self.tasks: dict[str, TaskInfo] = {}
         # Pods that sit on a node we have not seen yet, by node name.
@@ -112,6 +117,10 @@ class World:
             self._whole_at = now
             copy = self.live.clone()
         copy.invalid = list(self._invalid.values())
+        if self.partitioned:
+            copy.jobs = {key: job for key, job in copy.jobs.items() if job.queue in copy.queues}
+            copy.orphans = {}
+            copy.invalid = [e for e in copy.invalid if e.kind != "PodGroup" or e.name in copy.jobs]
         copy.now = now
         copy.storage = self.storage()
         copy.hypernodes = self.hypernodes()

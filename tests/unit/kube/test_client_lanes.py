@@ -9,7 +9,7 @@ from kubernetes import client as k8s_client
 
 from scheduler.effects.apply import STATUS_CONNECTIONS
 from scheduler.kube.client import KubeClient
-from scheduler.server import (
+from scheduler.process_options import (
     BIND_CONNECTIONS,
     BIND_DEPTH,
     EVENT_CONNECTIONS,
