@@ -188,7 +188,7 @@ def side_by_side_main(args: argparse.Namespace) -> int:
                 flush=True,
             )
     memory = cache_bytes(workload)
-    summary = side_by_side(results, memory, server_of(args.kubeconfig))
+    summary = side_by_side(results, memory, server_of(args.kubeconfig), args.gang)
     print()
     print(table(results, summary))
     write_json(args.out / "cluster-bench.json", results, summary, workload=workload.label())

@@ -222,6 +222,31 @@ class Creator:
         self.gang_of[name] = group
 
 
+# The User-Agent of muster's lean lanes (binds, statuses, events: kube/pipeline.py).
+SCHEDULER_AGENT = "muster"
+
+
+async def scheduler_writes(kube: KubeClient) -> dict[str, list[int]]:
+    """From sim's audit log, muster's writes by "verb resource[/subresource]": how many in
+    all, and how many between its first and last bind; {} when the log no longer holds the
+    run's first records (sim keeps the newest 100,000)."""
+    body = await kube.request("GET", "/sim/audit", params={"since": "0", "limit": "0"})
+    records = [msgspec.json.decode(line) for line in body.splitlines() if line.strip()]
+    if not records or records[0].get("seq", 1) != 1:
+        return {}
+    ours = [r for r in records if r.get("userAgent") == SCHEDULER_AGENT]
+    binds = [r["time"] for r in ours if r["objectRef"].get("subresource") == "binding"]
+    first, last = (min(binds), max(binds)) if binds else (0.0, -1.0)
+    writes: dict[str, list[int]] = {}
+    for record in ours:
+        ref = record["objectRef"]
+        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        counts = writes.setdefault(f"{record['verb']} {resource}", [0, 0])
+        counts[0] += 1
+        counts[1] += first <= record["time"] <= last
+    return writes
+
+
 def env_with_bench_path(tree: Path = REPO) -> dict[str, str]:
     """The environment for bench subprocesses: `harness` and `scheduler` importable, from
     the checkout or from another tree (build/compiled)."""
