@@ -41,7 +41,13 @@ from scheduler.api.snapshot import (
     add_task,
     shadow_key,
 )
-from scheduler.api.task import BOUND_STATUSES, TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.task import (
+    BOUND_STATUSES,
+    TERMINAL_STATUSES,
+    TaskInfo,
+    TaskStatus,
+    pod_digest,
+)
 from scheduler.framework.decisions import SessionResult
 from scheduler.framework.settled import WHOLE_SESSION_SECONDS
 
@@ -224,14 +230,21 @@ class World:
         if not self.keeps(pod):
             self.delete_pod(uid)
             return
-        try:
-            task = TaskInfo.from_pod(pod)
-        except InvalidObject as error:
-            self._invalid[key] = error
-            self.delete_pod(uid)
-            return
-        self._invalid.pop(key, None)
         old = self.tasks.get(uid)
+        # A pod seen before: if only its status moved (a kubelet's report), its record is
+        # restated rather than read again.
+        digest = pod_digest(pod) if old is not None else 0
+        if old is not None and old.digest == digest:
+            task = old.restated(pod)
+        else:
+            try:
+                task = TaskInfo.from_pod(pod)
+            except InvalidObject as error:
+                self._invalid[key] = error
+                self.delete_pod(uid)
+                return
+            task.digest = digest
+            self._invalid.pop(key, None)
         if old is not None:
             self._touch(old.job)
         if old is not None and uid not in self._releasing and _same_placement(old, task):
