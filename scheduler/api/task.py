@@ -5,11 +5,11 @@ from __future__ import annotations
 import enum
 import functools
 import sys
-
-import msgspec
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+
+import msgspec
 
 from scheduler.api import wire
 from scheduler.api.annotations import UNPROTECTED, PodProtection, pod_protection
