@@ -168,6 +168,8 @@ async def _run(
             watcher = BindWatcher(kube, namespace, workload.pods)
             background.append(await watcher.start())
             creator = Creator(kube, workload, namespace)
+            if workload.running:
+                await creator.running()
             if not workload.rate:
                 await creator.backlog()
             metrics_port = free_port()
