@@ -122,8 +122,11 @@ class Audit:
     off_pool: int
 
 
-async def audit(kube: KubeClient, workload: Workload, queues: dict[str, str]) -> Audit:
-    """Every successful binding in sim's log, checked against the nodes' room and pools."""
+async def audit(
+    kube: KubeClient, workload: Workload, queues: dict[str, str], partitioned: bool
+) -> Audit:
+    """Every successful binding in sim's log, checked against the nodes' room and, with
+    `partitioned` instances, the pools of the pods' queues."""
     body = await kube.request("GET", "/sim/audit", params={"since": "0", "limit": "0"})
     records = [msgspec.json.decode(line) for line in body.splitlines() if line.strip()]
     if records and records[0].get("seq", 1) != 1:
@@ -145,7 +148,7 @@ async def audit(kube: KubeClient, workload: Workload, queues: dict[str, str]) ->
         for node in nodes:
             per_node[node] = per_node.get(node, 0) + 1
             pool = queues.get(pod, "").removeprefix("queue-")
-            off_pool += bool(pool) and not node.startswith(pool)
+            off_pool += partitioned and bool(pool) and not node.startswith(pool)
     over = sum(
         1
         for count in per_node.values()
@@ -186,7 +189,7 @@ async def _run(
         watching = await watcher.start()
         queues = await create_workload(kube, workload)
         pools = POOLS if mode == "two" else ("",)
-        processes = [start_muster(kubeconfig, tree, out, f"{mode}-{p}", p) for p in pools]
+        processes = [start_muster(kubeconfig, tree, out, p or "all", p) for p in pools]
         try:
             await asyncio.wait_for(watcher.done.wait(), timeout)
             await asyncio.sleep(2.0)  # the statuses and events written after the binds
@@ -196,7 +199,7 @@ async def _run(
                 stop(process, grace=20)
             watching.cancel()
         times = sorted(watcher.bound.values())
-        checked = await audit(kube, workload, queues)
+        checked = await audit(kube, workload, queues, mode == "two")
     rate = (len(times) - 1) / (times[-1] - times[0]) if times[-1] > times[0] else float("nan")
     return Run(mode, rate, cpu * 1000 / len(times), checked)
 
