@@ -30,6 +30,7 @@ COPY pyproject.toml setup.py README.md ./
 COPY scheduler ./scheduler
 # The CRDs go into the wheel (share/muster/crds) for `muster demo` and `muster sim`.
 COPY crds/*.yaml ./crds/
+COPY crds/autoscaler/*.yaml ./crds/autoscaler/
 COPY tests/image/trim_venv.py /usr/local/lib/muster-build/
 # muster's dependencies as wheels, fetched once: mypyc checks the core against them (so they
 # are installed here too) and the venv installs them from the same files. Then a wheel of

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck unit manifests demo bench chaos clean compiled test-compiled
+.PHONY: venv test lint typecheck unit manifests demo bench chaos clean compiled test-compiled promtool
 
 venv: $(STAMP)
 
@@ -21,8 +21,18 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy scheduler
 
-unit: venv
+unit: venv promtool
 	$(BIN)/pytest tests --ignore=tests/manifests
+
+# promtool and prometheus (Debian's prometheus package) run the alerts' cases
+# (tests/monitoring) and the alerting e2e test (tests/e2e/test_alerts.py). Where they are
+# missing, root installs the package with apt-get; otherwise those tests are skipped.
+promtool:
+	@command -v promtool >/dev/null 2>&1 \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	            prometheus >/dev/null 2>&1 && command -v promtool >/dev/null; } \
+	  || echo "promtool: not installed (apt-get install prometheus): the alert tests will be skipped"
 
 test: lint typecheck unit test-compiled manifests
 

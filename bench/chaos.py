@@ -4,6 +4,7 @@
     .venv/bin/python bench/chaos.py --seed 7           # the same fault schedule and work
     .venv/bin/python bench/chaos.py --long             # trials, fuzz, and an hour's soak
     .venv/bin/python bench/chaos.py --fuzz 2000        # the fuzz mode alone
+    .venv/bin/python bench/chaos.py --failover         # the long mode's trials, shorter
 
 A trial is a strict `muster sim` with 200 nodes, three `muster scheduler` replicas with
 leader election (preempt and reclaim on), `muster controller`, a seeded stream of gangs,
@@ -42,6 +43,8 @@ SOAK_ARRIVALS = 2.0
 # SOAK_MAX_PENDING pods wait for a node; both are counted in the report.
 SOAK_ABANDON = 180.0
 SOAK_MAX_PENDING = 400
+# --failover's trials: room for the four leader faults, each waiting for the takeover before
+FAILOVER_SECONDS = 90.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -49,6 +52,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, help="default: a fresh one, printed")
     parser.add_argument("--long", action="store_true", help="trials, fuzz, soak: about 1.5 h")
+    parser.add_argument(
+        "--failover",
+        action="store_true",
+        help="the long mode's leader faults and sim faults in ten trials of 90 s, no soak, "
+        "no fuzz: its takeover figures in about 20 minutes",
+    )
     parser.add_argument("--trials", type=int, help="default 1 (short), 10 (long)")
     parser.add_argument("--seconds", type=float, help="per trial; default 45 (short), 180 (long)")
     parser.add_argument("--soak", type=float, help="soak seconds; default 0 (short), 3600 (long)")
@@ -73,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the campaign; 0 when no invariant broke."""
     args = parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
-    trials = args.trials if args.trials is not None else (10 if args.long else 1)
-    seconds = args.seconds if args.seconds is not None else (180.0 if args.long else 45.0)
+    every_leader_fault = args.long or args.failover
+    trials = args.trials if args.trials is not None else (10 if every_leader_fault else 1)
+    default_seconds = 180.0 if args.long else FAILOVER_SECONDS if args.failover else 45.0
+    seconds = args.seconds if args.seconds is not None else default_seconds
     soak = args.soak if args.soak is not None else (3600.0 if args.long else 0.0)
     fuzz_count = args.fuzz if args.fuzz is not None else (10_000 if args.long else 0)
     print(
@@ -84,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     began = time.time()
     for index in range(trials):
         leader_faults = (
-            list(LEADER_FAULTS) if args.long else ["sigkill-mid-commit", "sigterm", "sigstop"]
+            list(LEADER_FAULTS)
+            if every_leader_fault
+            else ["sigkill-mid-commit", "sigterm", "sigstop"]
         )
         options = Options(
             seed=seed + index,

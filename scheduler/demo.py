@@ -1,12 +1,14 @@
 """`muster demo`: muster scheduling sample gangs on a simulated cluster, then a report.
 
-Starts `muster sim` (about 20 nodes), `muster controller` and `muster scheduler`
-as real processes,
+Starts `muster sim` (about 20 nodes, and a stand-in cluster autoscaler with a node group
+of larger nodes), `muster controller` and `muster scheduler` as real processes,
 submits a Ray-shaped gang, two queues of weight 1 and 3 with competing jobs
 and one gang that cannot fit, shows progress live, and ends with what was
 placed where, each queue's share against what it deserves, the time each
-gang took, why the waiting gang waits, and where metrics were served. It
-stops every process it started, whatever happens.
+gang took, why the waiting gang waits, and where metrics were served. Then a gang
+that fits on no node there is gets the nodes of all its pods at once from the
+autoscaler (a ProvisioningRequest) and runs. It stops every process it started,
+whatever happens.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from prometheus_client.parser import text_string_to_metric_families
@@ -47,6 +50,42 @@ CRDS = crds_dir()
 NAMESPACE = "demo"
 NODES = 20
 NODE_CPU = 8
+# The stand-in autoscaler's node group: larger nodes, tainted for the pods that ask for them.
+LARGE_POOL = "large"
+LARGE_CPU = 16
+LARGE_MAX = 4
+POOL_LABEL = "demo.muster.dev/pool"
+NODE_GROUPS = {
+    "nodeGroups": [
+        {
+            "name": LARGE_POOL,
+            "minSize": 0,
+            "maxSize": LARGE_MAX,
+            "template": {
+                "cpu": str(LARGE_CPU),
+                "memory": "64Gi",
+                "labels": {POOL_LABEL: LARGE_POOL},
+                "taints": [{"key": POOL_LABEL, "value": LARGE_POOL, "effect": "NoSchedule"}],
+            },
+        }
+    ]
+}
+# The built-in config, with scale-up for the default queue's gangs.
+SCHEDULER_CONFIG = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: scaleup
+    arguments: {queues: [default]}
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
 
 
 @dataclass
@@ -58,6 +97,8 @@ class Gang:
     roles: dict[str, tuple[int, int]]  # role -> (count, cpu per pod)
     # A pod with no PodGroup: `muster controller` makes one for it.
     bare: bool = False
+    # The node pool its pods ask for (nodeSelector and toleration), if any.
+    pool: str = ""
     # When muster could first see the gang: the scheduler's start (the backlog is in place).
     submitted: float = 0.0
     placed_after: float | None = None
@@ -207,7 +248,7 @@ class Cluster:
 
 def pod_manifest(gang: Gang, role: str, index: int, cpu: int) -> Any:
     """A member pod as KubeRay writes it: group and role annotations, our scheduler."""
-    return {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -225,6 +266,12 @@ def pod_manifest(gang: Gang, role: str, index: int, cpu: int) -> Any:
             ],
         },
     }
+    if gang.pool:
+        pod["spec"]["nodeSelector"] = {POOL_LABEL: gang.pool}
+        pod["spec"]["tolerations"] = [
+            {"key": POOL_LABEL, "value": gang.pool, "effect": "NoSchedule"}
+        ]
+    return pod
 
 
 def waiting_reason(group: dict[str, Any]) -> str | None:
@@ -288,7 +335,14 @@ def demo(console: Console, args: argparse.Namespace, work_dir: Path, processes: 
     """Start the processes, submit the workloads, watch them placed, report."""
     kubeconfig = work_dir / "sim.kubeconfig"
     metrics_port = args.metrics_port or free_port()
-    console.print(f"[bold]Starting muster sim[/] with {NODES} nodes of {NODE_CPU} cpu …")
+    groups = work_dir / "node-groups.yaml"
+    groups.write_text(yaml.safe_dump(NODE_GROUPS))
+    config = work_dir / "scheduler.yaml"
+    config.write_text(SCHEDULER_CONFIG)
+    console.print(
+        f"[bold]Starting muster sim[/] with {NODES} nodes of {NODE_CPU} cpu, and a stand-in "
+        f"cluster autoscaler that may add up to {LARGE_MAX} nodes of {LARGE_CPU} cpu …"
+    )
     processes.start(
         "sim",
         "sim",
@@ -304,6 +358,14 @@ def demo(console: Console, args: argparse.Namespace, work_dir: Path, processes: 
         str(NODE_CPU),
         "--node-memory",
         "32Gi",
+        "--autoscaler-node-groups",
+        str(groups),
+        "--autoscaler-scan-interval",
+        "0.5",
+        "--autoscaler-node-delay",
+        "1",
+        "--autoscaler-ready-delay",
+        "1",
     )
     # sim serves HTTPS with authentication and RBAC, as kube-apiserver; its kubeconfig holds
     # its CA and the admin token, which the controller, the scheduler and the demo use
@@ -349,6 +411,8 @@ def demo(console: Console, args: argparse.Namespace, work_dir: Path, processes: 
         "--no-leader-elect",
         "--schedule-period",
         "0.5s",
+        "--scheduler-conf",
+        str(config),
         "--metrics-address",
         f"127.0.0.1:{metrics_port}",
     )
@@ -358,6 +422,43 @@ def demo(console: Console, args: argparse.Namespace, work_dir: Path, processes: 
         gang.submitted = ready
     placed = watch_progress(console, cluster, gangs, args.timeout)
     report(console, cluster, gangs, placed, metrics)
+    scale_up_scene(console, cluster, args.timeout)
+
+
+def scale_up_scene(console: Console, cluster: Cluster, timeout: float) -> None:
+    """A gang no node can hold gets the nodes of all its pods at once from the autoscaler."""
+    gang = Gang("elastic", "default", {"worker": (4, 12)}, pool=LARGE_POOL)
+    console.print()
+    console.print(
+        f"[bold]Scale-up:[/] gang {gang.name} ({gang.size} pods of 12 cpu, on {LARGE_POOL} "
+        f"nodes) fits on no node there is; the autoscaler's {LARGE_POOL} group has none yet."
+    )
+    cluster.submit(gang)
+    start = time.monotonic()
+    wait_until(
+        lambda: all(n in cluster.placements() for n in gang.pod_names()),
+        timeout,
+        f"gang {gang.name} to get its nodes and run",
+    )
+    elapsed = time.monotonic() - start
+    placed = cluster.placements()
+    nodes = sorted({placed[n] for n in gang.pod_names()})
+    console.print(
+        f"{gang.name}: muster asked the cluster autoscaler for all {gang.size} pods at once "
+        f"(ProvisioningRequest {NAMESPACE}/{gang.name}-scaleup-1); it added "
+        f"{', '.join(nodes)} and the gang runs, {elapsed:.1f}s after it was submitted."
+    )
+    too_big = scale_up_message(cluster.podgroup("too-big"))
+    if too_big:
+        console.print(f"too-big (its pods ask for no {LARGE_POOL} node): {too_big}")
+
+
+def scale_up_message(group: dict[str, Any]) -> str | None:
+    """The message of a PodGroup's ScaleUp condition."""
+    for condition in group.get("status", {}).get("conditions", []):
+        if condition.get("type") == "ScaleUp":
+            return str(condition.get("message", ""))
+    return None
 
 
 def watch_progress(

@@ -75,10 +75,20 @@ class Metrics:
         self.binds = Counter(
             "muster_binds_total", "Binding requests by result.", ["result"], registry=r
         )
+        for result in ("success", "error", "retried", "abandoned"):
+            # every series from the start: an alert on "no success for 5 minutes" needs one
+            self.binds.labels(result)
         self.pending_pods = Gauge(
             "muster_pending_pods", "Pods of ours waiting for a node.", registry=r
         )
         self.podgroups = Gauge("muster_podgroups", "PodGroups by phase.", ["phase"], registry=r)
+        self.placeable_gangs = Gauge(
+            "muster_placeable_gangs",
+            "Gangs that could move now: their binds sent and not yet answered, or failed "
+            "since the last session (which places them again). Above 0 with no bind "
+            "succeeding is a stall; a full cluster reads 0.",
+            registry=r,
+        )
         labels = ["queue", "resource"]
         self.queue_allocated = Gauge(
             "muster_queue_allocated", "Resources allocated to a queue.", labels, registry=r
@@ -107,6 +117,13 @@ class Metrics:
             ["resource"],
             registry=r,
         )
+        self.watch_failures = Counter(
+            "muster_watch_failures_total",
+            "Lists and watches that failed, by kind and the HTTP code of the answer (410: "
+            "expired, listed again; none: no answer, a connection refused or cut).",
+            ["resource", "code"],
+            registry=r,
+        )
         self.relists = Counter(
             "muster_relists_total", "Full lists after a 410 Gone.", ["resource"], registry=r
         )
@@ -132,6 +149,22 @@ class Metrics:
             "muster_status_writes_waiting",
             "Status writes waiting for their turn, one per object at most, by lane.",
             ["lane"],
+            registry=r,
+        )
+        self.status_writes = Counter(
+            "muster_status_writes_total",
+            "Status writes by kind (podgroup, queue, hypernode, pod) and result (success, "
+            "error; an error is written again by a later session).",
+            ["kind", "result"],
+            registry=r,
+        )
+        for kind in ("podgroup", "queue", "hypernode", "pod"):
+            for result in ("success", "error"):
+                self.status_writes.labels(kind, result)
+        self.watch_broken = Gauge(
+            "muster_watch_broken_seconds",
+            "How long a kind's list or watch has been failing (0 while it works).",
+            ["resource"],
             registry=r,
         )
         self.tasks = Gauge(
@@ -166,6 +199,13 @@ class Metrics:
             "Room held on nodes for starving gangs, by resource (cpu in cores, memory in "
             "bytes): free room no other gang of equal or lower priority may take.",
             ["resource"],
+            registry=r,
+        )
+        self.scale_up_podgroups = Gauge(
+            "muster_scale_up_podgroups",
+            "PodGroups muster asks a cluster autoscaler for nodes for (a ProvisioningRequest), "
+            "by where that stands: asked (this session), pending, provisioned, retrying, failed.",
+            ["state"],
             registry=r,
         )
         self.evictions_refused = Counter(
@@ -212,11 +252,18 @@ class Metrics:
 
     def _observe_holds(self, result: SessionResult) -> None:
         held = Resource()
-        for room in result.holds:
+        # Provisioned capacity held for a gang is counted by muster_scale_up_podgroups.
+        starving = [room for room in result.holds if room.kind == "starving"]
+        for room in starving:
             for amount in room.nodes.values():
                 held.add(amount)
-        self.starving_podgroups.labels("held").set(len(result.holds))
-        self.starving_podgroups.labels("not_held").set(result.starving - len(result.holds))
+        self.starving_podgroups.labels("held").set(len(starving))
+        self.starving_podgroups.labels("not_held").set(result.starving - len(starving))
+        states = dict.fromkeys(("asked", "pending", "provisioned", "retrying", "failed"), 0)
+        for report in result.scale_ups:
+            states[report.state] += 1
+        for state, count in states.items():
+            self.scale_up_podgroups.labels(state).set(count)
         self.held_resources.labels("cpu").set(held.cpu / 1000)
         self.held_resources.labels("memory").set(held.memory)
         for name, value in held.scalars.items():

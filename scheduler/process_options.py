@@ -32,6 +32,8 @@ class SchedulerOptions:
 
     kubeconfig: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
+    # PodGroups with no pods and no muster.dev/scheduler-name annotation (cache/ownership.py)
+    claim_podgroups_without_pods: bool = True
     scheduler_conf: Path | None = None
     schedule_period: float = 1.0
     default_queue: str = DEFAULT_QUEUE

@@ -62,6 +62,14 @@ def add_parser(subparsers: Any) -> None:
         help="a schedulerName to serve (repeatable; default muster; add volcano for KubeRay)",
     )
     parser.add_argument(
+        "--claim-podgroups-without-pods",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="treat a PodGroup with no pods yet and no muster.dev/scheduler-name annotation "
+        "as muster's (default on, as Volcano; turn off beside another scheduler that admits "
+        "such PodGroups)",
+    )
+    parser.add_argument(
         "--scheduler-conf", type=Path, help="scheduler config YAML (reloaded on change)"
     )
     parser.add_argument("--schedule-period", type=parse_duration, default=1.0, help="default 1s")
@@ -107,6 +115,7 @@ def options_from_args(args: argparse.Namespace) -> SchedulerOptions:
     return SchedulerOptions(
         kubeconfig=args.kubeconfig,
         scheduler_names=tuple(args.scheduler_names or [DEFAULT_SCHEDULER_NAME]),
+        claim_podgroups_without_pods=args.claim_podgroups_without_pods,
         scheduler_conf=args.scheduler_conf,
         schedule_period=args.schedule_period,
         default_queue=args.default_queue,

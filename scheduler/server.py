@@ -9,7 +9,6 @@ Standbys keep their cache warm. The command line is scheduler/scheduler_cli.py.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
@@ -39,7 +38,7 @@ from scheduler.process_options import (
     FORGET_EVERY,
     SchedulerOptions,
 )
-from scheduler.session_gate import SessionGate
+from scheduler.session_gate import SessionGate, pause
 
 log = logging.getLogger("muster.scheduler")
 
@@ -57,6 +56,7 @@ class SchedulerProcess:
         self.world = World(
             frozenset(options.scheduler_names),
             options.default_queue,
+            claim_podgroups_without_pods=options.claim_podgroups_without_pods,
             partitioned=options.partition is not None,
         )
         self.client = KubeClient(
@@ -101,9 +101,12 @@ class SchedulerProcess:
             page_size=options.list_page_size,
             partition=options.partition,
         )
-        self.health = Health(options.schedule_period, self.reflectors, time.monotonic)
+        self.health = Health(
+            options.schedule_period, self.reflectors, time.monotonic, self.effects.progress
+        )
         self.gate = SessionGate()
         self.stopping = asyncio.Event()
+        self.lease_taken = self.elector.taken if self.elector else asyncio.Event()
         self._last_cycle_error = ""
         self._sessions_applied = 0
 
@@ -176,8 +179,7 @@ class SchedulerProcess:
             self.metrics.observe_cache(self.world.counts())
             self.metrics.tasks.set(len(asyncio.all_tasks()))
             self.heap.trim_if_due()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), timeout=period)
+            await pause(period, self.stopping, self.lease_taken)
 
     def _session(self) -> None:
         # The generations the session sees: changes that arrive while it runs get the next.
@@ -237,9 +239,10 @@ class SchedulerProcess:
         self, background: list[asyncio.Task[Any]], endpoints: EndpointThread
     ) -> None:
         log.info("shutting down: finishing binds in flight")
-        await self.effects.finish()
+        await self.effects.finish_binds()
         if self.elector is not None:
             await self.elector.release()
+        await self.effects.finish()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import random
@@ -22,6 +23,7 @@ from chaos.invariants import (
     half_placed_gangs,
     is_bind,
     lease_exclusive,
+    longest_bind_after_renewal,
     node_overcommit,
     stale_podgroup_status,
     stuck_inqueue,
@@ -74,6 +76,8 @@ class TrialResult:
     skipped: dict[str, int]
     violations: list[Violation]
     takeovers: list[tuple[str, float | None]]
+    # losses with no bind after them (nothing placeable): loss to the Lease taken over
+    leases_taken: list[tuple[str, float | None]]
     mid_commit_cuts: list[tuple[int, int]]
     created: dict[str, int]
     refused_writes: int
@@ -81,6 +85,8 @@ class TrialResult:
     audit_records: int
     replicas_started: int
     quiescent_moments: int
+    # the longest a Lease holder bound after its own last renewal (its renew deadline: 10 s)
+    bind_after_renewal: float = 0.0
     samples: list[dict[str, float]] = field(default_factory=list)
     missed_scrapes: int = 0  # soak: scrapes of the leader's /metrics that got no answer
     arrivals_held_back: int = 0  # soak: arrivals skipped while max_pending_pods were waiting
@@ -109,6 +115,27 @@ def quiescent_moments(
             continue
         moments.append(moment)
     return moments
+
+
+def lease_taken_after(records: list[Obj], at: float) -> float | None:
+    """When the leader Lease was first written by another holder than it had at `at`."""
+    holder = None
+    for record in records:
+        r = record.get("objectRef") or {}
+        if r.get("resource") != "leases" or r.get("name") != LOCK_NAME:
+            continue
+        if (
+            r.get("namespace") != LOCK_NAMESPACE
+            or not 200 <= record["responseStatus"]["code"] < 300
+        ):
+            continue
+        stored = record.get("responseObject") or {}
+        now = str((stored.get("spec") or {}).get("holderIdentity") or "")
+        if float(record["time"]) <= at:
+            holder = now
+        elif now and now != holder:
+            return float(record["time"])
+    return None
 
 
 def successor_bound(chaos: ChaosCluster, loss: LeaderLoss) -> bool:
@@ -180,18 +207,25 @@ def _drive(
     ):
         injector.expire_rules()
         injector.resume_due()
+        # one leader loss at a time: the next waits until a successor has bound, so that
+        # each loss's time to the next bind is the takeover it caused
+        recovered = not injector.losses or successor_bound(chaos, injector.losses[-1])
         while sim_plan and sim_plan[0][0] <= elapsed:
             _, kind = sim_plan.pop(0)
+            if kind == "sim-restart" and not recovered:
+                # no lease can be taken from a server that does not answer: an outage during
+                # a takeover would be timed as muster's; the restart comes once it is over
+                bisect.insort(sim_plan, (elapsed + 1.0, kind))
+                continue
             try:
                 injector.sim_fault(kind)
             except OSError:
                 # sim is down (restarting): strike a moment later
-                sim_plan.insert(0, (elapsed + 0.5, kind))
+                bisect.insort(sim_plan, (elapsed + 0.5, kind))
                 break
-        # one leader loss at a time: the next waits until a successor has bound, so that
-        # each loss's time to the next bind is the takeover it caused
-        recovered = not injector.losses or successor_bound(chaos, injector.losses[-1])
-        due = bool(leader_due) and leader_times[0] <= elapsed and recovered
+        # nor is a leader lost while the API server is down or warming up after a restart
+        restarting = any(w.kind == "sim-restart" and w.end > time.time() for w in injector.windows)
+        due = bool(leader_due) and leader_times[0] <= elapsed and recovered and not restarting
         if due and injector.leader_fault(leader_due[0], partial(urgent_gang, workload)):
             log(f"  {elapsed:5.1f}s {leader_due[0]} of the leader")
             leader_due.pop(0)
@@ -239,8 +273,12 @@ def _drive(
             ),
             None,
         )
+    for loss in injector.losses:
+        loss.lease_taken = lease_taken_after(records, loss.at)
     # no leader could act from each loss until a successor bound
     pauses = [(loss.at, loss.next_bind or end) for loss in injector.losses]
+    # nor could anyone write while sim was down or warming up after a restart
+    pauses += [(w.start, w.end) for w in injector.windows if w.kind == "sim-restart"]
     violations = [
         *double_binds(records),
         *node_overcommit(records),
@@ -284,6 +322,11 @@ def _drive(
         skipped=dict(injector.skipped),
         violations=violations,
         takeovers=[(loss.kind, loss.takeover) for loss in injector.losses],
+        leases_taken=[
+            (loss.kind, loss.lease_taken - loss.at if loss.lease_taken is not None else None)
+            for loss in injector.losses
+            if loss.next_bind is None
+        ],
         mid_commit_cuts=cuts,
         created=dict(workload.created),
         refused_writes=workload.refused,
@@ -291,6 +334,7 @@ def _drive(
         audit_records=len(records),
         replicas_started=chaos.started,
         quiescent_moments=len(moments),
+        bind_after_renewal=longest_bind_after_renewal(records, LOCK_NAMESPACE, LOCK_NAME),
         samples=sampler.samples if sampler is not None else [],
         missed_scrapes=sampler.missed_scrapes if sampler is not None else 0,
         arrivals_held_back=held_back,

@@ -6,8 +6,11 @@ replaced by a fresh one (a new token: a new identity in the audit). sim faults g
 its admin endpoint: error answers (5xx, 429) on binds, patches and evictions, added
 latency, dropped watches, forced 410s (a compaction with every watch cut), a compaction
 alone, and a restart of sim keeping its store (POST /sim/restart: serving stops for two
-seconds, then resumes over the same store with a fresh watch cache). Each has a window,
-during which (and a settle time after) no moment counts as quiescent.
+seconds, then resumes over the same store with a fresh watch cache and warms up as
+kube-apiserver does: 403 to the ServiceAccounts for 3 s, 404 on the CRDs' resources for
+4 s). Each has a window, during which (and a settle time after) no moment counts as
+quiescent. A restart waits while a takeover is under way: no standby can take a lease
+from an API server that does not answer, so an outage there would be timed as muster's.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ SIM_FAULTS = (
 NOT_INJECTED: tuple[str, ...] = ()
 # a restarted sim is down this long: every client sees connections refused
 RESTART_DOWNTIME = 2.0
+# and then warms up this long (sim's default --restart-crd-delay; its --restart-warmup of
+# 403s is shorter): custom resources answer 404 until then
+RESTART_WARMUP = 4.0
 # how long a rule stays in force
 RULE_SECONDS = 3.0
 # SIGSTOP for longer than the lease: the others take over; the paused one must not bind again
@@ -69,6 +75,9 @@ class LeaderLoss:
     gang: tuple[str, str] | None = None
     # the audit identity the lost leader bound as (the writer of the last bind before it)
     lost_writer: str = ""
+    # when another holder's first Lease write after the loss was committed: what times a
+    # takeover that had nothing to bind
+    lease_taken: float | None = None
 
     @property
     def takeover(self) -> float | None:
@@ -101,7 +110,7 @@ class Injector:
         for _, rule in self.rules.values():
             (latency if "ms" in rule else errors).append(rule)
         config = {"latency": latency, "errors": errors, "seed": self.rng.randrange(1 << 30)}
-        deadline = time.time() + RESTART_DOWNTIME + 10
+        deadline = time.time() + RESTART_DOWNTIME + RESTART_WARMUP + 10
         while True:
             try:
                 self.chaos.sim.set_faults(config)
@@ -152,7 +161,7 @@ class Injector:
         elif kind == "sim-restart":
             at = time.time()
             self.chaos.restart_sim(RESTART_DOWNTIME)
-            self.windows.append(Window(kind, at, at + RESTART_DOWNTIME))
+            self.windows.append(Window(kind, at, at + RESTART_DOWNTIME + RESTART_WARMUP))
         elif kind == "compaction":
             sim.compact()
             self.windows.append(Window(kind, time.time(), time.time()))

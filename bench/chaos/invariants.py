@@ -60,6 +60,17 @@ def event_type(record: Record) -> str:
     return str((record.get("annotations") or {}).get(EVENT_TYPE, ""))
 
 
+def group_of(pod: Obj) -> str:
+    """The PodGroup a pod belongs to, as muster reads it: its group annotation, else the
+    one muster's controller makes for its controlling owner (podgroup-<owner uid>), else ""."""
+    meta = pod.get("metadata") or {}
+    group = (meta.get("annotations") or {}).get(GROUP_NAME)
+    if group:
+        return str(group)
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+    return f"podgroup-{owner['uid']}" if owner and owner.get("uid") else ""
+
+
 def is_bind(record: Record) -> bool:
     """A committed pods/binding."""
     r = ref(record)
@@ -148,6 +159,9 @@ def slim(record: Record) -> Record:
     kept_meta = {k: meta[k] for k in ("name", "namespace", "uid", "deletionTimestamp") if k in meta}
     if GROUP_NAME in annotations:
         kept_meta["annotations"] = {GROUP_NAME: annotations[GROUP_NAME]}
+    owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+    if owners:
+        kept_meta["ownerReferences"] = [{"uid": owners[0].get("uid"), "controller": True}]
     kept_spec = {
         k: spec[k]
         for k in (
@@ -343,6 +357,28 @@ def lease_exclusive(
     return found
 
 
+def longest_bind_after_renewal(records: Sequence[Record], namespace: str, name: str) -> float:
+    """The longest a Lease holder bound after its own last committed renewal (seconds; 0
+    with no bind). A leader that cannot renew stops binding at its renew deadline, well
+    before its lease can have run out in another replica's eyes: this shows how long after."""
+    longest = 0.0
+    renewed: dict[str, float] = {}
+    for record in records:
+        r = ref(record)
+        if (
+            r.get("resource") == "leases"
+            and r.get("namespace") == namespace
+            and r.get("name") == name
+            and succeeded(record)
+        ):
+            renewed[writer(record)] = float(record["time"])
+        elif is_bind(record):
+            last = renewed.get(writer(record))
+            if last is not None:
+                longest = max(longest, float(record["time"]) - last)
+    return longest
+
+
 @dataclass
 class _Gang:
     min_member: int = 0
@@ -430,7 +466,7 @@ def half_placed_gangs(
             continue
         if r.get("resource") != "pods" or r.get("apiGroup"):
             continue
-        group = ((obj["metadata"].get("annotations") or {}).get(GROUP_NAME)) or ""
+        group = group_of(obj)
         if not group:
             continue
         key = (str(obj["metadata"].get("namespace") or ""), str(group))
@@ -495,8 +531,15 @@ def unexplained_pending(
 
 
 def _active(start: float, until: float, pauses: Sequence[tuple[float, float]]) -> float:
-    """Seconds of [start, until] outside every pause (a time no leader could act)."""
-    paused = sum(max(0.0, min(until, b) - max(start, a)) for a, b in pauses)
+    """Seconds of [start, until] outside every pause (a time no leader could act, or no
+    write land); pauses that overlap count once."""
+    paused = 0.0
+    reached = start
+    for a, b in sorted(pauses):
+        a, b = max(a, reached), min(b, until)
+        if b > a:
+            paused += b - a
+            reached = b
     return until - start - paused
 
 
@@ -510,7 +553,8 @@ def stale_podgroup_status(
 
     Replayed from the audit, a single ordered record, so pods and PodGroups are seen at the
     same moments; the status writer may lag its pods by a session and a write, not more.
-    Time in `pauses` (no leader: a leader lost, its successor not yet binding) does not count.
+    Time in `pauses` (no leader: a leader lost, its successor not yet binding; or no write
+    could land: the API server restarting) does not count.
     """
     running: dict[tuple[str, str], set[str]] = defaultdict(set)
     minimum: dict[tuple[str, str], int] = {}
@@ -556,7 +600,7 @@ def stale_podgroup_status(
             phases[key] = (obj.get("status") or {}).get("phase")
             settle(key, at, seq)
         elif r.get("resource") == "pods" and not r.get("apiGroup"):
-            group = (obj["metadata"].get("annotations") or {}).get(GROUP_NAME)
+            group = group_of(obj)
             if not group:
                 continue
             key = (str(obj["metadata"].get("namespace") or ""), str(group))
@@ -610,7 +654,7 @@ def stuck_inqueue(
             continue
         at = float(record["time"])
         if r.get("resource") == "pods" and not r.get("apiGroup"):
-            group = (obj["metadata"].get("annotations") or {}).get(GROUP_NAME)
+            group = group_of(obj)
             if not group:
                 continue
             key = (str(obj["metadata"].get("namespace") or ""), str(group))
@@ -658,9 +702,7 @@ def eviction_ping_pong(
     found: list[Violation] = []
 
     def gang_of(obj: Obj) -> tuple[str, str]:
-        group = (obj["metadata"].get("annotations") or {}).get(GROUP_NAME) or (
-            "pod:" + str(obj["metadata"].get("name"))
-        )
+        group = group_of(obj) or ("pod:" + str(obj["metadata"].get("name")))
         return str(obj["metadata"].get("namespace") or ""), str(group)
 
     for record in records:

@@ -9,6 +9,7 @@ policy's minSubGroups are placed."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 from scheduler.actions.allocate_arguments import AllocateArguments
 from scheduler.actions.eviction import retry_due
@@ -69,8 +70,23 @@ class Allocate(Action[AllocateArguments]):
         )
         holds = session.holds
         holds.on_freed.append(picker.freed)
+        # Gangs an autoscaler provisioned nodes for go first, the oldest first: placed whole
+        # if they fit (once admitted), else the room they would take is held against every
+        # other gang.
+        provisioned = session.scale_up.provisioned()
+        actions = session.config.actions
+        for key, request in provisioned.items():
+            job = session.jobs[key]
+            if job.queue not in session.queues or not job.pending_tasks():
+                continue
+            if session.job_valid(job) is not None:
+                continue
+            if may_place(job, actions):
+                self._allocate_job(session, picker, session.queues[job.queue], job)
+            if not gang_placed(job):
+                holds.hold_provisioned(job, request.since)
         starving = holds.holders()
-        by_queue, nominated, starved = self._jobs_by_queue(session, starving)
+        by_queue, nominated, starved = self._jobs_by_queue(session, starving, provisioned)
         for job in sorted(nominated, key=session.job_key):
             self._allocate_job(session, picker, session.queues[job.queue], job)
         # Starving gangs next, the longest starving first: each is placed whole if it
@@ -105,16 +121,17 @@ class Allocate(Action[AllocateArguments]):
 
     @staticmethod
     def _jobs_by_queue(
-        session: Session, starving: dict[str, float]
+        session: Session, starving: dict[str, float], served: Mapping[str, object]
     ) -> tuple[dict[str, KeyHeap[JobInfo]], list[JobInfo], list[JobInfo]]:
-        """The jobs to try, by queue; the nominated ones; the starving ones."""
+        """The jobs to try, by queue; the nominated ones; the starving ones (those in
+        `served` were tried already)."""
         actions = session.config.actions
         by_queue: dict[str, list[JobInfo]] = {}
         nominated: list[JobInfo] = []
         starved: list[JobInfo] = []
         has_failures = bool(session.snapshot.failures)
         for job in session.active_jobs.values():
-            if not may_place(job, actions):
+            if not may_place(job, actions) or job.key in served:
                 continue
             if not job.pending_tasks():
                 if len(job.tasks) < job.min_member:
@@ -151,8 +168,9 @@ class Allocate(Action[AllocateArguments]):
             _allocate(session, picker, queue, job)
         if job.wait_reason == NOT_ENOUGH_RESOURCES and job.starving is None:
             # "Insufficient cpu" on nodes that show free cpu would puzzle: say who holds it.
-            names = ", ".join(hold.job.key for hold in holds.holds)
-            job.wait_message += f" (room on some nodes is held for starving gangs: {names})"
+            holders = holds.holders_named(job)
+            if holders:
+                job.wait_message += f" ({holders})"
 
 
 def _allocate(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
@@ -206,8 +224,12 @@ def _place(
     """Place the tasks in order on the picker's best nodes until one finds none or the
     queue refuses it; `explain` records why on the job (a domain attempt does not: the
     next domain may hold the gang)."""
-    # Asked once for the lot when the queue's answer adds up; else once per task.
-    queue_takes_all = session.allocatable_all(queue, tasks)
+    # Asked once for the lot when the queue's answer adds up; else once per task. Capacity
+    # an autoscaler provisioned for the gang exists for it alone: its queue's share of the
+    # cluster, which that capacity swelled, does not hold it back.
+    queue_takes_all = job.key in session.scale_up.provisioned() or session.allocatable_all(
+        queue, tasks
+    )
     for task in tasks:
         node = picker.pick(task)
         if node is None:

@@ -24,6 +24,9 @@ PREEMPTABLE = "volcano.sh/preemptable"
 # reads the first, then the second (its older, unprefixed key).
 SLA_WAITING_TIME = "volcano.sh/sla-waiting-time"
 SLA_WAITING_TIME_OLD = "sla-waiting-time"
+# muster's own, on a PodGroup: "false" keeps muster from asking a cluster autoscaler for
+# nodes for the gang (framework/scaleup.py); Go's boolean spellings, as the others.
+SCALE_UP = "muster.dev/scale-up"
 # volcano.sh/cooldown-time on a pod (label, then annotation, as Volcano's cdp plugin reads
 # it): a Go duration during which the pod, once started, is not a victim.
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
@@ -93,12 +96,14 @@ def _protection(preemptable_text: str | None, cooldown_text: str | None) -> PodP
 @dataclass(frozen=True, slots=True)
 class GroupSettings:
     """What a PodGroup's labels and annotations ask: its own starvation waiting time
-    (None: the scheduler's), whether its pods may be victims (None: each pod says), and
-    the values that could not be read."""
+    (None: the scheduler's), whether its pods may be victims (None: each pod says),
+    whether muster may ask an autoscaler for nodes for it, and the values that could not
+    be read."""
 
     waiting_time: float | None = None
     preemptable: bool | None = None
     problems: tuple[str, ...] = ()
+    scale_up: bool = True
 
 
 NO_SETTINGS = GroupSettings()
@@ -111,7 +116,8 @@ def group_settings(labels: Mapping[str, str], annotations: Mapping[str, str]) ->
         (k for k in (SLA_WAITING_TIME, SLA_WAITING_TIME_OLD) if k in annotations), ""
     )
     preemptable_text = annotations.get(PREEMPTABLE, labels.get(PREEMPTABLE))
-    if not waiting_key and preemptable_text is None:
+    scale_up_text = annotations.get(SCALE_UP)
+    if not waiting_key and preemptable_text is None and scale_up_text is None:
         return NO_SETTINGS
     problems: list[str] = []
     waiting_time: float | None = None
@@ -136,4 +142,13 @@ def group_settings(labels: Mapping[str, str], annotations: Mapping[str, str]) ->
                 "PodGroup's pods is preempted or reclaimed, as Volcano reads it; write "
                 '"true" or "false"'
             )
-    return GroupSettings(waiting_time, preemptable, tuple(problems))
+    scale_up = True
+    if scale_up_text is not None:
+        parsed = _go_bool(scale_up_text)
+        if parsed is None:
+            problems.append(
+                f"{SCALE_UP}={scale_up_text!r} is not true or false; muster asks for nodes for "
+                'the gang as its scheduler config says; write "false" to keep it from asking'
+            )
+        scale_up = parsed is not False
+    return GroupSettings(waiting_time, preemptable, tuple(problems), scale_up)

@@ -58,6 +58,17 @@ class Starving:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class ScaleUpVerdict:
+    """A session's word on asking a cluster autoscaler for the gang's nodes (the PodGroup's
+    ScaleUp condition: True while a request is asked for or provisioned, False when it
+    failed for good)."""
+
+    status: str
+    reason: str
+    message: str
+
+
 def _phase(value: str) -> PodGroupPhase:
     try:
         return PodGroupPhase(value)
@@ -108,6 +119,7 @@ class JobInfo:
         "queue",
         "ready",
         "running",
+        "scale_up",
         "settings",
         "shadow",
         "starving",
@@ -197,6 +209,9 @@ class JobInfo:
         # the HyperNode the session finds its placed members in (written when they differ).
         self.allocated_hypernode = ""
         self.placed_hypernode = ""
+        # Set during a session when muster asks an autoscaler for its nodes
+        # (framework/scaleup.py).
+        self.scale_up: ScaleUpVerdict | None = None
 
     @classmethod
     def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:

@@ -23,6 +23,10 @@ NOT_HONOURED_TYPE = "FieldsNotHonoured"
 # True while the gang waits past its waiting time (since then): what is held for it, or
 # why nothing is (framework/holds.py).
 STARVING = "Starving"
+# True while muster asks a cluster autoscaler for the gang's nodes (a ProvisioningRequest:
+# asked, pending, provisioned, retrying), False once that failed for good
+# (framework/scaleup.py).
+SCALE_UP = "ScaleUp"
 
 # Reasons on the Scheduled and Admitted conditions.
 GANG_READY = "GangReady"
@@ -60,6 +64,16 @@ STARVING_QUEUE_OVER_SHARE = "QueueOverDeservedShare"
 STARVING_CANNOT_FIT = "CannotEverFit"
 STARVING_NOT_HOLDING = "HoldingTurnedOff"
 STARVING_WAITS_TO_HOLD = "OlderGangsHoldFirst"
+
+# Reasons on the ScaleUp condition.
+SCALE_UP_REQUESTED = "CapacityRequested"
+SCALE_UP_NOT_FOUND = "CapacityNotFound"
+SCALE_UP_PROVISIONED = "CapacityProvisioned"
+SCALE_UP_RETRYING = "ScaleUpRetrying"
+SCALE_UP_FAILED = "ScaleUpFailed"
+# A Warning event on a PodGroup whose ProvisioningRequest or PodTemplates could not be
+# written (the message names the object and the API server's answer).
+SCALE_UP_WRITE_FAILED = "ScaleUpRequestFailed"
 
 # A Warning event on a PodGroup or pod whose Volcano label or annotation cannot be read.
 INVALID_ANNOTATION = "InvalidAnnotation"

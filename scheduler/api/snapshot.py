@@ -14,6 +14,7 @@ from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
+from scheduler.api.provisioning import ScaleUpRequest
 from scheduler.api.queue import QueueInfo
 from scheduler.api.task import TERMINAL_STATUSES, PodTopologySpec, TaskInfo, TaskStatus
 
@@ -106,6 +107,9 @@ class ClusterSnapshot:
     # records, not copies (clone_for_session): a session reads them for queue figures and
     # acts on none of them.
     settled: Mapping[str, SettledJob] = field(default_factory=_empty)
+    # muster's ProvisioningRequests by their PodGroup's key, oldest attempt first
+    # (api/provisioning.py). Read-only in sessions (shared by clones).
+    scale_up_requests: Mapping[str, tuple[ScaleUpRequest, ...]] = field(default_factory=_empty)
     # The tasks with pod-to-pod terms (topology_tasks), found by the clone's own pass.
     _topology_tasks: list[TaskInfo] | None = None
     _topology_specs: list[PodTopologySpec] | None = None
@@ -270,6 +274,7 @@ class ClusterSnapshot:
             budgets=self.budgets,
             eviction_refusals=self.eviction_refusals,
             hypernode_counts=self.hypernode_counts,
+            scale_up_requests=self.scale_up_requests,
             _topology_tasks=on_nodes_and_in_jobs,
         )
 

@@ -13,7 +13,12 @@ import msgspec
 
 from scheduler.api import wire
 from scheduler.api.annotations import UNPROTECTED, PodProtection, pod_protection
-from scheduler.api.names import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, TASK_SPEC_ANNOTATION
+from scheduler.api.names import (
+    CONSUME_PROVISIONING_REQUEST,
+    GROUP_NAME_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
+    TASK_SPEC_ANNOTATION,
+)
 from scheduler.api.pod_fields import Unhonoured, unhonoured
 from scheduler.api.resources import Resource
 
@@ -620,6 +625,7 @@ class TaskInfo:
         "queue_annotation",
         "request",
         "role",
+        "scale_up_request",
         "scheduler_name",
         "started",
         "status",
@@ -654,6 +660,7 @@ class TaskInfo:
         started: str = "",
         protection: PodProtection = UNPROTECTED,
         digest: int = 0,
+        scale_up_request: str = "",
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -689,6 +696,9 @@ class TaskInfo:
         # pod_digest of the pod it was read from (0: not taken): a later version of the pod
         # with the same digest differs in its status alone, and is read with restated().
         self.digest = digest
+        # The ProvisioningRequest its consume-provisioning-request annotation names ("" for
+        # none): the one whose capacity the pod waits for (api/provisioning.py).
+        self.scale_up_request = scale_up_request
 
     @classmethod
     def from_pod(cls, pod: wire.Pod) -> TaskInfo:
@@ -729,6 +739,7 @@ class TaskInfo:
             images=pod_images(spec),
             started=_started(pod),
             protection=pod_protection(meta.labels, meta.annotations),
+            scale_up_request=meta.annotations.get(CONSUME_PROVISIONING_REQUEST, ""),
         )
 
     def restated(self, pod: wire.Pod) -> TaskInfo:
@@ -787,6 +798,7 @@ class TaskInfo:
             started=self.started,
             protection=self.protection,
             digest=self.digest,
+            scale_up_request=self.scale_up_request,
         )
 
     def __repr__(self) -> str:

@@ -2,15 +2,22 @@
 
 On 410 Gone (the resourceVersion fell out of the server's history) it lists
 again and deletes what disappeared meanwhile; on an API or transport error it
-backs off and resumes the watch from the last resourceVersion it saw; on any
+backs off (capped at BACKOFF_CAP, so it is back within seconds of a server that
+returns) and resumes the watch from the last resourceVersion it saw; on any
 other error (a bug) it logs it, backs off and lists again, so the task never
-ends while the process lives. One object that does not decode is skipped and
-reported, never the whole list or watch. How long the watch has been broken is
-kept for the readiness probe (scheduler/health.py).
+ends while the process lives. Every failed list or watch is reported with the
+answer's HTTP code (`on_failure`). One object that does not decode is skipped and
+reported, never the whole list or watch. How long the watch has been broken, and
+when it last delivered anything (an event, a bookmark or a list), are kept for the
+readiness probe (scheduler/health.py).
 
-An optional kind (one whose CRD most clusters lack, as HyperNodes) that answers 404 is
-not served: the reflector counts as synced with no objects, says so once in the log, and
-lists again every `absent_recheck` seconds, so a CRD installed later is picked up.
+An answer is read for what it is. A 403 or a 404 on a kind muster needs is an error
+retried with backoff, never "there are none": a restarting kube-apiserver answers 403
+while its RBAC authorizer warms up and 404 on custom resources until their CRDs are
+served again. An optional kind (one whose CRD most clusters lack, as HyperNodes) is not
+served only when it answers 404 from a server whose /readyz says it is ready: then the
+reflector counts as synced with no objects, says so once in the log, and lists again
+every `absent_recheck` seconds, so a CRD installed later is picked up.
 """
 
 from __future__ import annotations
@@ -101,6 +108,7 @@ class Reflector(Generic[T]):
         on_undecodable: Callable[[str], None] = lambda message: None,
         clock: Callable[[], float] = time.monotonic,
         absent_recheck: float = 60.0,
+        on_failure: Callable[[str], None] = lambda code: None,
     ) -> None:
         self.client = client
         self.kind = kind
@@ -112,8 +120,11 @@ class Reflector(Generic[T]):
         self.absent_recheck = absent_recheck
         self.synced = asyncio.Event()
         self.resource_version = ""
+        self.on_failure = on_failure
         self._known: set[str] = set()
         self._broken_since: float | None = None
+        # When the list or watch last delivered anything (an object, an event, a bookmark).
+        self._last_heard: float | None = None
         # Whether the optional kind answered 404 last time (said once per change).
         self._absent = False
         self._decoder: Callable[[msgspec.Raw], T] = (
@@ -135,6 +146,19 @@ class Reflector(Generic[T]):
         """When the watch last stopped working (clock time), or None while it works."""
         return self._broken_since
 
+    def broken_for(self) -> float:
+        """Seconds the list or watch has been failing; 0 while it works."""
+        since = self._broken_since
+        return 0.0 if since is None else max(0.0, self.clock() - since)
+
+    def last_heard(self) -> float | None:
+        """When a working watch last delivered an event or a bookmark, or its list came
+        (clock time); None when there is nothing to hear (not listed yet, broken, or an
+        optional kind the server does not serve)."""
+        if self._broken_since is not None or self._absent:
+            return None
+        return self._last_heard
+
     async def run(self) -> None:
         """List and watch until cancelled."""
         failures = 0
@@ -148,16 +172,27 @@ class Reflector(Generic[T]):
             except Gone:
                 log.info("watch expired; listing again", extra={"resource": self.kind.name})
                 self.resource_version = ""
+                self.on_failure("410")
                 self.on_restart("relist")
             except (TransportError, StatusError) as error:
-                if self.kind.optional and isinstance(error, NotFound):
+                if (
+                    self.kind.optional
+                    and isinstance(error, NotFound)
+                    and await self._server_ready()
+                ):
                     failures = 0
                     self._not_served()
                     await asyncio.sleep(self.absent_recheck)
                     continue
                 failures += 1
                 self._broken()
-                log.warning("list/watch failed: %s", error, extra={"resource": self.kind.name})
+                self.on_failure(str(error.code) if isinstance(error, StatusError) else "none")
+                log.warning(
+                    "list/watch failed, trying again: %s%s",
+                    error,
+                    _hint(error),
+                    extra={"resource": self.kind.name},
+                )
                 self.on_restart("error")
                 await asyncio.sleep(_backoff(failures))
             except Exception:
@@ -169,6 +204,21 @@ class Reflector(Generic[T]):
                 self.resource_version = ""
                 self.on_restart("crash")
                 await asyncio.sleep(_backoff(failures))
+
+    async def _server_ready(self) -> bool:
+        """Whether the API server says it is ready (GET /readyz answers 200): only then is a
+        404 on an optional kind its CRD missing, not a server still starting."""
+        try:
+            await self.client.request("GET", "/readyz", retry=False)
+        except (StatusError, TransportError) as error:
+            log.info(
+                "%s answered 404 while the API server is not ready (%s): trying again",
+                self.kind.path,
+                error,
+                extra={"resource": self.kind.name},
+            )
+            return False
+        return True
 
     def _not_served(self) -> None:
         # The kind is not served: there are none of it, which is a synced, working cache.
@@ -232,6 +282,7 @@ class Reflector(Generic[T]):
             self.kind.delete(key)
         self._known = seen
         self._working()
+        self._last_heard = self.clock()
 
     async def _page(self, params: dict[str, str]) -> ObjectList[msgspec.Raw]:
         if self.kind.selector:
@@ -250,6 +301,7 @@ class Reflector(Generic[T]):
         async for line in self.client.watch(
             self.kind.path, params, timeout=self.watch_timeout, on_open=self._working
         ):
+            self._last_heard = self.clock()
             event = self._event_decoder.decode(line)
             if event.type == "ERROR":
                 status = msgspec.json.decode(event.object, type=_Status)
@@ -313,5 +365,26 @@ def _resource_version(item: Any) -> str:
     return str(getattr(metadata, "resource_version", "") or "")
 
 
+# The longest pause between two tries of a failing list or watch: a server back from a
+# long outage is listed again within seconds, and one request per kind every few seconds
+# costs it nothing.
+BACKOFF_CAP = 8.0
+
+
 def _backoff(failures: int) -> float:
-    return float(random.uniform(0.5, 1.0) * min(30.0, 0.2 * 2 ** min(failures, 8)))
+    return float(random.uniform(0.5, 1.0) * min(BACKOFF_CAP, 0.2 * 2 ** min(failures, 8)))
+
+
+def _hint(error: Exception) -> str:
+    """What a 403 or a 404 on a needed kind means, for the operator reading the log."""
+    if isinstance(error, StatusError) and error.code == 403:
+        return (
+            " (an API server that just started answers 403 until its RBAC authorizer has"
+            " synced; if it lasts, the scheduler's ServiceAccount lacks the RBAC of deploy/)"
+        )
+    if isinstance(error, StatusError) and error.code == 404:
+        return (
+            " (an API server that just started answers 404 on custom resources until their"
+            " CRDs are served; if it lasts, install muster's CRDs: crds/)"
+        )
+    return ""

@@ -8,7 +8,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from scheduler.api import hypernode, wire
+from scheduler.api import hypernode, provisioning, wire
 from scheduler.api.hypernode import HyperNode
 from scheduler.api.partition import NodePartition
 from scheduler.cache.reflector import Kind, Reflector
@@ -131,6 +131,17 @@ def world_kinds(world: World, partition: NodePartition | None = None) -> list[Ki
             world.delete_hypernode,
             optional=True,
         ),
+        # muster's ProvisioningRequests (scale-up), from cluster-autoscaler's CRD or muster's
+        # crds/provisioningrequest.yaml. Optional: a cluster with no autoscaler has none.
+        Kind(
+            "provisioningrequest",
+            provisioning.PATH,
+            provisioning.ProvisioningRequest,
+            namespaced,
+            world.upsert_provisioning_request,
+            world.delete_provisioning_request,
+            optional=True,
+        ),
         # Pods are keyed by uid: a pod recreated under the same name is another pod.
         Kind(
             "pod",
@@ -161,16 +172,21 @@ def world_reflectors(
     """One Reflector per kind of `world_kinds`, counting its restarts and skipped objects."""
     reflectors: list[Reflector[Any]] = []
     for kind in world_kinds(world, partition):
-        reflectors.append(
-            Reflector(
-                client,
-                kind,
-                page_size=page_size,
-                on_restart=partial(metrics.reflector_restarted, kind.name),
-                on_undecodable=_counting(metrics.undecodable_objects.labels(kind.name)),
-            )
+        reflector = Reflector(
+            client,
+            kind,
+            page_size=page_size,
+            on_restart=partial(metrics.reflector_restarted, kind.name),
+            on_failure=partial(_count_failure, metrics.watch_failures, kind.name),
+            on_undecodable=_counting(metrics.undecodable_objects.labels(kind.name)),
         )
+        metrics.watch_broken.labels(kind.name).set_function(reflector.broken_for)
+        reflectors.append(reflector)
     return reflectors
+
+
+def _count_failure(counter: Counter, resource: str, code: str) -> None:
+    counter.labels(resource, code).inc()
 
 
 def _counting(counter: Counter) -> Callable[[str], None]:

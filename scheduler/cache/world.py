@@ -15,6 +15,12 @@ node, a pod leaving a node, a queue, a policy object, a PodGroup's spec going or
 or to a gang holding room unsettles them all. A session over a snapshot with settled jobs
 shares them uncopied (ClusterSnapshot.clone_for_session); every WHOLE_SESSION_SECONDS the
 snapshot settles nothing, so the clock's rules are never later than that.
+
+Only muster's own PodGroups become jobs (cache/ownership.py says whose a PodGroup is):
+the World counts, per PodGroup, the pods of muster and of other schedulers that name it,
+and moves a PodGroup in or out of the jobs as that changes. Another scheduler's PodGroup is
+kept aside, never scheduled, reported on or counted in a queue; its pods are never
+pending work, and count only on the node they sit on.
 """
 
 from __future__ import annotations
@@ -29,8 +35,14 @@ from scheduler.api.budgets import DisruptionBudget, budget_from_wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNode, HyperNodeInfo
 from scheduler.api.job import JobInfo, PodGroupPhase
-from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, GROUP_NAME_ANNOTATION
 from scheduler.api.node import NodeImages, NodeInfo
+from scheduler.api.provisioning import (
+    ProvisioningRequest,
+    ScaleUpRequest,
+    read_request,
+    requests_by_podgroup,
+)
 from scheduler.api.queue import QueueInfo
 from scheduler.api.snapshot import (
     ClusterSnapshot,
@@ -48,6 +60,7 @@ from scheduler.api.task import (
     TaskStatus,
     pod_digest,
 )
+from scheduler.cache.ownership import Ownership
 from scheduler.framework.decisions import SessionResult
 from scheduler.framework.settled import WHOLE_SESSION_SECONDS
 
@@ -62,10 +75,12 @@ class World:
         scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME}),
         default_queue: str = DEFAULT_QUEUE,
         *,
+        claim_podgroups_without_pods: bool = True,
         partitioned: bool = False,
     ) -> None:
         self.scheduler_names = scheduler_names
         self.default_queue = default_queue
+        self.ownership = Ownership(scheduler_names, claim_podgroups_without_pods)
         # Whether it holds one partition's nodes and queues (api/partition.py): then a gang
         # of a queue it does not hold, or of no PodGroup yet, is another instance's.
         self.partitioned = partitioned
@@ -73,7 +88,12 @@ class World:
         self.tasks: dict[str, TaskInfo] = {}
         # Pods that sit on a node we have not seen yet, by node name.
         self._waiting_for_node: dict[str, dict[str, TaskInfo]] = {}
+        # Every PodGroup, muster's or not (only muster's are jobs in `live`).
         self._podgroups: dict[str, wire.PodGroup] = {}
+        # Which PodGroup each pod names, and whether the pod is muster's (by uid); and per
+        # PodGroup, how many pods of muster's and of other schedulers name it.
+        self._membership: dict[str, tuple[str, bool]] = {}
+        self._members: dict[str, list[int]] = {}
         # Objects that could not be read, by kind and key.
         self._invalid: dict[tuple[str, str], InvalidObject] = {}
         # Bumped by every change from the API server (and by failed binds and evictions),
@@ -111,6 +131,10 @@ class World:
         self._settled: dict[str, SettledJob] = {}
         self._holders: frozenset[str] = frozenset()
         self._whole_at = 0.0
+        # muster's ProvisioningRequests by "namespace/name", and the per-PodGroup view
+        # sessions share, rebuilt only after one of them changed.
+        self._scale_up_requests: dict[str, ScaleUpRequest] = {}
+        self._scale_up_view: Mapping[str, tuple[ScaleUpRequest, ...]] | None = None
 
     # Snapshots ---------------------------------------------------------------
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
@@ -133,6 +157,7 @@ class World:
         copy.budgets = self.budgets()
         copy.eviction_refusals = MappingProxyType(dict(self._refusals))
         copy.hypernode_counts = dict(self._hypernode_counts)
+        copy.scale_up_requests = self.scale_up_requests()
         return copy
 
     def storage(self) -> StorageView:
@@ -163,6 +188,14 @@ class World:
                 {namespace: tuple(found) for namespace, found in by_namespace.items()}
             )
         return self._budgets_view
+
+    def scale_up_requests(self) -> Mapping[str, tuple[ScaleUpRequest, ...]]:
+        """muster's ProvisioningRequests by PodGroup key, as sessions read them."""
+        if self._scale_up_view is None:
+            self._scale_up_view = MappingProxyType(
+                requests_by_podgroup(self._scale_up_requests.values())
+            )
+        return self._scale_up_view
 
     def record_session(self, result: SessionResult, now: float) -> None:
         """Keep what the next sessions need from this one: nominations, placement
@@ -216,6 +249,7 @@ class World:
             "csinode": len(self._storage["csinodes"]),
             "hypernode": len(self._hypernodes),
             "poddisruptionbudget": len(self._budgets),
+            "provisioningrequest": len(self._scale_up_requests),
         }
 
     # Pods ------------------------------------------------------------------
@@ -227,8 +261,10 @@ class World:
         """A pod was added or changed."""
         uid = pod.metadata.uid
         key = ("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}")
+        ours = pod.spec.scheduler_name in self.scheduler_names
         if not self.keeps(pod):
-            self.delete_pod(uid)
+            self._set_membership(uid, _named_group(pod), ours=False)
+            self._forget_pod(uid)
             return
         old = self.tasks.get(uid)
         # A pod seen before: if only its status moved (a kubelet's report), its record is
@@ -241,10 +277,13 @@ class World:
                 task = TaskInfo.from_pod(pod)
             except InvalidObject as error:
                 self._invalid[key] = error
-                self.delete_pod(uid)
+                self._set_membership(uid, _named_group(pod), ours=ours)
+                self._forget_pod(uid)
                 return
             task.digest = digest
             self._invalid.pop(key, None)
+        # Before the task is indexed: muster's first pod of a PodGroup makes it a job to join.
+        self._set_membership(uid, task.job if ours else _named_group(pod), ours=ours)
         if old is not None:
             self._touch(old.job)
         if old is not None and uid not in self._releasing and _same_placement(old, task):
@@ -255,6 +294,8 @@ class World:
                 self.status_generation += 1
             # Read only when the pod is a victim candidate (minimum runtimes, cooldowns).
             old.started = task.started
+            # Our own annotation coming back (framework/scaleup.py): no session needed.
+            old.scale_up_request = task.scale_up_request
             if old.status is not task.status:
                 self.live.set_task_status(old, task.status)
             return
@@ -276,7 +317,12 @@ class World:
         self._touch(task.job)
 
     def delete_pod(self, uid: str) -> None:
-        """A pod is gone (or no longer ours)."""
+        """A pod is gone."""
+        self._set_membership(uid, "", ours=False)
+        self._forget_pod(uid)
+
+    def _forget_pod(self, uid: str) -> None:
+        """No task for this pod any more (gone, or neither ours nor on a node)."""
         self.generation += 1
         task = self.tasks.get(uid)
         if task is not None:
@@ -416,10 +462,16 @@ class World:
 
     # PodGroups ---------------------------------------------------------------
     def upsert_podgroup(self, group: wire.PodGroup) -> None:
-        """A PodGroup was added or changed: its tasks move to the new record."""
+        """A PodGroup was added or changed: its tasks move to the new record. Another
+        scheduler's PodGroup is kept aside, not made a job."""
         key = f"{group.metadata.namespace}/{group.metadata.name}"
         previous = self._podgroups.get(key)
-        if previous is not None and _same_request(previous, group):
+        self._podgroups[key] = group
+        if not self._owns(key, group):
+            self._disown(key)
+            return
+        same = previous is not None and _same_request(previous, group)
+        if same and key in self.live.jobs:
             # Mostly our own status writes coming back: they change no decision.
             self.status_generation += 1
         else:
@@ -428,7 +480,28 @@ class World:
                 # What it reserves or asks of its queue moved: others may fit now.
                 self._unsettle()
         self._touch(key)
-        self._podgroups[key] = group
+        self._adopt(key, group, spec_changed=not same)
+
+    def is_ours(self, namespace: str, name: str) -> bool:
+        """Whether the PodGroup namespace/name is cached and muster's (cache/ownership.py)."""
+        job = self.live.jobs.get(f"{namespace}/{name}")
+        return job is not None and not job.shadow
+
+    def status_unwritten(self) -> None:
+        """A status write failed: a status session (at most one a second) writes it again."""
+        self.status_generation += 1
+
+    def is_pending(self, uid: str) -> bool:
+        """Whether pod `uid` is cached and waits for a node (not bound, nor being bound)."""
+        task = self.tasks.get(uid)
+        return task is not None and task.status is TaskStatus.PENDING
+
+    def _owns(self, key: str, group: wire.PodGroup) -> bool:
+        ours, theirs = self._members.get(key, (0, 0))
+        return self.ownership.owns(group.metadata.annotations, ours, theirs)
+
+    def _adopt(self, key: str, group: wire.PodGroup, *, spec_changed: bool) -> None:
+        """Make (or remake) the job of a PodGroup of ours, its members and orphans in it."""
         live = self.live
         job = JobInfo.read(
             group, live.priority_of(group.spec.priority_class_name), self.default_queue
@@ -439,7 +512,7 @@ class World:
             live.resolve_priority(job)
             self._invalid.pop(("PodGroup", key), None)
         old = live.jobs.get(key)
-        if previous is None or not _same_request(previous, group):
+        if spec_changed:
             live.failures.pop(key, None)
         if job.phase not in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):
             live.admitted_at.pop(key, None)
@@ -450,13 +523,57 @@ class World:
             live.orphans.pop(task.uid, None)
             job.add_task(task)
 
+    def _disown(self, key: str) -> None:
+        """A PodGroup is not (or no longer) ours: no job, nothing kept about it."""
+        if key not in self.live.jobs:
+            return
+        self._drop_job(key)
+
+    def _recheck_owner(self, key: str) -> None:
+        """The pods naming PodGroup `key` changed side: it may have become ours or theirs."""
+        group = self._podgroups.get(key)
+        if group is None:
+            return
+        if not self._owns(key, group):
+            self._disown(key)
+        elif key not in self.live.jobs:
+            self.generation += 1
+            self._adopt(key, group, spec_changed=True)
+
+    def _set_membership(self, uid: str, key: str, *, ours: bool) -> None:
+        """Pod `uid` names PodGroup `key` ("" for none) and is, or is not, muster's."""
+        previous = self._membership.get(uid)
+        now = (key, ours) if key else None
+        if previous == now:
+            return
+        if previous is not None:
+            del self._membership[uid]
+            left, was_ours = previous
+            counts = self._members[left]
+            side = 0 if was_ours else 1
+            counts[side] -= 1
+            if counts == [0, 0]:
+                del self._members[left]
+            if not counts[side]:  # the last of its side: the PodGroup may change hands
+                self._recheck_owner(left)
+        if now is not None:
+            self._membership[uid] = now
+            counts = self._members.setdefault(key, [0, 0])
+            side = 0 if ours else 1
+            counts[side] += 1
+            if counts[side] == 1:  # the first of its side
+                self._recheck_owner(key)
+
     def delete_podgroup(self, namespace: str, name: str) -> None:
         """A PodGroup is gone: its pods wait for it as orphans."""
-        self.generation += 1
-        self._unsettle()
         key = f"{namespace}/{name}"
         self._podgroups.pop(key, None)
         self._refusals.pop(key, None)
+        self._drop_job(key)
+
+    def _drop_job(self, key: str) -> None:
+        self.generation += 1
+        self._unsettle()
         self._invalid.pop(("PodGroup", key), None)
         for table in (self.live.failures, self.live.admitted_at, self.live.timed_out_at):
             table.pop(key, None)
@@ -485,6 +602,29 @@ class World:
         self.generation += 1
         self._unsettle()
         self._budgets_view = None
+
+    # ProvisioningRequests ----------------------------------------------------
+    def upsert_provisioning_request(self, obj: ProvisioningRequest) -> None:
+        """A ProvisioningRequest was added or changed (another client's is not kept)."""
+        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+        request = read_request(obj)
+        if request is None:
+            self.delete_provisioning_request(key)
+            return
+        if self._scale_up_requests.get(key) == request:
+            return
+        self.generation += 1
+        self._unsettle()
+        self._scale_up_requests[key] = request
+        self._scale_up_view = None
+
+    def delete_provisioning_request(self, key: str) -> None:
+        """A ProvisioningRequest ("namespace/name") is gone."""
+        if self._scale_up_requests.pop(key, None) is None:
+            return
+        self.generation += 1
+        self._unsettle()
+        self._scale_up_view = None
 
     # Namespaces --------------------------------------------------------------
     def upsert_namespace(self, namespace: wire.Namespace) -> None:
@@ -674,6 +814,12 @@ def _same_images(old: NodeImages | None, new: NodeImages | None) -> bool:
     if old is None or new is None:
         return old is new
     return old.names == new.names and old.sizes == new.sizes
+
+
+def _named_group(pod: wire.Pod) -> str:
+    """The PodGroup ("namespace/name") a pod names in its group annotation, or ""."""
+    group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+    return f"{pod.metadata.namespace}/{group}" if group else ""
 
 
 def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:

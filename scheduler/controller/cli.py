@@ -1,4 +1,9 @@
-"""`muster controller`: the kopf operator (PodGroups for bare pods, Queue state, webhooks)."""
+"""`muster controller`: PodGroups for pods that name none, Queue state, admission webhooks.
+
+Beside kopf (queues, webhooks, peering) run the census of PodGroups, the loop that groups
+pending pods and the watch of the workload kinds whose groups follow their spec; all stop
+with kopf.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +20,15 @@ from kubernetes.client import Configuration
 from scheduler.api.errors import ConfigError
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.controller import settings as controller_settings
+from scheduler.controller.census import PodGroupCensus
 from scheduler.controller.credentials import connection_info
+from scheduler.controller.follow import OwnerFollower
 from scheduler.controller.metrics import ControllerMetrics
 from scheduler.controller.objects import ApiObjects
 from scheduler.controller.operator import build_registry
+from scheduler.controller.pending import PendingPods
+from scheduler.controller.podgroups import group_pod
+from scheduler.controller.queue_states import QueueStates
 from scheduler.controller.settings import ControllerOptions
 from scheduler.endpoints import metrics_handler, serve, split_address
 from scheduler.kube.client import KubeClient
@@ -43,7 +53,26 @@ async def run_controller(options: ControllerOptions) -> int:
         return 2
     client = KubeClient(configuration)
     metrics = ControllerMetrics()
-    registry = build_registry(options, ApiObjects(client), load, metrics)
+    objects = ApiObjects(client)
+    names = frozenset(options.scheduler_names)
+    census = PodGroupCensus(client, options.default_queue, options.namespaces)
+    queue_states = QueueStates(objects, census)
+    census.on_queue_change = queue_states.podgroup_changed
+    pending = PendingPods(
+        client,
+        lambda pod: group_pod(objects, pod, names, census, metrics),
+        scheduler_names=options.scheduler_names,
+        namespaces=options.namespaces,
+    )
+    follower = OwnerFollower(
+        client,
+        objects,
+        census,
+        options.namespaces,
+        on_updated=lambda _: metrics.podgroups_updated.inc(),
+        on_error=lambda: metrics.handler_errors.labels("follow-owner").inc(),
+    )
+    registry = build_registry(options, objects, census, queue_states, load, metrics)
     settings = kopf.OperatorSettings()
     controller_settings.configure(settings, options)
     host, port = split_address(options.health_address)
@@ -55,6 +84,24 @@ async def run_controller(options: ControllerOptions) -> int:
     endpoints = await serve(
         options.metrics_address, {"/metrics": metrics_handler(metrics.registry)}
     )
+    background = [
+        asyncio.create_task(job.run(), name=name)
+        for name, job in (
+            ("podgroup census", census),
+            ("pending pods", pending),
+            ("owner follower", follower),
+            ("queue states", queue_states),
+        )
+    ]
+    for task in background:
+        task.add_done_callback(_said_if_failed)
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop_background(**_: Any) -> None:
+        # kopf waits a while for every task it did not start before it returns: these
+        # are stopped with its own, so a SIGTERM ends the process at once
+        await _stop(background)
+
     try:
         await kopf.operator(
             registry=registry,
@@ -64,15 +111,29 @@ async def run_controller(options: ControllerOptions) -> int:
             liveness_endpoint=f"http://{host or '0.0.0.0'}:{port}/healthz",
         )
     finally:
+        await _stop(background)
         await client.close()
         await endpoints.cleanup()
     return 0
 
 
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _said_if_failed(task: asyncio.Task[None]) -> None:
+    # the loops catch what they can go on after: one that ends was cancelled or has a bug
+    if not task.cancelled() and task.exception() is not None:
+        log.error("%s stopped: %r", task.get_name(), task.exception())
+
+
 def add_parser(subparsers: Any) -> None:
     """The `muster controller` subcommand."""
     parser = subparsers.add_parser(
-        "controller", help="run the controller: PodGroups for bare pods, queue state, webhooks"
+        "controller",
+        help="run the controller: PodGroups for pods that name none, queue state, webhooks",
     )
     parser.add_argument("--kubeconfig", help="kubeconfig file (in-cluster config when absent)")
     scope = parser.add_mutually_exclusive_group()

@@ -6,13 +6,18 @@ from prometheus_client import CollectorRegistry, Counter
 
 
 class ControllerMetrics:
-    """What the controller did: PodGroups made, admission answers, handler errors."""
+    """What the controller did: PodGroups made and updated, admission answers, handler errors."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.podgroups_created = Counter(
             "muster_controller_podgroups_created_total",
             "PodGroups the controller made for pods that had none.",
+            registry=self.registry,
+        )
+        self.podgroups_updated = Counter(
+            "muster_controller_podgroups_updated_total",
+            "PodGroups the controller brought in step with their owner's changed spec.",
             registry=self.registry,
         )
         self.admission_reviews = Counter(

@@ -11,15 +11,20 @@ tests/manifests/test_rbac.py lists them by method: a new request needs both.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import hashlib
 import logging
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 from scheduler.api.errors import ApiError
 from scheduler.api.names import QUEUE_NAME_ANNOTATION
 from scheduler.effects import paths
 from scheduler.effects.queues import create_queue_if_missing
+from scheduler.effects.recorder import event_name
 from scheduler.kube.client import KubeClient
+from scheduler.kube.clock import now_rfc3339
 from scheduler.kube.errors import Conflict, NotFound, StatusError
 
 log = logging.getLogger(__name__)
@@ -31,6 +36,40 @@ RBAC_FILE = "deploy/base/controller/rbac.yaml"
 CLUSTER_ROLE = "muster-controller"
 # kopf's peering object, in the CRD that deploy/base/controller/peering.yaml installs.
 PEERING_PATH = "/apis/kopf.dev/v1/clusterkopfpeerings"
+# The component the controller's events name.
+COMPONENT = "muster-controller"
+# How long an owner's or a namespace's read is reused: a gang's pods arrive together and
+# share them, and a scale change is followed through the owner's watch (follow.py) anyway.
+READ_TTL = 2.0
+
+T = TypeVar("T")
+
+
+class RecentReads(Generic[T]):
+    """Reads of the last READ_TTL seconds, by key: concurrent reads of one key share one
+    request, and a failed read is not kept."""
+
+    def __init__(self, ttl: float = READ_TTL, limit: int = 10_000) -> None:
+        self.ttl = ttl
+        self.limit = limit
+        self._reads: dict[str, tuple[float, asyncio.Future[T]]] = {}
+
+    async def get(self, key: str, read: Callable[[], Awaitable[T]]) -> T:
+        """The recent read of `key`, or a new one."""
+        now = asyncio.get_running_loop().time()
+        cached = self._reads.get(key)
+        if cached is not None and now - cached[0] < self.ttl:
+            return await asyncio.shield(cached[1])
+        if len(self._reads) >= self.limit:
+            self._reads = {k: v for k, v in self._reads.items() if now - v[0] < self.ttl}
+        future = asyncio.ensure_future(read())
+        self._reads[key] = (now, future)
+        try:
+            return await asyncio.shield(future)
+        except BaseException:
+            if self._reads.get(key, (0.0, None))[1] is future:
+                del self._reads[key]
+            raise
 
 
 class OwnerForbidden(ApiError):
@@ -50,7 +89,7 @@ class OwnerForbidden(ApiError):
         super().__init__(
             f"{kind} {name} cannot be read: the ClusterRole {CLUSTER_ROLE} grants no get on"
             f" {granted}; add the rule {self.rule} to it ({RBAC_FILE}) so that its"
-            " scheduling.volcano.sh/group-min-member annotation is read"
+            " gang rule is read (docs/workloads.md)"
         )
 
 
@@ -66,11 +105,20 @@ class ClusterObjects(Protocol):
     async def namespace_queue(self, namespace: str) -> str:
         """The namespace's `scheduling.volcano.sh/queue-name` annotation ("" when none)."""
 
+    async def exists(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
+        """Whether the object exists (a kind the server does not serve: False)."""
+
     async def create_podgroup(self, namespace: str, body: Obj) -> bool:
         """Create a PodGroup; False when one of that name already exists."""
 
+    async def patch_podgroup(self, namespace: str, name: str, patch: Obj) -> None:
+        """Merge-patch a PodGroup (one that is gone is no error)."""
+
     async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         """Merge annotations into a pod's metadata (a pod that is gone is no error)."""
+
+    async def warn(self, pod: Obj, reason: str, message: str) -> None:
+        """A Warning event on the pod, once per pod and reason."""
 
     async def set_queue_state(self, name: str, state: str) -> None:
         """Write a Queue's status.state."""
@@ -89,8 +137,14 @@ class ApiObjects:
         self.client = client
         # (apiVersion, kind) -> (path prefix, plural, namespaced), from discovery
         self._resources: dict[tuple[str, str], tuple[str, str, bool]] = {}
+        self._owners: RecentReads[Obj | None] = RecentReads()
+        self._namespaces: RecentReads[str] = RecentReads()
 
     async def owner(self, namespace: str, reference: Obj) -> Obj | None:
+        uid = str(reference.get("uid", ""))
+        return await self._owners.get(uid, lambda: self._read_owner(namespace, reference))
+
+    async def _read_owner(self, namespace: str, reference: Obj) -> Obj | None:
         api_version = str(reference.get("apiVersion", ""))
         kind = str(reference.get("kind", ""))
         resource = await self._resource(api_version, kind)
@@ -117,6 +171,9 @@ class ApiObjects:
         return found
 
     async def namespace_queue(self, namespace: str) -> str:
+        return await self._namespaces.get(namespace, lambda: self._read_queue(namespace))
+
+    async def _read_queue(self, namespace: str) -> str:
         try:
             found = await self.client.get_json(f"/api/v1/namespaces/{namespace}")
         except NotFound:
@@ -124,12 +181,58 @@ class ApiObjects:
         annotations = (found.get("metadata") or {}).get("annotations") or {}
         return str(annotations.get(QUEUE_NAME_ANNOTATION, ""))
 
+    async def exists(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
+        resource = await self._resource(api_version, kind)
+        if resource is None:
+            return False
+        prefix, plural, namespaced = resource
+        scope = f"/namespaces/{namespace}" if namespaced else ""
+        try:
+            await self.client.get_json(f"{prefix}{scope}/{plural}/{name}")
+        except NotFound:
+            return False
+        return True
+
     async def create_podgroup(self, namespace: str, body: Obj) -> bool:
         try:
             await self.client.create(f"{paths.GROUP_PATH}/namespaces/{namespace}/podgroups", body)
         except Conflict:
             return False
         return True
+
+    async def patch_podgroup(self, namespace: str, name: str, patch: Obj) -> None:
+        with contextlib.suppress(NotFound):
+            await self.client.patch(paths.podgroup(namespace, name), patch)
+
+    async def warn(self, pod: Obj, reason: str, message: str) -> None:
+        meta = pod.get("metadata") or {}
+        namespace, name, uid = meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
+        # a name of the pod and the reason: said again, it is a 409, which is done
+        suffix = hashlib.sha256(f"{uid}/{reason}".encode()).hexdigest()[:16]
+        stamp = now_rfc3339()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": event_name(str(name), suffix), "namespace": namespace},
+            "involvedObject": {
+                "kind": "Pod",
+                "apiVersion": "v1",
+                "namespace": namespace,
+                "name": name,
+                "uid": uid,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning",
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": COMPONENT,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        with contextlib.suppress(Conflict):
+            await self.client.create(paths.events(namespace), body)
 
     async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         try:

@@ -6,15 +6,15 @@
   storages below are pointed at the `controller.muster.dev/` prefix all the
   same, so that a change-detecting handler added later writes under a name
   we document rather than kopf's.
-- One active replica: kopf's peering. Replicas publish themselves in a
+- One replica handles queues: kopf's peering. Replicas publish themselves in a
   `ClusterKopfPeering` (its CRD is deploy/base/controller/peering.yaml; the
   object is made at start, see `objects.ensure_peering`) with a random
   priority; only the highest works, the others pause their watches until it
   goes quiet (60 s). Without the peering CRD (a dev cluster, muster sim)
-  kopf runs standalone. Both are safe: every write the handlers make is
-  idempotent (deterministic PodGroup names, 409 AlreadyExists as success,
-  merge patches of a value), so two active replicas duplicate work, never
-  objects.
+  kopf runs standalone. Both are safe, as is the grouping of pods, which runs
+  beside kopf in every replica: every write is idempotent (deterministic
+  PodGroup names, 409 AlreadyExists as success, merge patches of a value), so
+  two active replicas duplicate work, never objects.
 - Admission: kopf's webhook server over HTTPS, with the certificate of a
   mounted Secret, or a self-signed one made at start for development.
 """

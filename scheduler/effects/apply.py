@@ -18,9 +18,13 @@ from scheduler.cache.world import World
 from scheduler.effects.binder import Binder
 from scheduler.effects.evictor import Evictor
 from scheduler.effects.recorder import EventRecorder
+from scheduler.effects.scale_up import ScaleUpWriter
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import (
+    AnnotatePod,
     Bind,
+    CreateProvisioningRequest,
+    DeleteProvisioningRequest,
     Evict,
     FieldNotHonoured,
     HyperNodeStatusUpdate,
@@ -30,14 +34,20 @@ from scheduler.framework.decisions import (
     QueueStatusUpdate,
     SessionResult,
 )
+from scheduler.health import BindProgress
 from scheduler.kube.client import KubeClient
 from scheduler.metrics import Metrics
 
 log = logging.getLogger("muster.scheduler")
 
-# How long shutdown waits for writes in flight, per component. Together (30 s) they stay
-# within the scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
-BIND_DRAIN_SECONDS = 20.0
+# How long shutdown waits, in turn: for the binds queued to go out; then (none begun any
+# more) for the answers of those on the wire; then, the lease released, for status writes
+# and events. The lease is held until the binds are done, so their part is kept short: a
+# standby takes over only after it (a bind retried after a 5xx could hold it for a minute,
+# and the kubelet kills a pod past its grace). Together (17 s) they stay within the
+# scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
+BIND_DRAIN_SECONDS = 2.0
+BIND_ANSWER_SECONDS = 5.0
 STATUS_DRAIN_SECONDS = 5.0
 EVENT_DRAIN_SECONDS = 5.0
 # Connections of the status writer's lane, one write at a time on each: as many as its two
@@ -49,6 +59,10 @@ class BindDispatcher(Protocol):
     """What Effects needs of the binder."""
 
     def dispatch(self, binds: list[Bind]) -> None: ...
+
+    def stop_retrying(self) -> None: ...
+
+    def fence(self) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -94,6 +108,34 @@ class ReleaseTracker(Protocol):
     def eviction_refused(self, preemptor: str, why: str, now: float) -> None: ...
 
 
+class ScaleUpSink(Protocol):
+    """What Effects needs of the scale-up writer (effects/scale_up.py)."""
+
+    def create(self, decision: CreateProvisioningRequest) -> None: ...
+
+    def delete(self, decision: DeleteProvisioningRequest) -> None: ...
+
+    def annotate(self, decision: AnnotatePod, then: Callable[[], None] | None = None) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+class _NoScaleUp:
+    """A scale-up sink for effects that write no scale-up (tests of the other writers)."""
+
+    def create(self, decision: CreateProvisioningRequest) -> None:
+        raise AssertionError(f"no scale-up writer to create {decision.name}")
+
+    def delete(self, decision: DeleteProvisioningRequest) -> None:
+        raise AssertionError(f"no scale-up writer to delete {decision.name}")
+
+    def annotate(self, decision: AnnotatePod, then: Callable[[], None] | None = None) -> None:
+        raise AssertionError(f"no scale-up writer to annotate {decision.name}")
+
+    async def drain(self) -> None:
+        return None
+
+
 class Drainable(Protocol):
     """Background writes that can be waited for, then stopped (the event recorder)."""
 
@@ -120,14 +162,18 @@ class Effects:
         evictor: PodEvictor,
         recorder: Drainable,
         pools: tuple[Closable, ...] = (),
+        scale_up: ScaleUpSink | None = None,
+        progress: BindProgress | None = None,
     ) -> None:
         self.cache = cache
+        self.progress = progress
         self.binder = binder
         self.writer = writer
         self.evictor = evictor
         self.recorder = recorder
         # Closed on shutdown, once the writes are drained.
         self.pools = pools
+        self.scale_up: ScaleUpSink = scale_up if scale_up is not None else _NoScaleUp()
         # Evictions run in the background; held here so none is garbage-collected mid-way.
         self._evictions: set[asyncio.Task[None]] = set()
 
@@ -142,6 +188,7 @@ class Effects:
         may_bind: Callable[[], bool],
         bind_client: KubeClient | None = None,
         bind_workers: int = 64,
+        progress: BindProgress | None = None,
     ) -> Effects:
         """The effects of a scheduler process: its evictor on `client`, its binder on
         `bind_client` (a lane of its own, so no bind waits for a connection behind status
@@ -153,7 +200,14 @@ class Effects:
         # costs one or two. A merge patch of a status is safe to send twice, as the
         # transport may after a broken connection.
         status_client = client.lane(STATUS_CONNECTIONS, depth=1)
-        writer = StatusWriter(status_client, recorder)
+        writer = StatusWriter(
+            status_client,
+            recorder,
+            is_ours=world.is_ours,
+            is_pending=world.is_pending,
+            on_unwritten=world.status_unwritten,
+            on_written=lambda kind, result: metrics.status_writes.labels(kind, result).inc(),
+        )
         for lane in writer.waiting():
             metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
         binder = Binder(
@@ -163,12 +217,15 @@ class Effects:
             metrics,
             concurrency=bind_workers,
             may_bind=may_bind,
+            progress=progress,
         )
+        metrics.placeable_gangs.set_function(lambda: binder.progress.placeable)
         recorder.yield_to(binder.backlog_cleared)
         writer.yield_to(binder.backlogged, binder.backlog_cleared)
         return cls(
             cache=world,
             binder=binder,
+            progress=binder.progress,
             writer=writer,
             evictor=Evictor(
                 client,
@@ -179,10 +236,13 @@ class Effects:
             ),
             recorder=recorder,
             pools=(status_client,),
+            scale_up=ScaleUpWriter(client, recorder, may_write=may_bind),
         )
 
     def apply(self, result: SessionResult) -> None:
         """Send everything `result` decided; returns at once, the writes go in the background."""
+        if self.progress is not None:
+            self.progress.session_applied((bind.uid, bind.job) for bind in result.binds)
         self.binder.dispatch(result.binds)
         for bind in result.binds:
             self.writer.pod_placed(bind.uid)
@@ -197,11 +257,25 @@ class Effects:
             self._evictions.add(task)
             task.add_done_callback(self._evictions.discard)
         self.writer.podgroups(result.podgroups)
-        self.writer.pods(result.unschedulable)
+        self._scale_up(result)
         self.writer.queues(result.queues)
         self.writer.invalid(result.invalid)
         self.writer.field_warnings(result.field_warnings)
         self.writer.hypernodes(result.hypernodes)
+
+    def _scale_up(self, result: SessionResult) -> None:
+        """Hand over the scale-up writes, and the pods' PodScheduled conditions: a pod being
+        annotated for a request gets its condition once the annotation is written."""
+        for deletion in result.provisioning_deletions:
+            self.scale_up.delete(deletion)
+        for creation in result.provisioning_requests:
+            self.scale_up.create(creation)
+        messages = {message.uid: message for message in result.unschedulable}
+        for annotation in result.pod_annotations:
+            message = messages.pop(annotation.uid, None) if annotation.request else None
+            then = partial(self.writer.pods, [message]) if message is not None else None
+            self.scale_up.annotate(annotation, then)
+        self.writer.pods(list(messages.values()))
 
     def forget_gone(self, podgroups: Collection[str], pods: Collection[str]) -> None:
         """Let the writers drop what they keep about PodGroups ("ns/name") and pods (uids)
@@ -213,13 +287,30 @@ class Effects:
         """The evictions sent and not yet answered."""
         return frozenset(self._evictions)
 
-    async def finish(self) -> None:
-        """On shutdown: wait a bounded time for binds, statuses and events in flight,
-        then stop the binder. Evictions in flight are left to be cancelled: the next
-        leader decides again over what the API server holds."""
+    async def finish_binds(self) -> None:
+        """On shutdown, before the lease is released: binds waiting to be sent again are
+        given up, those queued get BIND_DRAIN_SECONDS to go out, then none is begun and
+        those on the wire get their answers. What is given up is pending again, and the
+        next leader places it (a gang part bound is finished by it, on the room it has)."""
+        self.binder.stop_retrying()
         try:
             await asyncio.wait_for(self.binder.drain(), timeout=BIND_DRAIN_SECONDS)
+            return
+        except TimeoutError:
+            self.binder.fence()
+        try:
+            await asyncio.wait_for(self.binder.drain(), timeout=BIND_ANSWER_SECONDS)
+        except TimeoutError:
+            log.warning("shutdown: some binds were not answered in time")
+
+    async def finish(self) -> None:
+        """On shutdown: finish the binds (finish_binds), wait a bounded time for statuses
+        and events in flight, then stop the binder. Evictions in flight are left to be
+        cancelled: the next leader decides again over what the API server holds."""
+        await self.finish_binds()
+        try:
             await asyncio.wait_for(self.writer.drain(), timeout=STATUS_DRAIN_SECONDS)
+            await asyncio.wait_for(self.scale_up.drain(), timeout=STATUS_DRAIN_SECONDS)
             await asyncio.wait_for(self.recorder.drain(), timeout=EVENT_DRAIN_SECONDS)
         except TimeoutError:
             log.warning("shutdown: some writes did not finish in time")

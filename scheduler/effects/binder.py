@@ -7,7 +7,8 @@ the client's retries returns the pod to pending, with an event, so the next
 session places it again: a failed bind is never forgotten.
 
 A bind that failed for a reason that passes (5xx, 429, a broken connection, after the
-client's own retries) is sent again to the same node, with backoff, for up to
+client's own retries; a 403, which a restarted kube-apiserver answers until its RBAC
+authorizer has synced) is sent again to the same node, with backoff, for up to
 RETRY_SECONDS: the pod keeps its room on that node meanwhile. Returning it to pending
 instead would let other work take the room while the rest of its gang is bound, leaving
 the gang short of minMember for good.
@@ -36,6 +37,7 @@ from scheduler.api.task import TaskStatus
 from scheduler.cache.world import World
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import Bind, ClaimBinding
+from scheduler.health import BindProgress
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import Fenced, NotFound, StatusError, TransportError, is_retryable
 from scheduler.metrics import Metrics
@@ -68,8 +70,11 @@ class Binder:
         *,
         concurrency: int = 64,
         may_bind: Callable[[], bool] = lambda: True,
+        progress: BindProgress | None = None,
     ) -> None:
         self.client = client
+        # Which gangs wait for their binds (the readiness probe's stall check).
+        self.progress = progress or BindProgress(time.monotonic)
         self.world = world
         self.recorder = recorder
         self.metrics = metrics
@@ -77,7 +82,9 @@ class Binder:
         # lock and checks the values, a few µs on the hot path (10,000 binds, two each).
         self._bound = metrics.binds.labels("success")
         self._scheduled = metrics.schedule_attempts.labels("scheduled")
-        self.may_bind = may_bind
+        self._may_bind = may_bind
+        # Set on shutdown once the binds queued had their time (fence): none is begun after.
+        self._fenced = False
         self.concurrency = concurrency
         # A fixed pool of workers on one queue: a 10,000-pod backlog costs no
         # 10,000 task objects, and the members of one gang leave together, in order.
@@ -99,6 +106,31 @@ class Binder:
         self._settled = asyncio.Event()
         self._settled.set()
 
+    def may_bind(self) -> bool:
+        """Whether a bind may be written now: this replica leads, and is not shutting down
+        past its binds' time (fence)."""
+        return not self._fenced and self._may_bind()
+
+    def stop_retrying(self) -> None:
+        """On shutdown: give up the binds waiting to be sent again and those waiting for
+        their claims (their pods are pending again here; the next leader places them)."""
+        for uid in list(self._timers):
+            self._timers.pop(uid).cancel()
+            self._first_tried.pop(uid, None)
+            self.world.forget_bound(uid)
+            self.progress.settled(uid)
+            self._answered()
+        for uid in list(self._parked):
+            self._parked.pop(uid).cancel()
+            self._volumes_bound.discard(uid)
+            self.world.forget_bound(uid)
+            self._answered()
+
+    def fence(self) -> None:
+        """On shutdown, once the queued binds had their time: begin no bind any more; those
+        on the wire still get their answers, the rest are abandoned."""
+        self._fenced = True
+
     @property
     def in_flight(self) -> int:
         """Binds dispatched and not yet answered."""
@@ -113,6 +145,7 @@ class Binder:
             self._workers = [loop.create_task(self._work()) for _ in range(self.concurrency)]
         for bind in binds:
             self.world.assume_bound(bind.uid, bind.node)
+            self.progress.sending(bind.uid, bind.job)
             self._enqueue(bind)
         self._unanswered += len(binds)
         self._settled.clear()
@@ -131,16 +164,7 @@ class Binder:
 
     async def close(self) -> None:
         """Stop the workers (after drain, on shutdown)."""
-        for uid in list(self._timers):
-            self._timers.pop(uid).cancel()
-            self._first_tried.pop(uid, None)
-            self.world.forget_bound(uid)
-            self._answered()
-        for uid in list(self._parked):
-            self._parked.pop(uid).cancel()
-            self._volumes_bound.discard(uid)
-            self.world.forget_bound(uid)
-            self._answered()
+        self.stop_retrying()
         for worker in self._workers:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
@@ -158,6 +182,7 @@ class Binder:
                 # A bug in one bind must not stop the worker: the pod is returned to pending.
                 log.exception("bind crashed", extra={"pod": f"{bind.namespace}/{bind.name}"})
                 self.world.forget_bound(bind.uid)
+                self.progress.settled(bind.uid, failed=True)
             finally:
                 if bind.uid not in self._timers and bind.uid not in self._parked:
                     self._answered()
@@ -196,6 +221,7 @@ class Binder:
         self._volumes_bound.discard(bind.uid)
         self.metrics.bind_duration.observe(time.perf_counter() - start)
         self.world.confirm_bound(bind.uid)
+        self.progress.settled(bind.uid, bound=True)
         self._bound.inc()
         self._scheduled.inc()
         self.recorder.record(
@@ -206,6 +232,8 @@ class Binder:
         )
 
     def _park(self, bind: Bind) -> None:
+        # Waiting for the provisioner is not work muster could move.
+        self.progress.settled(bind.uid)
         task = asyncio.get_running_loop().create_task(self._await_volumes(bind))
         self._parked[bind.uid] = task
 
@@ -250,6 +278,7 @@ class Binder:
             self._abandoned(bind)
         else:
             self._volumes_bound.add(bind.uid)
+            self.progress.sending(bind.uid, bind.job)
             self._enqueue(bind)
             return
         self._answered()
@@ -308,7 +337,7 @@ class Binder:
     def _retry_later(self, bind: Bind, error: Exception) -> bool:
         """Send the bind again later, keeping its room, when the failure may pass."""
         passing = isinstance(error, TransportError) or (
-            isinstance(error, StatusError) and is_retryable(error.code)
+            isinstance(error, StatusError) and (is_retryable(error.code) or error.code == 403)
         )
         now = time.monotonic()
         first, tries = self._first_tried.get(bind.uid, (now, 0))
@@ -353,11 +382,13 @@ class Binder:
         # this pod is pending again in this replica's cache.
         self._volumes_bound.discard(bind.uid)
         self.world.forget_bound(bind.uid)
+        self.progress.settled(bind.uid)
         self.metrics.binds.labels("abandoned").inc()
 
     def _failed(self, bind: Bind, error: Exception) -> None:
         self._volumes_bound.discard(bind.uid)
         self.world.forget_bound(bind.uid)
+        self.progress.settled(bind.uid, failed=True)
         self.metrics.binds.labels("error").inc()
         self.metrics.schedule_attempts.labels("error").inc()
         if isinstance(error, NotFound):

@@ -5,7 +5,12 @@ what the cache saw), so a steady cluster costs no writes; the writes go out
 in the background, a bounded number at a time, and only the newest of each
 object waits its turn (effects/lanes.py). While binds wait to be sent, the writes
 wait too (up to HOLD_SECONDS), so that a gang placed, bound and started in one burst
-gets one status write rather than one per step.
+gets one status write rather than one per step. A PodGroup status waiting its turn is
+written only if the PodGroup is still muster's when its turn comes (cache/ownership.py):
+another scheduler's pods may have arrived meanwhile. A 404 on a PodGroup or Queue is not
+taken as "gone": a restarting API server answers 404 on custom resources until their CRDs
+are served again, so the write is tried again by the next session, and the cache's delete
+event, when the object is truly gone, ends the retries.
 """
 
 from __future__ import annotations
@@ -59,9 +64,29 @@ HOLD_SECONDS = 10.0
 class StatusWriter:
     """Writes what sessions conclude about objects."""
 
-    def __init__(self, client: KubeClient, recorder: EventRecorder, concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        recorder: EventRecorder,
+        concurrency: int = 16,
+        *,
+        is_ours: Callable[[str, str], bool] = lambda namespace, name: True,
+        on_written: Callable[[str, str], None] = lambda kind, result: None,
+        is_pending: Callable[[str], bool] = lambda uid: True,
+        on_unwritten: Callable[[], None] = lambda: None,
+    ) -> None:
         self.client = client
         self.recorder = recorder
+        # Whether PodGroup (namespace, name) is still muster's (World.is_ours).
+        self.is_ours = is_ours
+        # Each write's kind (podgroup, queue, pod) and result (success, error), for metrics.
+        self.on_written = on_written
+        # Whether the pod (uid) still waits for a node (World.is_pending): a condition queued
+        # behind a backlog is not written once its pod has been bound meanwhile.
+        self.is_pending = is_pending
+        # A write was not done: ask for a session to make it again (World.status_unwritten),
+        # rather than wait for something else to change.
+        self.on_unwritten = on_unwritten
         # Two lanes: PodGroup and Queue status (what operators and clients such as
         # Kubeflow wait on) never queue behind a backlog of pods' PodScheduled conditions
         # (thousands of them when a new leader takes over a full queue).
@@ -117,7 +142,9 @@ class StatusWriter:
 
     async def _write_hypernode(self, update: HyperNodeStatusUpdate) -> None:
         body = {"status": {"nodeCount": update.node_count}}
-        if not await self._patch(paths.hypernode_status(update.name), body):
+        if not await self._patch(
+            paths.hypernode_status(update.name), body, "hypernode", gone_is_done=False
+        ):
             self._hypernodes.pop(update.name, None)
 
     def pods(self, messages: list[PodUnschedulable]) -> None:
@@ -210,11 +237,17 @@ class StatusWriter:
 
     # Internals -------------------------------------------------------------
     async def _write_queue(self, name: str, status: dict[str, Any]) -> None:
-        if not await self._patch(paths.queue(name) + "/status", {"status": status}):
+        path = paths.queue(name) + "/status"
+        if not await self._patch(path, {"status": status}, "queue", gone_is_done=False):
             # Not written: let the next session try again.
             self._queues.pop(name, None)
+            self.on_unwritten()
 
     async def _write_podgroup(self, update: PodGroupStatusUpdate) -> None:
+        if not self.is_ours(update.namespace, update.name):
+            # Another scheduler's now (or gone): its status is not ours to write.
+            self._podgroups.pop((update.namespace, update.name), None)
+            return
         stamp = now_rfc3339()
         status = {
             "phase": update.phase.value,
@@ -231,11 +264,15 @@ class StatusWriter:
                 "annotations": {ALLOCATED_HYPERNODE_ANNOTATION: update.allocated_hypernode}
             }
         path = paths.podgroup(update.namespace, update.name)
-        if not await self._patch(path, body):
+        if not await self._patch(path, body, "podgroup", gone_is_done=False):
             # Not written: let the next session try again.
             self._podgroups.pop((update.namespace, update.name), None)
+            self.on_unwritten()
 
     async def _write_pod(self, message: PodUnschedulable) -> None:
+        if not self.is_pending(message.uid):
+            self._pods.pop(message.uid, None)
+            return
         body = {
             "status": {
                 "conditions": [
@@ -250,19 +287,33 @@ class StatusWriter:
             }
         }
         path = paths.pod(message.namespace, message.name) + "/status"
-        if not await self._patch(path, body, STRATEGIC_MERGE_PATCH):
+        if not await self._patch(path, body, "pod", STRATEGIC_MERGE_PATCH):
             self._pods.pop(message.uid, None)
+            self.on_unwritten()
 
     async def _patch(
-        self, path: str, body: dict[str, Any], content_type: str = "application/merge-patch+json"
+        self,
+        path: str,
+        body: dict[str, Any],
+        kind: str,
+        content_type: str = "application/merge-patch+json",
+        *,
+        gone_is_done: bool = True,
     ) -> bool:
+        """Whether the write is done. `gone_is_done`: a 404 means the object is gone (a
+        pod), not a custom resource whose CRD a restarting API server does not serve yet."""
         try:
             await self.client.patch(path, body, content_type=content_type)
-        except NotFound:
-            return True  # the object is gone; nothing to report on
+        except NotFound as error:
+            if not gone_is_done:
+                log.info("status write not done, tried again later: %s", error)
+                self.on_written(kind, "error")
+            return gone_is_done
         except (StatusError, TransportError) as error:
             log.warning("status write failed: %s", error)
+            self.on_written(kind, "error")
             return False
+        self.on_written(kind, "success")
         return True
 
     def _podgroup_event(

@@ -9,6 +9,7 @@ hold mutable vectors, stay dataclasses."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -121,12 +122,71 @@ class FieldNotHonoured(msgspec.Struct, frozen=True, gc=False):
 
 @dataclass(frozen=True, slots=True)
 class HeldRoom:
-    """Room a session held for a starving gang (framework/holds.py), by node: for the
-    metrics and `muster explain`."""
+    """Room a session held for a gang (framework/holds.py), by node: for the metrics and
+    `muster explain`. `kind` is "starving" or "provisioned" (capacity an autoscaler added)."""
 
     job: str
     since: float
     nodes: dict[str, Resource]
+    kind: str = "starving"
+
+
+class PodSetTemplate(msgspec.Struct, frozen=True):
+    """One pod set of a ProvisioningRequest to create: its PodTemplate's name and
+    `template` (metadata and spec), and how many pods of it."""
+
+    name: str
+    count: int
+    template: dict[str, Any]
+
+
+class CreateProvisioningRequest(msgspec.Struct, frozen=True):
+    """Create the PodTemplates, then the ProvisioningRequest naming them, owned by the
+    PodGroup (the templates then owned by the request); framework/scaleup.py."""
+
+    namespace: str
+    name: str
+    podgroup: str
+    podgroup_uid: str
+    attempt: int
+    class_name: str
+    parameters: tuple[tuple[str, str], ...]
+    pod_sets: tuple[PodSetTemplate, ...]
+
+
+class DeleteProvisioningRequest(msgspec.Struct, frozen=True, gc=False):
+    """Delete a ProvisioningRequest and the PodTemplates it names, and why."""
+
+    namespace: str
+    name: str
+    podgroup: str
+    templates: tuple[str, ...]
+    reason: str
+
+
+class AnnotatePod(msgspec.Struct, frozen=True, gc=False):
+    """Set a pending pod's consume-provisioning-request and provisioning-class-name
+    annotations to `request` and `class_name` (both removed when `request` is "")."""
+
+    namespace: str
+    name: str
+    uid: str
+    job: str
+    request: str
+    class_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleUpReport:
+    """Where a gang's scale-up stands after the session, for `muster explain` and `whatif`:
+    "asked" (this session), "pending", "provisioned", "retrying" or "failed"; the request
+    and attempt; what it adds (per pod shape: how many pods, each one's request)."""
+
+    job: str
+    state: str
+    request: str
+    attempt: int
+    adds: tuple[tuple[int, Resource], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,3 +258,9 @@ class SessionResult:
     # the next sessions, which do not act on them, until something that could move them
     # changes.
     settled: dict[str, SettledJob] = field(default_factory=dict)
+    # ProvisioningRequests to create and delete, pending pods to annotate for them, and
+    # where each gang's scale-up stands (framework/scaleup.py).
+    provisioning_requests: list[CreateProvisioningRequest] = field(default_factory=list)
+    provisioning_deletions: list[DeleteProvisioningRequest] = field(default_factory=list)
+    pod_annotations: list[AnnotatePod] = field(default_factory=list)
+    scale_ups: list[ScaleUpReport] = field(default_factory=list)

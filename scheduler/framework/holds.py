@@ -31,11 +31,20 @@ excludes what older holds took).
 Backfill: held room is never given to another gang of equal or lower priority; pods
 that request nothing (backfill's best-effort pods) take none of it, and may use a held
 node's pod slots beyond those held for the gang's members.
+
+Provisioned capacity is held the same way, and harder. A gang for which a cluster
+autoscaler provisioned nodes (its ProvisioningRequest is Provisioned, framework/scaleup.py)
+is served by allocate before every other gang; if it does not fit yet (the new nodes are
+not Ready), its members are laid out as above, those that fit nowhere yet left out (their
+nodes are on the way), and the room is held against every other gang, whatever its
+priority, until the gang is placed or the request's booking ends. Such a hold is PROVISIONED
+(`Hold.kind`); a starving gang's is STARVING.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -69,9 +78,18 @@ DEFAULT_WAITING_TIME = 60.0
 DEFAULT_HOLDING_GANGS = 1
 
 
+class HoldKind(enum.Enum):
+    """Why room is held, which says who may still take it."""
+
+    # For a gang past its waiting time: gangs of higher priority may take it.
+    STARVING = "starving"
+    # Capacity an autoscaler provisioned for the gang: no other gang may take it.
+    PROVISIONED = "provisioned"
+
+
 @dataclass(slots=True)
 class Hold:
-    """Room held for one starving gang: per node, the amount and the pod slots."""
+    """Room held for one gang: per node, the amount and the pod slots."""
 
     job: JobInfo
     since: float
@@ -79,6 +97,15 @@ class Hold:
     members: int
     amounts: dict[str, Resource] = field(default_factory=dict)
     pods: dict[str, int] = field(default_factory=dict)
+    kind: HoldKind = HoldKind.STARVING
+    # Members the layout found no node for (provisioned capacity not there yet).
+    unplaced: int = 0
+
+    def yields_to(self, job: JobInfo) -> bool:
+        """Whether `job` (another gang, or the holder) may take this room."""
+        if self.job is job:
+            return True
+        return self.kind is HoldKind.STARVING and self.job.priority < job.priority
 
     def held(self) -> Resource:
         """Everything it holds now."""
@@ -143,6 +170,8 @@ class Holds:
         session = self.session
         if job.invalid is not None or job.shadow or job.queue not in session.queues:
             return None
+        if job.key in session.scale_up.provisioned():
+            return None  # its provisioned capacity is held harder (hold_provisioned)
         since = self.starving_since(job)
         if since is None or not may_place(job, session.config.actions) or not job.pending_tasks():
             return None
@@ -213,7 +242,7 @@ class Holds:
                 f"capability ({describe(capability)}); nothing is held for it",
             )
             return
-        layout = self._layout(members)
+        layout = self._layout(members, partial=False)
         if layout is None:
             self._say(
                 job,
@@ -223,7 +252,37 @@ class Holds:
                 "were empty; nothing is held for it",
             )
             return
-        hold = Hold(job, since, need, len(members))
+        hold = self._take(Hold(job, since, need, len(members)), layout)
+        self._say(job, since, STARVING_HOLDING, self._describe(hold, layout))
+
+    def hold_provisioned(self, job: JobInfo, since: float) -> None:
+        """Hold, against every other gang, the room of the nodes where the members of a gang
+        whose capacity was provisioned (at `since`) would go; members that fit on no node
+        yet are left out (their nodes are on the way)."""
+        members = needed_members(job, self.session.sorted_tasks(job.pending_tasks()))
+        need = Resource()
+        for task in members:
+            need.add(task.request)
+        layout = self._layout(members, partial=True) or {}
+        hold = Hold(job, since, need, len(members), kind=HoldKind.PROVISIONED)
+        hold.unplaced = len(members) - sum(pods for _, pods in layout.values())
+        self._take(hold, layout)
+
+    def describe(self, hold: Hold) -> str:
+        """What a hold holds now, node by node, in a condition's words."""
+        held = [
+            f"{describe(amount)} on {name}"
+            for name, amount in sorted(hold.amounts.items())
+            if not amount.is_empty()
+        ]
+        listed = "; ".join(held) if held else "nothing free yet"
+        what = f"holds {listed} for its {hold.members} members"
+        if hold.unplaced:
+            what += f" ({hold.unplaced} of them fit on no node there is yet)"
+        return what
+
+    def _take(self, hold: Hold, layout: dict[NodeInfo, tuple[Resource, int]]) -> Hold:
+        """Hold on each node of the layout what is free now, up to what it needs there."""
         for node, (amount, pods) in layout.items():
             taken = amount.minimum(_positive(node.idle))
             slots = max(min(pods, node.max_pods - node.pod_count), 0)
@@ -232,18 +291,15 @@ class Holds:
             node.hold(taken, slots)
             hold.amounts[node.name] = taken
             hold.pods[node.name] = slots
-        self._holds[job.key] = hold
-        self._say(job, since, STARVING_HOLDING, self._describe(hold, layout))
+        self._holds[hold.job.key] = hold
+        return hold
 
     @contextlib.contextmanager
     def lifted_for(self, job: JobInfo) -> Iterator[None]:
-        """Give the job the room held for it and for gangs of lower priority while it is
-        placed (or evicts); hold again afterwards what is still free of it."""
-        lifted = [
-            hold
-            for hold in self._holds.values()
-            if hold.job is job or hold.job.priority < job.priority
-        ]
+        """Give the job the room held for it, and the room starving gangs of lower priority
+        hold, while it is placed (or evicts); hold again afterwards what is still free of
+        it. Provisioned capacity is lifted for its own gang only."""
+        lifted = [hold for hold in self._holds.values() if hold.yields_to(job)]
         for hold in lifted:
             self._release(hold)
         try:
@@ -260,8 +316,22 @@ class Holds:
 
     @property
     def holds(self) -> list[Hold]:
-        """The holds made this session, oldest starving first."""
+        """The holds made this session, in the order they were made (provisioned capacity
+        first, then the oldest starving first)."""
         return list(self._holds.values())
+
+    def holders_named(self, job: JobInfo) -> str:
+        """Who holds room the job may not take, in a message's words ("" for nobody)."""
+        others = [hold for hold in self._holds.values() if hold.job is not job]
+        parts = []
+        for kind, words in (
+            (HoldKind.STARVING, "starving gangs"),
+            (HoldKind.PROVISIONED, "gangs an autoscaler added nodes for"),
+        ):
+            names = ", ".join(hold.job.key for hold in others if hold.kind is kind)
+            if names:
+                parts.append(f"{words}: {names}")
+        return "room on some nodes is held for " + "; for ".join(parts) if parts else ""
 
     def held_on(self, node: str) -> list[str]:
         """The gangs holding room on a node."""
@@ -289,9 +359,12 @@ class Holds:
             return False
         return not allocated.get(queue, Resource()).less_equal(figures.deserved)
 
-    def _layout(self, members: list[TaskInfo]) -> dict[NodeInfo, tuple[Resource, int]] | None:
+    def _layout(
+        self, members: list[TaskInfo], *, partial: bool
+    ) -> dict[NodeInfo, tuple[Resource, int]] | None:
         """Where the members would go on nodes emptied of all but older holds, preferring
-        the nodes with the most free room now; None when some member fits nowhere."""
+        the nodes with the most free room now; when some member fits nowhere, None, or
+        (`partial`) the layout of the others."""
         session = self.session
         if not members:
             return {}
@@ -325,6 +398,8 @@ class Holds:
                 chosen = node
                 break
             if chosen is None:
+                if partial:
+                    continue
                 return None
             room[chosen.name].sub(task.request)
             slots[chosen.name] -= 1

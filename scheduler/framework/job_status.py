@@ -25,6 +25,7 @@ from scheduler.api.reasons import (
     INVALID_ANNOTATION,
     POD_GATED,
     POD_UNSCHEDULABLE,
+    SCALE_UP,
     STARVING,
     gang_unschedulable,
 )
@@ -85,6 +86,7 @@ def conditions_after(
         *_admitted(job, phase, previous),
         *_not_honoured(job),
         *_starving(job),
+        *_scale_up(job),
     ]
     return tuple(_stamped(c, previous.get(c.type), stamp) for c in found)
 
@@ -120,7 +122,7 @@ def _gang_conditions(
 
 
 # Conditions every session decides afresh, rather than keeping what the object says.
-_DECIDED_EACH_SESSION = frozenset({ADMITTED, NOT_HONOURED_TYPE, STARVING})
+_DECIDED_EACH_SESSION = frozenset({ADMITTED, NOT_HONOURED_TYPE, STARVING, SCALE_UP})
 
 
 def _starving(job: JobInfo) -> list[GroupCondition]:
@@ -130,6 +132,13 @@ def _starving(job: JobInfo) -> list[GroupCondition]:
     # Since when it starves, not since this session: the time is part of the answer.
     since = format_rfc3339(starving.since)
     return [GroupCondition(STARVING, "True", starving.reason, starving.message, since)]
+
+
+def _scale_up(job: JobInfo) -> list[GroupCondition]:
+    verdict = job.scale_up
+    if verdict is None:
+        return []
+    return [GroupCondition(SCALE_UP, verdict.status, verdict.reason, verdict.message)]
 
 
 def _not_honoured(job: JobInfo) -> list[GroupCondition]:

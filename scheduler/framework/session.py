@@ -31,6 +31,7 @@ from scheduler.framework.decisions import (
 )
 from scheduler.framework.holds import Holds, StarvationPolicy
 from scheduler.framework.plugin import EXTENSION_POINTS, Plugin, Vote, Waiting, implements
+from scheduler.framework.scaleup import ScaleUp
 from scheduler.framework.status import OK, Status
 
 if TYPE_CHECKING:
@@ -119,6 +120,9 @@ class Session:
         # Room held for starving gangs (framework/holds.py): allocate makes the holds,
         # every action honours them; the sla plugin sets the policy when it opens.
         self.holds = Holds(self, StarvationPolicy())
+        # Asking an autoscaler for gangs' nodes (framework/scaleup.py); the scaleup plugin
+        # sets the policy when it opens, none without it.
+        self.scale_up = ScaleUp(self)
         # Per PodDisruptionBudget ("namespace/name"), the victims of the evictions this
         # session committed: what preempt and reclaim leave of its disruptionsAllowed.
         self.disruptions: dict[str, int] = {}
@@ -140,6 +144,7 @@ class Session:
                 hold.job.key,
                 hold.since,
                 {name: amount for name, amount in hold.amounts.items() if not amount.is_empty()},
+                hold.kind.value,
             )
             for hold in self.holds.holds
         ]
@@ -150,6 +155,7 @@ class Session:
             if (job.starving is not None and not gang_placed(job))
             or (job.key in settled and settled[job.key].starving)
         )
+        self.scale_up.decide(self._result)
         self.holds.release_all()
         for statement in self._kept:
             statement.keep_pipelined()

@@ -18,7 +18,7 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.gang_state import PLACED_STATUSES
 from scheduler.api.job import JobInfo, PodGroupPhase
-from scheduler.api.names import GROUP_NAME_ANNOTATION
+from scheduler.api.names import GROUP_NAME_ANNOTATION, GROUPING_RULE_ANNOTATION
 from scheduler.api.resources import Resource, describe
 from scheduler.api.snapshot import shadow_key
 from scheduler.api.subgroups import split
@@ -40,6 +40,7 @@ from scheduler.inspect.cluster import (
 from scheduler.inspect.config import EVICTING_ACTIONS, Configuration
 from scheduler.inspect.figures import ReasonFigure, amount, figures
 from scheduler.inspect.room import Room, otherwise_fitting_nodes, room
+from scheduler.inspect.scale_up import scale_up_document, scale_up_lines, scale_up_of
 from scheduler.inspect.views import (
     GroupView,
     QueueView,
@@ -203,6 +204,7 @@ def explain_document(
     reasons: list[tuple[list[str], list[ReasonFigure]]] | None = None,
     room_found: Room | None = None,
     pod_lines: list[str] | None = None,
+    rule: str | None = None,
 ) -> dict[str, Any]:
     """The report as one JSON/YAML document (-o json|yaml): the same findings as the text."""
     key = view.key
@@ -210,6 +212,7 @@ def explain_document(
     evictions = [e for e in session.result.evictions if f" {key} (priority " in e.reason]
     document: dict[str, Any] = {
         "podgroup": view.as_dict(session.now),
+        "groupingRule": rule,
         "configuration": configuration.describe() if configuration is not None else None,
         "queue": queue.as_dict() if queue is not None else None,
         "placement": {
@@ -229,6 +232,7 @@ def explain_document(
             for pod, (node, status) in sorted(member_nodes(session, key).items())
         },
         "holding": _holding_document(session.result, key),
+        "scaleUp": scale_up_document(scale_up_of(session.result, key)),
         "verdict": verdict(view, session.result),
     }
     job = session.snapshot.jobs.get(key)
@@ -240,16 +244,21 @@ def explain_document(
 
 
 def held_room(result: SessionResult, key: str) -> HeldRoom | None:
-    """The room the session held for the gang (it starves), if any."""
+    """The room the session held for the gang (it starves, or an autoscaler provisioned
+    capacity for it), if any."""
     return next((room for room in result.holds if room.job == key), None)
 
 
 def holding_lines(result: SessionResult, key: str) -> list[str]:
-    """What the session holds for a starving gang, node by node (framework/holds.py)."""
+    """What the session holds for a gang, node by node (framework/holds.py)."""
     room = held_room(result, key)
     if room is None:
         return []
-    lines = ["", f"Holding (starving since {format_rfc3339(room.since)}):"]
+    if room.kind == "provisioned":
+        title = f"Holding provisioned capacity (since {format_rfc3339(room.since)}):"
+    else:
+        title = f"Holding (starving since {format_rfc3339(room.since)}):"
+    lines = ["", title]
     lines += [f"  {node}: {describe(amount)}" for node, amount in sorted(room.nodes.items())]
     if not room.nodes:
         lines.append("  nothing free yet on the nodes it waits for")
@@ -261,6 +270,7 @@ def _holding_document(result: SessionResult, key: str) -> dict[str, Any] | None:
     if room is None:
         return None
     return {
+        "kind": room.kind,
         "since": format_rfc3339(room.since),
         "nodes": {node: amount.to_list() for node, amount in sorted(room.nodes.items())},
     }
@@ -306,6 +316,7 @@ def explain_text(
     reasons: list[tuple[list[str], list[ReasonFigure]]] | None = None,
     room_found: Room | None = None,
     pod_lines: list[str] | None = None,
+    rule: str | None = None,
 ) -> str:
     """The report, section by section; every reason is the session's own."""
     key = view.key
@@ -314,6 +325,8 @@ def explain_text(
         f"PodGroup {key}: {view.phase}, {view.placed}/{view.min_member} members placed "
         f"({view.members} pods), queue {view.queue}"
     )
+    if rule:
+        lines.append(f"made by muster controller: {rule}")
     if configuration is not None:
         lines.append(f"configuration: {configuration.describe()}")
     lines += ["", "Admission:"]
@@ -368,6 +381,7 @@ def explain_text(
     placed_job = session.snapshot.jobs.get(key)
     if placed_job is not None and placed_job.subgroup_policies:
         lines += subgroup_lines(placed_job)
+    lines += scale_up_lines(scale_up_of(session.result, key))
     waits = verdict(view, session.result) == "waits"
     if waits:
         lines += ["", f"Ahead of it in queue {view.queue}:"]
@@ -490,6 +504,16 @@ def pod_answer(observed: Observed, session: Session, key: str) -> PodAnswer | st
     return PodAnswer(group, lines, waits)
 
 
+def grouping_rule(observed: Observed, key: str) -> str | None:
+    """The rule `muster controller` made the PodGroup by (its annotation), None for a
+    PodGroup it did not make."""
+    namespace, _, name = key.partition("/")
+    for group in observed.objects.podgroups:
+        if group.metadata.namespace == namespace and group.metadata.name == name:
+            return group.metadata.annotations.get(GROUPING_RULE_ANNOTATION)
+    return None
+
+
 def _annotated(pod: wire.Pod) -> bool:
     return bool(pod.metadata.annotations.get(GROUP_NAME_ANNOTATION))
 
@@ -540,6 +564,7 @@ def main(args: argparse.Namespace) -> int:
         "reasons": reasons,
         "room_found": room_found,
         "pod_lines": answer.lines if answer is not None else None,
+        "rule": grouping_rule(observed, key),
     }
     output = getattr(args, "output", None)
     if output is None:

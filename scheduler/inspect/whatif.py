@@ -29,7 +29,7 @@ from scheduler.api.snapshot import PriorityClassInfo, shadow_key
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.cache.world import World
-from scheduler.framework.decisions import Evict
+from scheduler.framework.decisions import Evict, ScaleUpReport
 from scheduler.inspect.cluster import (
     Options,
     Session,
@@ -39,6 +39,7 @@ from scheduler.inspect.cluster import (
     observe,
     run_session,
 )
+from scheduler.inspect.scale_up import scale_up_document, scale_up_lines, scale_up_of
 from scheduler.inspect.views import GroupView, group_view, member_nodes, pod_messages, verdict
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound, StatusError
@@ -208,6 +209,8 @@ class Answer:
     placements: dict[str, tuple[str, str]]
     pending: dict[str, str]
     evictions: list[Evict]
+    # Whether muster would ask an autoscaler for its nodes, and for what.
+    scale_up: ScaleUpReport | None = None
 
     def as_dict(self, now: float) -> dict[str, Any]:
         """The answer as JSON."""
@@ -226,6 +229,7 @@ class Answer:
             ],
             "reason": self.view.waiting_reason,
             "conditions": self.view.as_dict(now)["conditions"],
+            "scaleUp": scale_up_document(self.scale_up),
         }
 
 
@@ -250,6 +254,7 @@ def answers(
                 placements=member_nodes(session, key),
                 pending=pod_messages(session.result, key),
                 evictions=caused,
+                scale_up=scale_up_of(session.result, key),
             )
         )
     return found
@@ -295,6 +300,7 @@ def answer_text(answer: Answer) -> str:
             )
         for pod, message in sorted(answer.pending.items()):
             lines.append(f"    pod {pod}: {message}")
+    lines += [f"  {line}" if line else line for line in scale_up_lines(answer.scale_up, would=True)]
     return "\n".join(lines)
 
 

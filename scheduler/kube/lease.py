@@ -70,6 +70,8 @@ class LeaderElector:
         # When the other holder's lease runs out, as this replica observed it (monotonic).
         self._expires_at: float | None = None
         self._stopped = False
+        # Set each time this replica takes the lease (the scheduling loop clears it).
+        self.taken = asyncio.Event()
         # one attempt at a time: release() waits for a renewal in flight
         self._attempt = asyncio.Lock()
 
@@ -196,6 +198,8 @@ class LeaderElector:
     def _set_leading(self, leading: bool) -> None:
         if leading != self._leading:
             self._leading = leading
+            if leading:
+                self.taken.set()
             log.info(
                 "leadership %s",
                 "acquired" if leading else "lost",

@@ -18,6 +18,7 @@ from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
+from scheduler.plugins.scaleup import ScaleUpPlugin
 from scheduler.plugins.sla import SlaPlugin
 
 PLUGINS: dict[str, type[Plugin[Any]]] = {
@@ -37,6 +38,7 @@ PLUGINS: dict[str, type[Plugin[Any]]] = {
         SlaPlugin,
         PdbPlugin,
         CdpPlugin,
+        ScaleUpPlugin,
     )
 }
 

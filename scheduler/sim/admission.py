@@ -42,7 +42,7 @@ _DECIMAL = {
     "E": Decimal("1e18"),
 }
 # Kinds whose names are DNS-1123 labels rather than subdomains.
-_LABEL_NAMED = frozenset({"Namespace", "Service"})
+_LABEL_NAMED = frozenset({"Namespace", "Service", "StatefulSet"})
 
 PreemptLowerPriority = "PreemptLowerPriority"
 
@@ -137,27 +137,20 @@ def taint_new_node(node: Obj) -> None:
 def default_pod(pod: Obj) -> None:
     """Fill the defaults the real server writes into a new pod."""
     spec = pod.setdefault("spec", {})
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
+    default_pod_spec(spec)
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if not isinstance(container, dict):
             continue
-        container.setdefault("terminationMessagePath", "/dev/termination-log")
-        container.setdefault("terminationMessagePolicy", "File")
-        image = str(container.get("image", ""))
-        latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
-        container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
         resources = container.setdefault("resources", {})
         # a limit with no request defaults the request to the limit, which schedulers rely on
+        # (SetDefaults_Pod: a pod's, not a pod template's)
         limits = resources.get("limits") or {}
         if limits:
             requests = resources.setdefault("requests", {})
             for name, value in limits.items():
                 requests.setdefault(name, value)
+    # SetDefaults_Pod's own (a PodTemplate's spec does not get it)
+    spec.setdefault("enableServiceLinks", True)
     # DefaultTolerationSeconds admission
     tolerations = spec.setdefault("tolerations", [])
     for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
@@ -177,6 +170,25 @@ def default_pod(pod: Obj) -> None:
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", _qos_class(spec))
+
+
+def default_pod_spec(spec: Obj) -> None:
+    """The v1 defaults of a PodSpec and its containers, which a pod and a pod template (of a
+    Job, ReplicaSet, a PodTemplate...) get alike."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if not isinstance(container, dict):
+            continue
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        image = str(container.get("image", ""))
+        latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
+        container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
+        container.setdefault("resources", {})
 
 
 def _qos_class(spec: Obj) -> str:
@@ -201,23 +213,29 @@ def _qos_class(spec: Obj) -> str:
 def validate_pod(pod: Obj) -> None:
     """400 for unparseable quantities (a decode error), 422 for other invalid fields."""
     name = str(pod["metadata"].get("name", ""))
-    spec = pod.get("spec") or {}
+    errors = pod_spec_errors(pod.get("spec") or {}, "Pod")
+    if errors:
+        raise invalid("", "Pod", name, errors)
+
+
+def pod_spec_errors(spec: Obj, kind: str) -> list[FieldError]:
+    """ValidatePodSpec's checks, with field paths under `spec`; a quantity that does not
+    parse is the 400 kube's decoder answers for an object of `kind`."""
     errors: list[FieldError] = []
     containers = spec.get("containers")
     if not containers:
         errors.append(FieldError("spec.containers", "Required value", "FieldValueRequired"))
     for group in ("initContainers", "containers"):
         for index, container in enumerate(spec.get(group) or []):
-            errors.extend(_container_errors(f"spec.{group}[{index}]", container))
+            errors.extend(_container_errors(f"spec.{group}[{index}]", container, kind))
     # Imported here: its selector rules live in storage_validation, which imports this module.
     from scheduler.sim.pod_scheduling_validation import scheduling_field_errors
 
     errors.extend(scheduling_field_errors(spec))
-    if errors:
-        raise invalid("", "Pod", name, errors)
+    return errors
 
 
-def _container_errors(path: str, container: Obj) -> list[FieldError]:
+def _container_errors(path: str, container: Obj, kind: str) -> list[FieldError]:
     errors: list[FieldError] = []
     cname = container.get("name")
     if not cname:
@@ -232,8 +250,8 @@ def _container_errors(path: str, container: Obj) -> list[FieldError]:
             if value is None:
                 # the real server fails while decoding, before validation: a 400
                 raise bad_request(
-                    f'Pod in version "v1" cannot be handled as a Pod: quantities must match '
-                    f"the regular expression '{QUANTITY_PATTERN}'"
+                    f'{kind} in version "v1" cannot be handled as a {kind}: quantities must '
+                    f"match the regular expression '{QUANTITY_PATTERN}'"
                 )
             if value < 0:
                 errors.append(

@@ -9,7 +9,9 @@ import signal
 import sys
 from pathlib import Path
 
+from scheduler.sim import autoscaler
 from scheduler.sim.authn import TokenFileError
+from scheduler.sim.autoscaler import NodeGroupError
 from scheduler.sim.faults import ErrorRule, FaultConfig, LatencyRule
 from scheduler.sim.nodes import PoolError, load_pools
 from scheduler.sim.server import SimConfig, SimServer
@@ -96,6 +98,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--bookmark-interval", type=float, default=1.0, help="seconds between watch bookmarks"
     )
     parser.add_argument(
+        "--restart-warmup",
+        type=_seconds,
+        default=3.0,
+        help="after POST /sim/restart, seconds during which users outside system:masters are "
+        "answered 403, as kube-apiserver's RBAC authorizer until it has synced (default 3)",
+    )
+    parser.add_argument(
+        "--restart-crd-delay",
+        type=_seconds,
+        default=4.0,
+        help="after POST /sim/restart, seconds during which resources served from CRDs answer "
+        "404, as before kube-apiserver serves its CRDs again (default 4)",
+    )
+    parser.add_argument(
         "--fault-latency-ms",
         type=float,
         default=0.0,
@@ -134,6 +150,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=100_000,
         help="audit records kept in memory for GET /sim/audit (older ones: 410)",
     )
+    autoscaler.add_arguments(parser)
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=run)
 
@@ -143,7 +160,8 @@ class ConfigError(ValueError):
 
 
 def config_from_args(args: argparse.Namespace) -> SimConfig:
-    """SimConfig from parsed flags; raises PoolError for a bad pool file, ConfigError for flags."""
+    """SimConfig from parsed flags; raises PoolError for a bad pool file, NodeGroupError for a
+    bad node-group file, ConfigError for flags."""
     verbs = [v for v in args.fault_verbs.split(",") if v]
     resources = [r for r in args.fault_resources.split(",") if r]
     faults = FaultConfig(watch_drop_seconds=args.fault_watch_drop)
@@ -188,12 +206,26 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         history_size=args.history_size,
         watch_window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
+        restart_warmup=args.restart_warmup,
+        restart_crd_delay=args.restart_crd_delay,
         faults=faults,
         provisioner=args.provisioner,
         disruption_controller=args.disruption_controller,
         audit_log_path=args.audit_log,
         audit_capacity=args.audit_capacity,
+        autoscaler=autoscaler.config_from_args(args),
     )
+
+
+def _seconds(text: str) -> float:
+    """Seconds from 0 to 60, for the restart's warm-up flags."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 60")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -203,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         config = config_from_args(args)
-    except (PoolError, ConfigError, OSError) as error:
+    except (PoolError, ConfigError, NodeGroupError, OSError) as error:
         print(f"muster sim: {error}", file=sys.stderr)
         return 2
     return asyncio.run(_serve(config))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,38 @@ _SUCCESS_201 = _encode(
 USER_KEY = web.RequestKey("muster.sim.user", UserInfo)
 # the real server's default watch timeout is 30-60 minutes
 _DEFAULT_WATCH_TIMEOUT = 1800.0
+# kube-apiserver 1.26's readiness checks, in the order /readyz lists them
+READYZ_CHECKS = (
+    "ping",
+    "log",
+    "etcd",
+    "etcd-readiness",
+    "informer-sync",
+    "poststarthook/start-kube-apiserver-admission-initializer",
+    "poststarthook/generic-apiserver-start-informers",
+    "poststarthook/priority-and-fairness-config-consumer",
+    "poststarthook/priority-and-fairness-filter",
+    "poststarthook/storage-object-count-tracker-hook",
+    "poststarthook/start-apiextensions-informers",
+    "poststarthook/start-apiextensions-controllers",
+    "poststarthook/crd-informer-synced",
+    "poststarthook/bootstrap-controller",
+    "poststarthook/rbac/bootstrap-roles",
+    "poststarthook/scheduling/bootstrap-system-priority-classes",
+    "poststarthook/priority-and-fairness-config-producer",
+    "poststarthook/start-cluster-authentication-info-controller",
+    "poststarthook/start-kube-apiserver-identity-lease-controller",
+    "poststarthook/start-kube-apiserver-identity-lease-garbage-collector",
+    "poststarthook/start-legacy-token-tracking-controller",
+    "poststarthook/start-kube-aggregator-informers",
+    "poststarthook/apiservice-registration-controller",
+    "poststarthook/apiservice-status-available-controller",
+    "poststarthook/kube-apiserver-autoregistration",
+    "autoregister-completion",
+    "poststarthook/apiservice-openapi-controller",
+    "poststarthook/apiservice-openapiv3-controller",
+    "shutdown",
+)
 
 
 # The built-in registries that answer a finished DELETE with the deleted object rather than
@@ -119,6 +152,18 @@ class HttpApi:
         self.tokens = tokens or ServiceAccountTokens(api.store)
         self.server_address = server_address
         self.watches = WatchStream(api.store, bookmark_interval, api._as_version)
+        # After a restart (monotonic times): until `_authorizer_warm` users outside
+        # system:masters get 403, until `_crds_served` resources from CRDs get 404.
+        self._authorizer_warm = 0.0
+        self._crds_served = 0.0
+
+    def warm_up(self, authorizer_seconds: float, crd_seconds: float) -> None:
+        """Serve as a kube-apiserver that just started: 403 to users outside system:masters
+        for `authorizer_seconds` (its RBAC authorizer syncing), 404 on resources served from
+        CRDs for `crd_seconds`, and /readyz 500 with its failing checks until both are over."""
+        now = time.monotonic()
+        self._authorizer_warm = now + authorizer_seconds
+        self._crds_served = now + crd_seconds
 
     def application(self) -> web.Application:
         """The aiohttp Application: one catch-all route; paths are parsed by hand (faster)."""
@@ -162,18 +207,54 @@ class HttpApi:
                 if pending is not None:
                     pending.user = user
                 if self.authorizer is not None and not user.is_master:
+                    if time.monotonic() < self._authorizer_warm:
+                        # kube-apiserver's RBAC authorizer before its informers synced:
+                        # no binding is known yet, so everything is denied
+                        attrs = request_attributes(request.method, request.path, request.query)
+                        raise forbidden_error(user, attrs)
                     self._authorize(request, user, self.authorizer)
             # clients differ on trailing slashes (the official client asks for /version/)
             path = request.path.rstrip("/") or "/"
             if path.startswith("/sim/"):
                 return await self._admin(request, path)
-            if path in ("/healthz", "/livez", "/readyz"):
+            if path == "/readyz":
+                return self._readyz()
+            if path in ("/healthz", "/livez"):
                 return web.Response(text="ok", content_type="text/plain")
             if path == "/version":
                 return json_response(discovery.VERSION_INFO)
             return await self._api(request, path)
         except ApiError as error:
             return error_response(error)
+
+    def _readyz(self) -> web.Response:
+        """200 "ok"; while warming up after a restart, kube-apiserver's 500 with its checks."""
+        now = time.monotonic()
+        failing = set()
+        if now < self._authorizer_warm:
+            failing |= {"informer-sync", "poststarthook/rbac/bootstrap-roles"}
+        if now < self._crds_served:
+            failing |= {
+                "poststarthook/crd-informer-synced",
+                "poststarthook/start-apiextensions-controllers",
+            }
+        if not failing:
+            return web.Response(text="ok", content_type="text/plain")
+        lines = [
+            f"[-]{check} failed: reason withheld" if check in failing else f"[+]{check} ok"
+            for check in READYZ_CHECKS
+        ]
+        response = web.Response(
+            text="\n".join(lines) + "\nreadyz check failed\n",
+            status=500,
+            content_type="text/plain",
+            charset="utf-8",
+        )
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+    def _crds_not_served(self) -> bool:
+        return time.monotonic() < self._crds_served
 
     @staticmethod
     def _authenticate(request: web.Request, authenticator: Authenticator) -> UserInfo:
@@ -287,7 +368,8 @@ class HttpApi:
             group, version, rest = parts[1], parts[2], parts[3:]
         if not rest:
             doc = discovery.api_resource_list(self.api.registry, group, version)
-            if doc is None:
+            crd_only = all(k.from_crd for k in self.api.registry.kinds_in(group, version))
+            if doc is None or (crd_only and self._crds_not_served()):
                 raise path_not_found()
             return json_response(doc)
         if (not group and rest[-1] == "bindings") or (
@@ -297,6 +379,8 @@ class HttpApi:
         if not group and len(rest) == 5 and rest[0] == "namespaces" and rest[4] == "token":
             return await self._token_request(request, rest)
         route = self._route(group, version, rest)
+        if route.kind.from_crd and self._crds_not_served():
+            raise path_not_found()
         verb = self._verb(request.method, route)
         pending = audit.current()
         if pending is not None:

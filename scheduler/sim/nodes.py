@@ -82,6 +82,11 @@ def node_objects(pools: list[NodePool]) -> list[Obj]:
     return nodes
 
 
+def node_object(pool: NodePool, name: str, serial: int) -> Obj:
+    """One Ready Node of the pool named `name` (`serial` numbers its address)."""
+    return _node(pool, name, serial)
+
+
 def _node(pool: NodePool, name: str, serial: int) -> Obj:
     capacity = {
         "cpu": pool.cpu,

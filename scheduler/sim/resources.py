@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler.sim.errors import qualified_resource
+from scheduler.sim.pod_templates import PodTemplateStrategy
 from scheduler.sim.rbac_validation import RbacValidator
 from scheduler.sim.storage_validation import (
     STORAGE_GROUP,
@@ -14,6 +16,14 @@ from scheduler.sim.storage_validation import (
     PersistentVolumeClaimStrategy,
     PersistentVolumeStrategy,
     StorageClassStrategy,
+)
+from scheduler.sim.workload_validation import (
+    APPS_GROUP,
+    BATCH_GROUP,
+    DeploymentStrategy,
+    JobStrategy,
+    ReplicaSetStrategy,
+    StatefulSetStrategy,
 )
 
 Obj = dict[str, Any]
@@ -59,6 +69,9 @@ class Kind:
     from_crd: bool = False
     validator: ObjectValidator | None = field(default=None, compare=False, hash=False)
     strategy: ObjectStrategy | None = field(default=None, compare=False, hash=False)
+    # Runs once a new object has its uid, after mutating admission and before validation
+    # (the steps of kube's PrepareForCreate that need the uid: a Job's generated selector).
+    after_uid: Callable[[Obj], None] | None = field(default=None, compare=False, hash=False)
 
     @property
     def key(self) -> str:
@@ -95,6 +108,8 @@ def _validated(
     strategy: Any,
     short: tuple[str, ...] = (),
     sub: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    after_uid: Callable[[Obj], None] | None = None,
 ) -> Kind:
     """A kind whose strategy object both defaults and validates it."""
     return Kind(
@@ -106,9 +121,14 @@ def _validated(
         namespaced,
         short,
         sub,
+        categories,
         validator=strategy,
         strategy=strategy,
+        after_uid=after_uid,
     )
+
+
+_JOBS = JobStrategy()
 
 
 BUILTIN_KINDS: tuple[Kind, ...] = (
@@ -120,6 +140,7 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     _core("secrets", "Secret", True),
     _core("services", "Service", True, ("svc",), ("status",)),
     _core("serviceaccounts", "ServiceAccount", True, ("sa",), ("token",)),
+    _validated("", "podtemplates", "PodTemplate", True, PodTemplateStrategy()),
     _validated(
         "",
         "persistentvolumeclaims",
@@ -143,6 +164,49 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     ),
     _validated(STORAGE_GROUP, "csinodes", "CSINode", False, CSINodeStrategy()),
     _validated(STORAGE_GROUP, "csidrivers", "CSIDriver", False, CSIDriverStrategy()),
+    # The workload kinds, stored and validated with no controller behind them; their scale
+    # subresource is not served.
+    _validated(
+        APPS_GROUP,
+        "deployments",
+        "Deployment",
+        True,
+        DeploymentStrategy(),
+        ("deploy",),
+        ("status",),
+        ("all",),
+    ),
+    _validated(
+        APPS_GROUP,
+        "replicasets",
+        "ReplicaSet",
+        True,
+        ReplicaSetStrategy(),
+        ("rs",),
+        ("status",),
+        ("all",),
+    ),
+    _validated(
+        APPS_GROUP,
+        "statefulsets",
+        "StatefulSet",
+        True,
+        StatefulSetStrategy(),
+        ("sts",),
+        ("status",),
+        ("all",),
+    ),
+    _validated(
+        BATCH_GROUP,
+        "jobs",
+        "Job",
+        True,
+        _JOBS,
+        (),
+        ("status",),
+        ("all",),
+        after_uid=_JOBS.generate_selector,
+    ),
     Kind("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     Kind("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",)),
     Kind(

@@ -423,9 +423,41 @@ def _prune_object(value: Any, schema: Obj, path: list[Any], pruned: list[str], r
 # -- the CRD's own schema ----------------------------------------------------------
 
 
+# The annotation kube asks of a CRD in a group the Kubernetes project owns (KEP 1111).
+API_APPROVED = "api-approved.kubernetes.io"
+
+
+def _protected(group: str) -> bool:
+    return any(group == domain or group.endswith("." + domain) for domain in _PROTECTED)
+
+
+_PROTECTED = ("k8s.io", "kubernetes.io")
+
+
 def structural_errors(crd: Obj) -> list[FieldError]:
-    """Why a CRD's schemas are not structural, in kube's words (empty when they are)."""
+    """Why a CRD's schemas are not structural, in kube's words (empty when they are); a
+    group with no dot, which kube refuses (a built-in group such as `batch` cannot be taken
+    over by a CRD); and a group Kubernetes protects (k8s.io, kubernetes.io and their
+    subdomains) without the api-approved.kubernetes.io annotation."""
     errors: list[FieldError] = []
+    group = (crd.get("spec") or {}).get("group")
+    if isinstance(group, str) and group and "." not in group:
+        errors.append(
+            FieldError(
+                "spec.group",
+                f'Invalid value: "{group}": should be a domain with at least one dot',
+            )
+        )
+    annotations = (crd.get("metadata") or {}).get("annotations") or {}
+    if isinstance(group, str) and _protected(group) and not annotations.get(API_APPROVED):
+        errors.append(
+            FieldError(
+                f"metadata.annotations[{API_APPROVED}]",
+                f'Required value: protected groups must have approval annotation "{API_APPROVED}",'
+                " see https://github.com/kubernetes/enhancements/pull/1111",
+                "FieldValueRequired",
+            )
+        )
     for index, version in enumerate((crd.get("spec") or {}).get("versions") or []):
         if not isinstance(version, dict):
             continue

@@ -21,6 +21,12 @@ from aiohttp import web
 from scheduler.sim.apiserver import CRDS, ApiServer, now_rfc3339
 from scheduler.sim.audit import AuditLog
 from scheduler.sim.authn import Authenticator, load_token_file
+from scheduler.sim.autoscaler import (
+    CRD_NAME,
+    Autoscaler,
+    AutoscalerConfig,
+    provisioning_request_crd,
+)
 from scheduler.sim.disruption import DisruptionController
 from scheduler.sim.errors import ApiError
 from scheduler.sim.faults import FaultConfig, FaultInjector
@@ -65,6 +71,11 @@ class SimConfig:
     watch_window: WatchWindow = field(default_factory=WatchWindow)
     # real servers send a bookmark about once a minute; sooner makes clients resume cheaper
     bookmark_interval: float = 1.0
+    # after a restart (POST /sim/restart), as kube-apiserver after its own: this many seconds
+    # of 403 to users outside system:masters (its RBAC authorizer syncing), and of 404 on
+    # resources served from CRDs (its CRDs not served yet); /readyz answers 500 meanwhile
+    restart_warmup: float = 3.0
+    restart_crd_delay: float = 4.0
     faults: FaultConfig = field(default_factory=FaultConfig)
     work_dir: Path | None = None
     # the PV controller and an external provisioner for every StorageClass (--no-provisioner:
@@ -78,6 +89,8 @@ class SimConfig:
     # /sim/audit), all of them appended to `audit_log_path` when set (--audit-log)
     audit_log_path: Path | None = None
     audit_capacity: int = 100_000
+    # a stand-in cluster autoscaler and its node groups (--autoscaler-node-groups)
+    autoscaler: AutoscalerConfig | None = None
 
     def pools(self) -> list[NodePool]:
         """The configured pools, with `--nodes` as a pool named `sim-node` in front."""
@@ -100,6 +113,7 @@ class SimServer:
         self.faults = FaultInjector(self.config.faults)
         self.kubelet: Kubelet | None = None
         self.provisioner: Provisioner | None = None
+        self.autoscaler: Autoscaler | None = None
         self.port = 0
         self.url = ""
         self.kubeconfig_path: Path | None = None
@@ -138,6 +152,8 @@ class SimServer:
         self._create_nodes(api)
         if config.crds_dir is not None:
             self._load_crds(api, config.crds_dir)
+        if config.autoscaler is not None:
+            self._start_autoscaler(api, config.autoscaler)
         work_dir = config.work_dir
         if work_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="muster-sim-")
@@ -238,6 +254,14 @@ class SimServer:
                 },
             )
 
+    def _start_autoscaler(self, api: ApiServer, config: AutoscalerConfig) -> None:
+        # A cluster running cluster-autoscaler has its ProvisioningRequest CRD.
+        if self.store.get(CRDS, "", CRD_NAME) is None:
+            self._load_crds(api, provisioning_request_crd().parent)
+        assert self._loop is not None
+        self.autoscaler = Autoscaler(api, config)
+        self.autoscaler.attach(self._loop)
+
     def _load_crds(self, api: ApiServer, directory: Path) -> None:
         kind = api.kind("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
@@ -267,8 +291,11 @@ class SimServer:
         cut, connections refused) for `downtime` seconds, then serve the same store again.
 
         As a restarted kube-apiserver's watch cache starts from a fresh list, every watch
-        resuming from before the restart gets 410 Expired. (The process itself goes on:
-        sim's CA, tokens and kubelet timers are those of before.)
+        resuming from before the restart gets 410 Expired; resourceVersions go on from
+        before. As it warms up, users outside system:masters are answered 403 for
+        `restart_warmup` seconds, resources served from CRDs 404 for `restart_crd_delay`
+        seconds, and /readyz 500 with its check list until both are over. (The process
+        itself goes on: sim's CA, tokens and kubelet timers are those of before.)
         """
         self.store.close_watchers()
         if self._runner is not None:
@@ -280,6 +307,8 @@ class SimServer:
         sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((config.host, self.port))
+        assert self._http is not None
+        self._http.warm_up(config.restart_warmup, config.restart_crd_delay)
         await self._listen(sock)
         log.info("muster sim restarted after %.1fs down, store kept", downtime)
 
@@ -300,6 +329,8 @@ class SimServer:
             self.kubelet.stop()
         if self.provisioner is not None:
             self.provisioner.stop()
+        if self.autoscaler is not None:
+            self.autoscaler.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

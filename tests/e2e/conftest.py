@@ -28,6 +28,7 @@ from tests.e2e.harness import (
     Process,
     Scheduler,
     Sim,
+    autoscaler_flags,
     controller_argv,
     environ_kubeconfig,
     free_port,
@@ -44,6 +45,11 @@ StartController = Callable[..., Controller]
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "nodes(count, cpu, memory): the nodes the test's cluster starts with"
+    )
+    config.addinivalue_line(
+        "markers",
+        "autoscaler(groups, **timings): sim runs its stand-in cluster autoscaler with these "
+        "node groups (the test is skipped on a real cluster)",
     )
 
 
@@ -79,13 +85,17 @@ def cluster(
         spec.update(dict(zip(("count", "cpu", "memory"), marker.args, strict=False)))
         spec.update(marker.kwargs)
     real = environ_kubeconfig()
+    autoscaler = request.node.get_closest_marker("autoscaler")
     if real is None:
-        sim = Sim.start(tmp_path, spec["count"], str(spec["cpu"]), str(spec["memory"]))
+        extra = autoscaler_flags(tmp_path, **autoscaler.kwargs) if autoscaler else ()
+        sim = Sim.start(tmp_path, spec["count"], str(spec["cpu"]), str(spec["memory"]), extra=extra)
         processes.append(sim.process)
         api = Cluster(sim.kubeconfig, sim)
         yield api
         api.close()
         return
+    if autoscaler is not None:
+        pytest.skip("needs muster sim's stand-in autoscaler (MUSTER_E2E_KUBECONFIG is set)")
     api = Cluster(real, None, pool=uuid.uuid4().hex[:8])
     stop = threading.Event()
     kubelet = threading.Thread(target=api.confirm_deletions, args=(stop,), daemon=True)

@@ -250,6 +250,11 @@ class Sim:
         """Close every open watch connection."""
         self._admin("POST", "/sim/drop-watches")
 
+    def restart(self, downtime: float) -> None:
+        """Restart the API server, keeping its store (sim answers at once, then goes down for
+        `downtime` seconds and warms up as kube-apiserver does)."""
+        self._admin("POST", f"/sim/restart?downtime={downtime:g}")
+
     def _admin(self, method: str, path: str, body: Obj | None = None) -> None:
         data = json.dumps(body).encode() if body is not None else b""
         headers = {"Content-Type": "application/json"}
@@ -257,7 +262,7 @@ class Sim:
             headers["Authorization"] = f"Bearer {self._token}"
         request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         with urllib.request.urlopen(request, timeout=5, context=self._ssl) as response:
-            assert response.status == 200, f"{method} {path}: {response.status}"
+            assert 200 <= response.status < 300, f"{method} {path}: {response.status}"
 
 
 class Metrics:
@@ -351,6 +356,18 @@ class Cluster:
 
     def close(self) -> None:
         self.api.close()
+
+    def ready(self) -> bool:
+        """Whether the API server's /readyz answers 200 to the suite's admin."""
+        url, context, token = kubeconfig_access(self.kubeconfig)
+        request = urllib.request.Request(
+            url + "/readyz", headers={"Authorization": f"Bearer {token}"} if token else {}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=2, context=context) as response:
+                return bool(response.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
 
     @property
     def lock_name(self) -> str:
@@ -856,6 +873,17 @@ def scheduler_conf(
     return path
 
 
+def autoscaler_flags(work_dir: Path, groups: Sequence[Obj], **timings: float) -> list[str]:
+    """`muster sim` flags for its stand-in autoscaler: the node groups written to a file,
+    and each timing (node_delay=0.5 -> --autoscaler-node-delay 0.5)."""
+    path = work_dir / "node-groups.yaml"
+    path.write_text(yaml.safe_dump({"nodeGroups": list(groups)}))
+    flags = ["--autoscaler-node-groups", str(path)]
+    for name, seconds in timings.items():
+        flags += [f"--autoscaler-{name.replace('_', '-')}", str(seconds)]
+    return flags
+
+
 def environ_kubeconfig() -> Path | None:
     """The real cluster to run against, when MUSTER_E2E_KUBECONFIG is set."""
     value = os.environ.get(KUBECONFIG_ENV)
@@ -934,37 +962,6 @@ class Controller:
         )
         with urllib.request.urlopen(http, timeout=5, context=context) as answer:
             return dict(json.loads(answer.read())["response"])
-
-
-def stand_in_crd(group: str, version: str, kind: str, plural: str) -> Obj:
-    """A schemaless CRD that stores objects of a built-in kind sim does not serve (apps, batch).
-
-    sim has no ReplicaSet or Job controller either: the test creates the owner and its pods,
-    so the controller sees the same objects, references and annotations as on a cluster.
-    """
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
 
 
 # ---------------------------------------------------------------- identities

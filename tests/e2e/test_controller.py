@@ -7,7 +7,6 @@ import json
 import subprocess
 
 import pytest
-from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.e2e.conftest import StartController, StartScheduler
@@ -23,9 +22,9 @@ from tests.e2e.harness import (
     bound,
     make_pod,
     make_podgroup,
-    stand_in_crd,
     wait_for,
 )
+from tests.unit.controller import workloads as w
 
 MIN_MEMBER = "scheduling.volcano.sh/group-min-member"
 STATE_REQUEST = "muster.dev/queue-state"
@@ -37,33 +36,13 @@ POD = ("", "v1", "pods")
 # ---------------------------------------------------------------- helpers
 
 
-def create_owner(
-    cluster: Cluster,
-    namespace: str,
-    api_version: str,
-    kind: str,
-    plural: str,
-    name: str,
-    annotations: dict[str, str] | None = None,
-) -> Obj:
+def create_owner(cluster: Cluster, owner: Obj) -> Obj:
     """A controlling owner (a ReplicaSet, a Job) as its controller would find it."""
-    group, version = api_version.split("/")
-    try:
-        client.ApiextensionsV1Api(cluster.api).create_custom_resource_definition(
-            stand_in_crd(group, version, kind, plural)
-        )
-    except ApiException as error:
-        if error.status != 409:
-            raise
-    body = {
-        "apiVersion": api_version,
-        "kind": kind,
-        "metadata": {"name": name, "annotations": annotations or {}},
-        "spec": {},
-    }
-    # the stand-in CRD is served as soon as it is stored
+    group, version = owner["apiVersion"].split("/")
+    namespace = owner["metadata"]["namespace"]
+    plural = w.PLURALS[owner["kind"]]
     return dict(
-        cluster.custom.create_namespaced_custom_object(group, version, namespace, plural, body)
+        cluster.custom.create_namespaced_custom_object(group, version, namespace, plural, owner)
     )
 
 
@@ -143,7 +122,7 @@ def test_replicaset_of_three_gets_one_podgroup_and_is_scheduled(
 ) -> None:
     start_scheduler()
     start_controller()
-    rs = create_owner(cluster, namespace, "apps/v1", "ReplicaSet", "replicasets", "web")
+    rs = create_owner(cluster, w.replicaset("web", namespace))
     with BindingLog(cluster, namespace) as log:
         for i in range(3):
             cluster.create_pod(namespace, owned_pod(f"web-{i}", rs, cpu="500m"))
@@ -186,9 +165,7 @@ def test_job_with_group_min_member_four_waits_for_four(
 ) -> None:
     scheduler = start_scheduler()
     start_controller()
-    job = create_owner(
-        cluster, namespace, "batch/v1", "Job", "jobs", "train", annotations={MIN_MEMBER: "4"}
-    )
+    job = create_owner(cluster, w.job("train", namespace, annotations={MIN_MEMBER: "4"}))
     name = f"podgroup-{job['metadata']['uid']}"
     with BindingLog(cluster, namespace) as log:
         for i in range(3):

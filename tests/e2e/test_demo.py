@@ -13,7 +13,9 @@ import pytest
     bool(os.environ.get("MUSTER_E2E_KUBECONFIG")),
     reason="the demo brings its own simulated cluster",
 )
-def test_demo_places_gangs_by_queue_weight_explains_the_waiting_gang_and_cleans_up() -> None:
+def test_demo_places_gangs_by_queue_weight_explains_the_waiting_gang_scales_up_and_cleans_up() -> (
+    None
+):
     env = {**os.environ, "COLUMNS": "250"}
     done = subprocess.run(
         [sys.executable, "-m", "scheduler.cli", "demo", "--timeout", "60"],
@@ -30,6 +32,11 @@ def test_demo_places_gangs_by_queue_weight_explains_the_waiting_gang_and_cleans_
     # The gang no node can hold waits, in its PodGroup condition's words.
     assert "0/20 nodes are available: 20 Insufficient cpu." in out, out
     assert "no gang is partly placed." in out, out
+    # A gang no node can hold gets all its nodes at once from sim's stand-in autoscaler.
+    assert "elastic: muster asked the cluster autoscaler for all 4 pods at once" in out, out
+    assert "it added large-0000, large-0001, large-0002, large-0003 and the gang runs" in out, out
+    # The gang whose pods fit no node group is asked for too, and gets no node for part of it.
+    assert "the autoscaler found no capacity for all 4 pods yet (CapacityIsNotFound" in out, out
     assert "Metrics were served at http://127.0.0.1:" in out, out
     assert processes_mentioning("muster-demo-") == [], "the demo left processes behind"
 

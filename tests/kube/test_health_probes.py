@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 import scheduler.server as server
 from scheduler.server import SchedulerOptions, SchedulerProcess
 from scheduler.sim import SimConfig, SimServer
+from scheduler.sim.faults import FaultInjector
 from tests.e2e.harness import free_port
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
@@ -94,3 +96,87 @@ def test_a_reflector_task_that_ended_turns_healthz_red(sim: SimServer) -> None:
         return body
 
     assert asyncio.run(scenario()) == "task reflector pod ended"
+
+
+def submit_gang(sim: SimServer, namespace: str, name: str, size: int, cpu: str) -> None:
+    """A PodGroup of `size` pods of muster, each asking for `cpu` (through sim's own API)."""
+    api = sim.api_server()
+
+    def create() -> None:
+        groups = api.kind("scheduling.volcano.sh", "v1beta1", "podgroups")
+        pods = api.kind("", "v1", "pods")
+        api.create(groups, namespace, {"metadata": {"name": name}, "spec": {"minMember": size}})
+        for index in range(size):
+            api.create(
+                pods,
+                namespace,
+                {
+                    "metadata": {
+                        "name": f"{name}-{index}",
+                        "annotations": {"scheduling.k8s.io/group-name": name},
+                    },
+                    "spec": {
+                        "schedulerName": "muster",
+                        "containers": [
+                            {"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}
+                        ],
+                    },
+                },
+            )
+
+    sim.call(create)
+
+
+@pytest.fixture
+def quick_progress_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the probe's 30 s, shortened: the rule is the same, the test need not wait for it
+    monkeypatch.setattr("scheduler.health.MIN_PROGRESS_SECONDS", 1.0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("quick_progress_limit")
+def test_binds_refused_while_a_gang_could_be_placed_turn_readyz_red(sim: SimServer) -> None:
+    async def scenario() -> tuple[str, float | None]:
+        process, base = scheduler_process(sim)
+        task = asyncio.get_running_loop().create_task(process.run())
+        await until(base + "/readyz", 200, 10)
+        refuse = {"errors": [{"rate": 1.0, "code": 500, "resources": ["pods/binding"]}]}
+        sim.faults.replace(FaultInjector.parse(json.dumps(refuse).encode()))
+        try:
+            submit_gang(sim, "default", "stuck", 2, "100m")
+            body = await until(base + "/readyz", 503, 20)
+            placeable = process.metrics.registry.get_sample_value("muster_placeable_gangs")
+        finally:
+            sim.faults.replace(FaultInjector.parse(b"{}"))
+        await until(base + "/readyz", 200, 20)  # the binds go through: ready again
+        process.stopping.set()
+        await task
+        return body, placeable
+
+    body, placeable = asyncio.run(scenario())
+    assert "1 gang(s) could be placed but no bind succeeded" in body
+    assert placeable == 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("quick_progress_limit")
+def test_a_gang_too_big_for_the_cluster_is_no_stall(sim: SimServer) -> None:
+    async def scenario() -> list[int]:
+        process, base = scheduler_process(sim)
+        task = asyncio.get_running_loop().create_task(process.run())
+        await until(base + "/readyz", 200, 10)
+        submit_gang(sim, "default", "huge", 2, "1000")
+        pending = process.metrics.pending_pods
+        while pending._value.get() < 2:  # a session saw it, and placed nothing
+            await asyncio.sleep(0.05)
+        codes = []
+        # sixty periods over it: three times the shortened limit
+        for _ in range(60):
+            codes.append((await probe(base + "/readyz"))[0])
+            await asyncio.sleep(0.05)
+        process.stopping.set()
+        await task
+        return codes
+
+    codes = asyncio.run(scenario())
+    assert codes and set(codes) == {200}

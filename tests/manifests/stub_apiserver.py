@@ -32,7 +32,8 @@ class Served:
 
 # What kube-apiserver serves for the kinds in deploy/, plus what must be installed before
 # deploy/ is applied: the CRDs in crds/ (README: `kubectl apply -f crds/` first), the
-# Prometheus Operator's ServiceMonitor (the servicemonitor overlay's premise) and
+# Prometheus Operator's ServiceMonitor and PrometheusRule (the servicemonitor overlay's
+# premise) and
 # cert-manager (the webhooks component's). kopf.dev is deliberately absent: its CRD comes
 # in the same apply as deploy/ (deploy/base/controller/peering.yaml), so on a fresh
 # cluster no object of its kinds could be applied there, and none may be rendered.
@@ -74,6 +75,7 @@ SERVED = (
     Served("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False),
     Served("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False),
     Served("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor", True),
+    Served("monitoring.coreos.com", "v1", "prometheusrules", "PrometheusRule", True),
     Served("cert-manager.io", "v1", "issuers", "Issuer", True),
     Served("cert-manager.io", "v1", "certificates", "Certificate", True),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -34,6 +35,7 @@ CRD_KINDS = {
     "HyperNode": "muster's own CRD (crds/)",
     # Not ours to vendor; the fields that matter are checked by tests here.
     "ServiceMonitor": "the Prometheus Operator's CRD (test_servicemonitor checks it)",
+    "PrometheusRule": "the Prometheus Operator's CRD (tests/monitoring runs its rules)",
     "ClusterKopfPeering": "kopf's CRD (deploy/base/controller/peering.yaml)",
     "Issuer": "cert-manager's CRD (test_the_webhooks_serve_the_cert_manager_certificate)",
     "Certificate": "cert-manager's CRD (test_the_webhooks_serve_the_cert_manager_certificate)",
@@ -278,6 +280,24 @@ def test_servicemonitor_scrapes_the_metrics_service() -> None:
     ports = {p["name"] for p in service["spec"]["ports"]}
     assert {e["port"] for e in monitor["spec"]["endpoints"]} <= ports
     assert service["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+
+
+def test_the_servicemonitor_overlay_brings_the_alerts_and_the_dashboard() -> None:
+    docs = render("deploy/overlays/servicemonitor")
+    rule = find(docs, "PrometheusRule", "muster")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    assert rule["metadata"]["namespace"] == "muster-system"
+    dashboards = [
+        d
+        for d in docs
+        if d["kind"] == "ConfigMap" and d["metadata"].get("labels", {}).get("grafana_dashboard")
+    ]
+    (dashboard,) = dashboards
+    (text,) = dashboard["data"].values()
+    panels = json.loads(text)["panels"]
+    queried = " ".join(t["expr"] for p in panels for t in p.get("targets", []))
+    for metric in ("muster_placeable_gangs", "muster_is_leader", "muster_watch_broken_seconds"):
+        assert metric in queried, f"the dashboard shows no {metric}"
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.controller.follow import FOLLOWED
 from tests.manifests.conftest import KUSTOMIZATIONS, WEBHOOKS, find, render
 
 Grant = tuple[str, str, str]  # (API group, resource, verb)
@@ -31,8 +32,21 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
             # Optional: a cluster without the CRD answers 404, which the reflector reads
             # as "no HyperNodes" (a 403 would not be: the grant must be there).
             ("topology.volcano.sh", "hypernodes"),
+            # Optional as HyperNodes: a cluster without an autoscaler's CRD has none.
+            ("autoscaling.x-k8s.io", "provisioningrequests"),
         )
         for verb in ("list", "watch")
+    },
+    "effects/scale_up.py: requests, their templates, the pods that wait for them": {
+        ("autoscaling.x-k8s.io", "provisioningrequests", "create"),
+        # A request that existed already (409) is read back for its uid.
+        ("autoscaling.x-k8s.io", "provisioningrequests", "get"),
+        ("autoscaling.x-k8s.io", "provisioningrequests", "delete"),
+        ("", "podtemplates", "create"),
+        # Each template's owner becomes the request once the request exists.
+        ("", "podtemplates", "patch"),
+        ("", "podtemplates", "delete"),
+        ("", "pods", "patch"),
     },
     "effects/binder.py": {("", "pods/binding", "create")},
     "effects/binder.py: PreBind, selected-node on claims, claimRef on static volumes": {
@@ -61,36 +75,51 @@ IN_LOCK_NAMESPACE: dict[str, set[Grant]] = {
 }
 
 # Every request `muster controller` sends, by where it is sent from (scheduler/controller/),
-# its own through objects.py and kopf's on behalf of operator.py and settings.py.
-# Read with --all-namespaces (the Deployment's): kopf then lists no namespaces.
+# its own through objects.py, pending.py, census.py and follow.py, and kopf's on behalf of
+# operator.py and settings.py. Read with --all-namespaces (the Deployment's): kopf then lists
+# no namespaces.
 OWNER_KINDS: dict[str, tuple[str, ...]] = {
-    # A Spark executor's controller is its driver pod.
+    # A Spark executor's controller is its driver; an LWS worker StatefulSet's, its leader.
     "": ("pods",),
-    # Flink's TaskManagers are controlled by the JobManager's Deployment.
     "apps": ("replicasets", "statefulsets", "daemonsets", "deployments"),
-    "batch": ("jobs",),
-    "ray.io": ("rayclusters",),
+    "batch": ("jobs", "cronjobs"),
+    "jobset.x-k8s.io": ("jobsets",),
+    "leaderworkerset.x-k8s.io": ("leaderworkersets",),
+    "ray.io": ("rayclusters", "rayjobs", "rayservices"),
     "kubeflow.org": ("pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs"),
-    "sparkoperator.k8s.io": ("sparkapplications",),
+    "trainer.kubeflow.org": ("trainjobs",),
+    "sparkoperator.k8s.io": ("sparkapplications", "scheduledsparkapplications"),
     "argoproj.io": ("workflows",),
 }
+# The kinds follow.py watches, as the code lists them.
+FOLLOWED_KINDS: dict[str, tuple[str, ...]] = {
+    group: tuple(f.plural for f in FOLLOWED if f.api_group == group)
+    for group in {f.api_group for f in FOLLOWED}
+}
 CONTROLLER: dict[str, set[Grant]] = {
-    "operator.py: kopf's watches (pod events, queue and podgroup indexes and events)": {
+    "pending.py: the unbound pods, listed and watched; operator.py: kopf's queue watch": {
         (group, resource, verb)
-        for group, resource in (
-            ("", "pods"),
-            ("scheduling.volcano.sh", "podgroups"),
-            ("scheduling.volcano.sh", "queues"),
-        )
+        for group, resource in (("", "pods"), ("scheduling.volcano.sh", "queues"))
         for verb in ("list", "watch")
     },
-    "objects.py owner(): the controlling owner's group-min-member, kind by kind": {
+    "census.py: every PodGroup, listed and watched": {
+        ("scheduling.volcano.sh", "podgroups", verb) for verb in ("list", "watch")
+    },
+    "objects.py owner(): a pod's owners up the controller references, kind by kind": {
         (group, resource, "get")
         for group, resources in OWNER_KINDS.items()
         for resource in resources
     },
+    "follow.py: the kinds whose groups follow their spec": {
+        (group, resource, verb)
+        for group, resources in FOLLOWED_KINDS.items()
+        for resource in resources
+        for verb in ("list", "watch")
+    },
     "objects.py namespace_queue(): the namespace's default queue": {("", "namespaces", "get")},
-    "objects.py create_podgroup()": {("scheduling.volcano.sh", "podgroups", "create")},
+    "objects.py create_podgroup(), patch_podgroup()": {
+        ("scheduling.volcano.sh", "podgroups", verb) for verb in ("create", "patch")
+    },
     "objects.py annotate_pod(): the group's name": {("", "pods", "patch")},
     "objects.py set_queue_state()": {("scheduling.volcano.sh", "queues/status", "patch")},
     "objects.py ensure_queue(): the default queue": {("scheduling.volcano.sh", "queues", "create")},
@@ -100,7 +129,7 @@ CONTROLLER: dict[str, set[Grant]] = {
     "settings.py: kopf's peering keep-alive": {
         ("kopf.dev", "clusterkopfpeerings", verb) for verb in ("list", "watch", "patch")
     },
-    "settings.py, podgroups.py: kopf posts failures and OwnerNotReadable as events": {
+    "objects.py warn() and kopf: OwnerNotReadable, InvalidObject and failures as events": {
         ("", "events", "create")
     },
     "kopf's resource observer: CRDs installed after start": {

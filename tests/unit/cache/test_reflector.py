@@ -26,7 +26,11 @@ class FakeClient:
         self.watches = watches
         self.lists = 0
 
-    async def request(self, method: str, path: str, params: Mapping[str, str]) -> bytes:
+    async def request(
+        self, method: str, path: str, params: Mapping[str, str] | None = None, **_: Any
+    ) -> bytes:
+        if path == "/readyz":
+            return b"ok"
         self.lists += 1
         body = {"metadata": {"resourceVersion": "5"}, "items": self.items}
         return json.dumps(body).encode()

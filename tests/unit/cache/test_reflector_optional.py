@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from scheduler.cache.reflector import Kind, Reflector
-from scheduler.kube.errors import NotFound
+from scheduler.kube.errors import NotFound, Retryable, StatusError
 from tests.unit.cache.test_reflector import FakeClient, Item, item, run_until
 
 
@@ -31,11 +31,23 @@ class CrdLaterClient(FakeClient):
         served: list[bool],
         items: list[Any],
         watches: list[list[Any] | Exception] | None = None,
+        ready: list[bool] | None = None,
     ) -> None:
         super().__init__(items, watches or [])
         self.served = served
+        # /readyz's answers in turn (True: 200), the last for every question after
+        self.ready = ready or [True]
+        self.readiness_asked = 0
 
-    async def request(self, method: str, path: str, params: Mapping[str, str]) -> bytes:
+    async def request(
+        self, method: str, path: str, params: Mapping[str, str] | None = None, **_: Any
+    ) -> bytes:
+        if path == "/readyz":
+            answer = self.ready[min(self.readiness_asked, len(self.ready) - 1)]
+            self.readiness_asked += 1
+            if not answer:
+                raise Retryable(500, "", "readyz check failed", "GET", "/readyz")
+            return b"ok"
         answer = self.served[min(self.lists, len(self.served) - 1)]
         if not answer:
             self.lists += 1
@@ -52,9 +64,11 @@ def reflector_for(
     *,
     optional: bool = True,
     deleted: list[str] | None = None,
+    failed: list[str] | None = None,
 ) -> tuple[Reflector[Item], list[str]]:
     restarts: list[str] = []
     forgotten = deleted if deleted is not None else []
+    failures = failed if failed is not None else []
 
     def delete(key: str) -> None:
         forgotten.append(key)
@@ -70,7 +84,13 @@ def reflector_for(
         optional=optional,
     )
     fake: Any = client
-    reflector = Reflector(fake, kind, on_restart=restarts.append, absent_recheck=0.001)
+    reflector = Reflector(
+        fake,
+        kind,
+        on_restart=restarts.append,
+        on_failure=failures.append,
+        absent_recheck=0.001,
+    )
     return reflector, restarts
 
 
@@ -138,3 +158,40 @@ def test_a_kind_that_is_not_optional_answering_404_is_a_broken_watch() -> None:
     assert not reflector.is_synced()
     assert reflector.broken_since() is not None
     assert restarts[:1] == ["error"]
+
+
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("scheduler.cache.reflector._backoff", lambda failures: 0.001)
+
+
+@pytest.mark.usefixtures("quick_backoff")
+def test_a_404_from_a_server_not_ready_yet_keeps_what_is_known_and_is_counted() -> None:
+    store: dict[str, int] = {}
+    deleted: list[str] = []
+    failed: list[str] = []
+    # Listed; then three watches answer 404 while /readyz says "not ready" (a restarted
+    # server whose CRDs are not served yet); then the watch works again.
+    gone = not_served("WATCH")
+    client = CrdLaterClient(
+        [True], [item("a", 1)], [gone, gone, gone, []], ready=[False, False, False, True]
+    )
+    reflector, _ = reflector_for(client, store, deleted=deleted, failed=failed)
+    asyncio.run(run_until(reflector, lambda: len(failed) >= 3 and not client.watches))
+    assert deleted == [], "a server still starting emptied the cache of an optional kind"
+    assert store == {"a": 1}
+    assert failed == ["404", "404", "404"]
+    assert reflector.broken_since() is None, "the watch that works again is not broken"
+
+
+@pytest.mark.usefixtures("quick_backoff")
+def test_a_403_on_a_needed_kind_is_retried_and_never_means_none() -> None:
+    store: dict[str, int] = {}
+    deleted: list[str] = []
+    failed: list[str] = []
+    forbidden = StatusError(403, "Forbidden", "pods is forbidden", "WATCH", "/things")
+    client = CrdLaterClient([True], [item("a", 1)], [forbidden, forbidden, []])
+    reflector, _ = reflector_for(client, store, optional=False, deleted=deleted, failed=failed)
+    asyncio.run(run_until(reflector, lambda: len(failed) >= 2 and reflector.broken_since() is None))
+    assert store == {"a": 1} and deleted == []
+    assert failed == ["403", "403"]

@@ -14,8 +14,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 from chaos.invariants import (
     double_binds,
     eviction_ping_pong,
+    group_of,
     half_placed_gangs,
     lease_exclusive,
+    longest_bind_after_renewal,
     node_overcommit,
     slim,
     stale_podgroup_status,
@@ -272,6 +274,17 @@ def test_a_handover_lets_the_new_holder_bind_at_once() -> None:
     assert lease_exclusive(log.records, "muster-system", "muster-scheduler") == []
 
 
+def test_the_longest_bind_after_a_renewal_is_measured_per_binder() -> None:
+    log = Log()
+    log.lease("a", SCHED_A)
+    log.bind("p", "n1", who=SCHED_A, after=9.0)  # 9 s after A's renewal
+    log.lease("b", SCHED_B, after=7.0)
+    log.bind("q", "n1", who=SCHED_B, after=1.0)  # 1 s after B's, 17 s after A's
+    assert longest_bind_after_renewal(
+        log.records, "muster-system", "muster-scheduler"
+    ) == pytest.approx(9.0)
+
+
 # ---------------------------------------------------------------- gangs
 
 
@@ -489,3 +502,28 @@ def test_slim_records_find_the_same_violations_as_whole_ones() -> None:
         assert check(slimmed) == check(log.records) != []
     lease = lease_exclusive(slimmed, "muster-system", "muster-scheduler")
     assert lease == lease_exclusive(log.records, "muster-system", "muster-scheduler") != []
+
+
+def test_a_pod_without_a_group_annotation_counts_in_its_owners_podgroup() -> None:
+    # muster reads a controlled pod's group as podgroup-<owner uid> when it has no
+    # annotation (a Job's pod bound before muster's controller annotated it)
+    log = Log()
+    log.podgroup("podgroup-job", 2)
+    annotated = pod("a", "1", "podgroup-job", node="n1")
+    owned = pod("b", "1", None, node="n1")
+    owned["metadata"]["ownerReferences"] = [{"uid": "job", "controller": True, "kind": "Job"}]
+    for obj in (annotated, owned):
+        name = obj["metadata"]["name"]
+        log.add("pods", name, obj, verb="create", sub="binding", who=SCHED_A)
+    assert group_of(owned) == "podgroup-job"
+    assert half_placed_gangs(log.records, [log.clock + 5], [SCHED_A]) == []
+
+
+def test_time_under_overlapping_pauses_counts_once() -> None:
+    # a leader loss and an API server restart at the same time: 10 s paused, not 14
+    log = Log()
+    log.podgroup("g", 1, phase="Inqueue", after=0.0)
+    start = log.clock
+    pauses = [(start, start + 8), (start + 4, start + 10)]
+    assert stuck_inqueue(log.records, start + 15, 6.0, pauses) == []
+    assert len(stuck_inqueue(log.records, start + 17, 6.0, pauses)) == 1

@@ -24,6 +24,7 @@ def trial(seed: int, violations: int = 0) -> TrialResult:
         skipped={},
         violations=[Violation("half-placed", f"gang {i}", (i,)) for i in range(violations)],
         takeovers=[("sigkill", 11.5), ("sigkill", None)],
+        leases_taken=[("sigkill", 14.2)],
         mid_commit_cuts=[],
         created={"gangs": 3},
         refused_writes=0,
@@ -117,3 +118,16 @@ def test_the_soak_figures_keep_every_sample_in_readable_units() -> None:
             "session_mean": 12.5,
         },
     ]
+
+
+def test_the_table_prints_the_takeover_maximum_by_fault_and_the_lease_times_of_unbound_ones() -> (
+    None
+):
+    rows = {
+        cells[1].strip(): cells[2].strip()
+        for cells in (line.split("|") for line in table(figures([trial(300)])).splitlines())
+        if len(cells) > 3
+    }
+    assert rows["leader loss to next bind, max by fault"] == "sigkill 11.5s"
+    lease = "leader losses with no bind after (nothing placeable): loss to the lease taken"
+    assert rows[lease] == "1 (14.2s)"

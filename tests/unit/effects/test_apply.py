@@ -52,6 +52,12 @@ class FakeBinder:
     def dispatch(self, binds: list[Bind]) -> None:
         self.journal.add("binder", "dispatch", [b.uid for b in binds])
 
+    def stop_retrying(self) -> None:
+        self.journal.add("binder", "stop_retrying")
+
+    def fence(self) -> None:
+        self.journal.add("binder", "fence")
+
     async def drain(self) -> None:
         self.journal.add("binder", "drain")
         if self.drain_forever:
@@ -201,6 +207,7 @@ def test_finish_drains_binds_statuses_and_events_then_stops_the_event_writers_an
     journal = Journal()
     asyncio.run(effects(journal).finish())
     assert journal.calls == [
+        ("binder", "stop_retrying", None),
         ("binder", "drain", None),
         ("writer", "drain", None),
         ("recorder", "drain", None),
@@ -209,11 +216,17 @@ def test_finish_drains_binds_statuses_and_events_then_stops_the_event_writers_an
     ]
 
 
-def test_finish_stops_the_binder_and_says_so_when_binds_never_drain(
+def test_binds_that_do_not_drain_in_time_are_fenced_and_only_those_on_the_wire_answered(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr("scheduler.effects.apply.BIND_DRAIN_SECONDS", 0.0)
+    monkeypatch.setattr("scheduler.effects.apply.BIND_DRAIN_SECONDS", 0.01)
+    monkeypatch.setattr("scheduler.effects.apply.BIND_ANSWER_SECONDS", 0.01)
     journal = Journal()
-    asyncio.run(effects(journal, drain_forever=True).finish())
-    assert journal.calls[-1] == ("binder", "close", None)
-    assert "shutdown: some writes did not finish in time" in caplog.text
+    asyncio.run(effects(journal, drain_forever=True).finish_binds())
+    assert journal.calls == [
+        ("binder", "stop_retrying", None),
+        ("binder", "drain", None),
+        ("binder", "fence", None),
+        ("binder", "drain", None),
+    ]
+    assert "shutdown: some binds were not answered in time" in caplog.text

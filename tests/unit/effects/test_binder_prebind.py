@@ -232,10 +232,11 @@ class FlakyBinds(FakeClient):
     """Answers the first `failures` bindings with 503, recording the pod's state in the
     cache at each failure."""
 
-    def __init__(self, failures: int, world_of: Any) -> None:
+    def __init__(self, failures: int, world_of: Any, code: int = 503) -> None:
         super().__init__()
         self.failures = failures
         self.world_of = world_of
+        self.code = code
         self.seen: list[tuple[TaskStatus, str]] = []
 
     async def bind(
@@ -247,15 +248,15 @@ class FlakyBinds(FakeClient):
             task = self.world_of().tasks[uid]
             self.seen.append((task.status, task.node_name))
             path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
-            raise StatusError(503, "ServiceUnavailable", "try again", "POST", path)
+            raise StatusError(self.code, "Failed", "try again", "POST", path)
 
 
 def run_flaky(
-    monkeypatch: pytest.MonkeyPatch, failures: int, during_failure: Any = None
+    monkeypatch: pytest.MonkeyPatch, failures: int, during_failure: Any = None, code: int = 503
 ) -> tuple[World, FlakyBinds]:
     monkeypatch.setattr(binder_module, "RETRY_BASE", 0.001)
     world = pending_world()
-    client = FlakyBinds(failures, lambda: world)
+    client = FlakyBinds(failures, lambda: world, code)
     if during_failure is not None:
         client.after_each = lambda: during_failure(world)
 
@@ -276,6 +277,18 @@ def test_a_bind_failing_with_5xx_keeps_its_room_and_is_sent_again_to_the_same_no
     assert client.calls == [("BIND", "ns/p", "n1")] * 4
     # between the tries the pod stayed counted on n1: nobody else could take its room
     assert client.seen == [(TaskStatus.BINDING, "n1")] * 3
+    task = world.tasks["uid-p"]
+    assert (task.status, task.node_name) == (TaskStatus.BOUND, "n1")
+
+
+def test_a_bind_refused_403_by_a_restarted_servers_authorizer_keeps_its_room_and_goes_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # kube-apiserver answers 403 for its first seconds, until its RBAC authorizer has synced:
+    # giving the room back would let other work take it while the rest of the gang is bound
+    world, client = run_flaky(monkeypatch, failures=2, code=403)
+    assert client.calls == [("BIND", "ns/p", "n1")] * 3
+    assert client.seen == [(TaskStatus.BINDING, "n1")] * 2
     task = world.tasks["uid-p"]
     assert (task.status, task.node_name) == (TaskStatus.BOUND, "n1")
 
@@ -374,3 +387,33 @@ def test_a_pod_deleted_while_its_claims_wait_ends_the_wait_without_an_event() ->
     asyncio.run(main())
     assert [call[0] for call in client.calls] == ["PATCH"]
     assert recorder.events == []
+
+
+def test_on_shutdown_a_bind_waiting_to_be_sent_again_is_given_up_and_a_fenced_one_never_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(binder_module, "RETRY_BASE", 60.0)  # the retry would come much later
+    world = pending_world()
+    second = {
+        "metadata": {"name": "q", "namespace": "ns", "uid": "uid-q"},
+        "spec": {"schedulerName": "muster", "containers": [{"name": "c"}]},
+    }
+    world.upsert_pod(wire.decode_pod(msgspec.json.encode(second)))
+    client = FlakyBinds(1, lambda: world)
+
+    async def main() -> None:
+        binder = Binder(client, world, FakeRecorder(), Metrics(), concurrency=1)  # type: ignore[arg-type]
+        binder.dispatch([Bind("ns", "p", "uid-p", "n1", "ns/g")])
+        while not binder._timers:  # its first try failed; the next is an hour away
+            await asyncio.sleep(0.001)
+        binder.stop_retrying()
+        binder.fence()
+        binder.dispatch([Bind("ns", "q", "uid-q", "n1", "ns/g")])
+        await asyncio.wait_for(binder.drain(), timeout=5)
+        await binder.close()
+
+    asyncio.run(main())
+    assert client.calls == [("BIND", "ns/p", "n1")], "a bind was sent after the fence"
+    for uid in ("uid-p", "uid-q"):
+        task = world.tasks[uid]
+        assert (task.status, task.node_name) == (TaskStatus.PENDING, ""), uid

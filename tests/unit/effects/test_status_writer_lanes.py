@@ -11,6 +11,7 @@ from scheduler.effects.apply import Effects
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import GroupCondition, PodGroupStatusUpdate, PodUnschedulable
 from scheduler.metrics import Metrics
+from tests.unit.cache.test_world import pod
 
 
 class StuckPods:
@@ -179,9 +180,12 @@ def test_the_writes_waiting_are_on_the_metrics() -> None:
     async def main() -> float | None:
         client = StuckPods()  # PodGroup patches land; pod patches hang
         metrics = Metrics()
+        world = World(frozenset({"muster"}))
+        for i in range(20):
+            world.upsert_pod(pod(f"p{i}", uid=f"uid-{i}"))  # pending: their conditions go out
         effects = Effects.connected(
             client,  # type: ignore[arg-type]
-            World(frozenset({"muster"})),
+            world,
             Quiet(),  # type: ignore[arg-type]
             metrics,
             may_bind=lambda: True,

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from scheduler.api import wire
+from scheduler.api.provisioning import ProvisioningRequest
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.engine import load_config
 from scheduler.inspect.cluster import ClusterObjects, Observed, build_world, run_session
@@ -15,6 +17,7 @@ from scheduler.inspect.config import Configuration, built_in
 from scheduler.inspect.explain import (
     PodAnswer,
     explain_text,
+    grouping_rule,
     holding_lines,
     lacking_resources,
     placement_figures,
@@ -22,6 +25,7 @@ from scheduler.inspect.explain import (
 )
 from scheduler.inspect.figures import ReasonFigure, figures, reason_counts
 from scheduler.inspect.room import room
+from scheduler.inspect.scale_up import scale_up_lines, scale_up_of
 from scheduler.inspect.views import group_views, queue_views
 from tests.unit.inspect.objects import (
     PREEMPTING,
@@ -297,3 +301,71 @@ def test_explain_says_which_subgroups_are_placed_and_which_wait_and_why() -> Non
     assert "  workers: 2 of 3 subgroups of 2 pods placed, minSubGroups 2" in text
     assert "    workers[r0]: placed (2/2 pods placed)" in text
     assert "    workers[r2]: waits (0/2 pods placed): 0/5 nodes are available" in text
+
+
+def test_explain_names_the_rule_muster_controller_made_the_podgroup_by() -> None:
+    objects = crowded()
+    rule = "JobSet ns/train (startupPolicyOrder AnyOrder): one group for the whole JobSet"
+    objects.podgroups[0].metadata.annotations["muster.dev/grouping-rule"] = rule
+    seen, session = observed(objects)
+    view = next(v for v in group_views(session, seen.world) if v.name == "big")
+
+    found = grouping_rule(seen, "ns/big")
+    text = explain_text(view, queue_views(session)[0], session, seen.world, [], rule=found)
+
+    assert found == rule
+    assert text.splitlines()[1] == f"made by muster controller: {rule}"
+    assert grouping_rule(observed(crowded())[0], "ns/big") is None, "a PodGroup it did not make"
+
+
+def test_explain_says_where_a_scale_up_stands_and_shows_the_provisioned_capacity_held() -> None:
+    objects = crowded()
+    request = {
+        "metadata": {
+            "name": "big-scaleup-1",
+            "namespace": "ns",
+            "uid": "req-1",
+            "creationTimestamp": format_rfc3339(NOW - 20),
+            "labels": {
+                "app.kubernetes.io/managed-by": "muster",
+                "scale-up.muster.dev/attempt": "1",
+            },
+            "ownerReferences": [{"kind": "PodGroup", "name": "big", "uid": "uid-pg-big"}],
+        },
+        "spec": {
+            "provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+            "podSets": [{"podTemplateRef": {"name": "big-scaleup-1-0"}, "count": 2}],
+        },
+        "status": {
+            "conditions": [
+                {
+                    "type": "Provisioned",
+                    "status": "True",
+                    "reason": "CapacityIsProvisioned",
+                    "message": "Capacity is found in the cluster",
+                    "lastTransitionTime": format_rfc3339(NOW - 10),
+                }
+            ]
+        },
+    }
+    objects.others["provisioningrequest"] = [msgspec.convert(request, ProvisioningRequest)]
+    config = load_config(
+        """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}, {name: scaleup}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+    )
+    world = build_world(objects)
+    session = run_session(world, config, NOW)
+    report = scale_up_of(session.result, "ns/big")
+    assert scale_up_lines(report) == [
+        "",
+        "Scale-up: provisioned: the new capacity is held for the gang",
+        "  ProvisioningRequest big-scaleup-1 (attempt 1)",
+        "  adds room for 2 pods: 2 x cpu 1500m",
+    ]
+    lines = holding_lines(session.result, "ns/big")
+    assert lines[1] == f"Holding provisioned capacity (since {format_rfc3339(NOW - 10)}):"
+    assert lines[2:] == ["  n0: cpu 500m", "  n1: cpu 500m"]

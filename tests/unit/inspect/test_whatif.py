@@ -173,3 +173,43 @@ def test_pods_get_the_priority_of_their_class_as_the_api_server_admits_them() ->
     assert task.priority == 1000
     with pytest.raises(ManifestError, match="no PriorityClass with name missing was found"):
         add_manifests(world, [pod_doc("q", priority_class="missing")], "ns", NOW)
+
+
+SCALE_UP = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}, {name: scaleup}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+def test_a_gang_that_fits_nowhere_says_what_muster_would_ask_an_autoscaler_for() -> None:
+    world = build_world(empty_cluster())
+    config = load_config(SCALE_UP)
+    baseline = run_session(world, config, NOW)
+    submission = add_manifests(world, gang("big", 4, cpu="1500m"), "ns", NOW)
+    session = run_session(world, config, NOW)
+
+    (answer,) = answers(session, baseline, world, submission)
+
+    assert answer.verdict == "waits"
+    text = answer_text(answer)
+    assert "  Scale-up: would be asked" in text
+    assert "    ProvisioningRequest big-scaleup-1 (attempt 1)" in text
+    assert "    adds room for 4 pods: 4 x cpu 1500m" in text
+    assert answer.as_dict(NOW)["scaleUp"] == {
+        "state": "asked",
+        "request": "big-scaleup-1",
+        "attempt": 1,
+        "adds": [{"pods": 4, "request": {"cpu": "1500m"}}],
+    }
+
+
+def test_without_scale_up_nothing_would_be_asked() -> None:
+    world = build_world(empty_cluster())
+    baseline = run_session(world, default_config(), NOW)
+    submission = add_manifests(world, gang("big", 4, cpu="1500m"), "ns", NOW)
+    session = run_session(world, default_config(), NOW)
+    (answer,) = answers(session, baseline, world, submission)
+    assert answer.scale_up is None
+    assert "Scale-up" not in answer_text(answer)

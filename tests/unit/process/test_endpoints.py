@@ -28,6 +28,13 @@ class FakeReflector:
     def broken_since(self) -> float | None:
         return None
 
+    def last_heard(self) -> float | None:
+        return None
+
+    @property
+    def watch_timeout(self) -> int:
+        return 300
+
 
 def get(handler: Handler, path: str) -> web.Response:
     async def call() -> web.Response:

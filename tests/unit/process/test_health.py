@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from scheduler.health import WATCH_BROKEN_SECONDS, Health
+from scheduler.health import QUIET_MARGIN_SECONDS, WATCH_BROKEN_SECONDS, BindProgress, Health
 
 
 class Clock:
@@ -25,12 +25,17 @@ class FakeReflector:
     name: str = "pod"
     synced: bool = True
     broken: float | None = None
+    heard: float | None = None
+    watch_timeout: int = 300
 
     def is_synced(self) -> bool:
         return self.synced
 
     def broken_since(self) -> float | None:
         return self.broken
+
+    def last_heard(self) -> float | None:
+        return self.heard
 
 
 def test_loop_that_finishes_cycles_is_live() -> None:
@@ -103,3 +108,67 @@ def test_a_watch_broken_longer_than_30s_is_not_ready() -> None:
     assert "podgroup watch broken for 31s" in health.readiness().text()
     reflector.broken = None
     assert health.readiness().ok
+
+
+def test_a_watch_quiet_past_its_timeout_and_margin_is_not_ready() -> None:
+    clock = Clock()
+    reflector = FakeReflector("queue", heard=clock.now, watch_timeout=60)
+    health = Health(1.0, [reflector], clock)
+    clock.now += 60 + QUIET_MARGIN_SECONDS - 1
+    assert health.readiness().ok, "a watch may be silent up to its timeout and the margin"
+    clock.now += 2
+    assert "queue watch quiet for 91s: no event and no bookmark" in health.readiness().text()
+    reflector.heard = clock.now  # a bookmark
+    assert health.readiness().ok
+
+
+def stall_scenario(*, binds_succeed: bool, placed: bool) -> tuple[list[bool], str]:
+    """A session places a gang (or finds the cluster full); each period its binds succeed
+    or fail for good and the next session places it again. Readiness, second by second."""
+    clock = Clock()
+    progress = BindProgress(clock)
+    health = Health(1.0, [FakeReflector()], clock, progress)
+    verdicts = []
+    for second in range(40):
+        uid = f"p-{second}"
+        progress.session_applied([(uid, "ns/gang")] if placed else [])
+        if placed:
+            progress.sending(uid, "ns/gang")  # the binder, as it takes the bind
+            progress.settled(uid, bound=binds_succeed, failed=not binds_succeed)
+        clock.now += 1.0
+        verdicts.append(health.readiness().ok)
+    return verdicts, health.readiness().text()
+
+
+def test_placeable_gangs_with_no_bind_succeeding_for_30s_turn_readyz_red() -> None:
+    verdicts, text = stall_scenario(binds_succeed=False, placed=True)
+    assert all(verdicts[:30]), "red before the 30 s the issue allows"
+    assert not verdicts[-1]
+    assert "1 gang(s) could be placed but no bind succeeded for 40s (limit 30s)" in text
+
+
+def test_a_full_cluster_where_no_session_places_anything_is_no_stall() -> None:
+    verdicts, _ = stall_scenario(binds_succeed=False, placed=False)
+    assert all(verdicts)
+
+
+def test_binds_that_succeed_are_no_stall_however_long_work_keeps_coming() -> None:
+    verdicts, _ = stall_scenario(binds_succeed=True, placed=True)
+    assert all(verdicts)
+
+
+def test_a_bind_retried_with_its_room_kept_is_placeable_until_it_is_answered() -> None:
+    clock = Clock()
+    progress = BindProgress(clock)
+    progress.sending("a", "ns/g")
+    progress.sending("b", "ns/g")
+    progress.sending("c", "ns/h")
+    assert progress.placeable == 2
+    progress.settled("c", failed=True)
+    assert progress.placeable == 2, "a gang whose bind failed waits for the next session"
+    progress.session_applied([])
+    assert progress.placeable == 1
+    progress.settled("a", bound=True)
+    progress.settled("b")  # abandoned with the lease, or waiting for its claims
+    assert progress.placeable == 0 and progress.placeable_since is None
+    assert progress.last_bind == clock.now

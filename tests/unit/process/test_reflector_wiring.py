@@ -87,6 +87,7 @@ WATCHED = [
     "poddisruptionbudget",
     "podgroup",
     "priorityclass",
+    "provisioningrequest",
     "queue",
     "storageclass",
 ]
@@ -155,3 +156,22 @@ def test_every_reflector_lists_in_pages_of_the_given_size() -> None:
     assert {r.page_size for r in world_reflectors(client, world(), Metrics())} == {5000}
     sized = world_reflectors(client, world(), Metrics(), page_size=250)
     assert {r.page_size for r in sized} == {250}
+
+
+def test_reflectors_count_failures_by_code_and_export_how_long_a_watch_is_broken() -> None:
+    metrics = Metrics()
+    client: Any = object()
+    reflectors = {r.name: r for r in world_reflectors(client, world(), metrics)}
+    registry = metrics.registry
+    assert registry.get_sample_value("muster_watch_broken_seconds", {"resource": "pod"}) == 0
+    now = [100.0]
+    pod = reflectors["pod"]
+    pod.clock = lambda: now[0]
+    pod.on_failure("403")
+    pod._broken()  # what run() does on a failed list or watch
+    now[0] += 12
+    assert (
+        registry.get_sample_value("muster_watch_failures_total", {"resource": "pod", "code": "403"})
+        == 1
+    )
+    assert registry.get_sample_value("muster_watch_broken_seconds", {"resource": "pod"}) == 12

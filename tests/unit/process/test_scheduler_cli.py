@@ -53,6 +53,12 @@ def test_without_flags_the_options_are_the_defaults() -> None:
             NodePartition("muster.dev/pool", "gpu-a"),
             id="node-selector",
         ),
+        pytest.param(
+            ["--no-claim-podgroups-without-pods"],
+            "claim_podgroups_without_pods",
+            False,
+            id="no-claim-podgroups-without-pods",
+        ),
     ],
 )
 def test_each_flag_sets_its_option(flags: list[str], field: str, expected: object) -> None:
