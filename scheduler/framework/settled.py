@@ -93,7 +93,8 @@ def settled_jobs(session: Session) -> dict[str, SettledJob]:
     if not settles(session.config):
         return {}
     found = {key: known for key, known in snapshot.settled.items() if key in snapshot.jobs}
-    held = {hold.job.key for hold in session.holds.holds}
+    # From the result: the session has released its holds by now (Session.close).
+    held = {hold.job for hold in session.result.holds}
     horizon = snapshot.now + WHOLE_SESSION_SECONDS
     timeout = session.inqueue_timeout
     for key, job in session.active_jobs.items():

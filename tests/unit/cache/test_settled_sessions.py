@@ -142,3 +142,21 @@ def test_a_node_written_again_unchanged_keeps_gangs_settled() -> None:
     world.upsert_node(node("n1", cpu="4"))  # a kubelet's status report, nothing new
     assert world.generation == generation
     assert "ns/big" in world.snapshot(NOW + 1).settled
+
+
+def test_a_gang_holding_room_is_never_settled_so_later_gangs_never_take_its_room() -> None:
+    # One 4-cpu node with 2 cpu used; a gang of two 2-cpu pods created an hour ago starves
+    # and holds the 2 free cpu. Were it settled, the next session would hold nothing for it.
+    world = ready_world()
+    world.upsert_node(node("n1", cpu="4"))
+    world.upsert_pod(pod("busy", node="n1", cpu="2", phase="Running", scheduler="other"))
+    gang(world, "big", 2, "2")
+    big = world.live.jobs["ns/big"]
+    big.creation_timestamp = "2027-01-15T07:00:00Z"
+    first = session(world, NOW)
+    assert [hold.job for hold in first.holds] == ["ns/big"]
+    assert "ns/big" not in first.settled
+    gang(world, "late", 1, "1")
+    second = session(world, NOW + 1)
+    assert second.binds == []
+    assert [hold.job for hold in second.holds] == ["ns/big"]
