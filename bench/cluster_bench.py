@@ -62,6 +62,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rate", type=float, default=0.0, help="pods/s; 0 = backlog")
     parser.add_argument(
+        "--mixed",
+        type=float,
+        default=0.0,
+        help="fraction of gangs with pod-to-pod terms (anti-affinity on hostname, zone spread)",
+    )
+    parser.add_argument(
+        "--running",
+        type=int,
+        default=0,
+        help="pods another scheduler runs before the backlog comes (muster sim only)",
+    )
+    parser.add_argument(
         "--runners", default="", help=f"default: {','.join(RUNNERS)} and every --scheduler-cmd"
     )
     parser.add_argument(
@@ -153,7 +165,18 @@ def server_of(kubeconfig: Path | None) -> str:
 
 def workload_of(args: argparse.Namespace, nodes: int, pods: int, rate: float) -> Workload:
     """The workload with the command line's gangs, seed and scheduler name."""
-    return Workload(nodes, pods, args.gang, args.seed, rate, scheduler_name=args.scheduler_name)
+    if args.running and args.kubeconfig:
+        raise SystemExit("--running needs muster sim: it places its pods on sim's node names")
+    return Workload(
+        nodes,
+        pods,
+        args.gang,
+        args.seed,
+        rate,
+        scheduler_name=args.scheduler_name,
+        mixed=args.mixed,
+        running=args.running,
+    )
 
 
 async def _create_nodes(kubeconfig: Path, workload: Workload) -> int:
@@ -188,7 +211,7 @@ def side_by_side_main(args: argparse.Namespace) -> int:
                 flush=True,
             )
     memory = cache_bytes(workload)
-    summary = side_by_side(results, memory, server_of(args.kubeconfig))
+    summary = side_by_side(results, memory, server_of(args.kubeconfig), args.gang)
     print()
     print(table(results, summary))
     write_json(args.out / "cluster-bench.json", results, summary, workload=workload.label())
@@ -229,7 +252,7 @@ def scale_point(workload: Workload, options: Options, repeat: int) -> dict[str, 
     """One grid point: in-process session time and cache bytes, and muster on sim."""
     low, _, high = workload.gang.partition("-")
     gang = (int(low) + int(high or low)) // 2
-    session_s = session_in(options, workload.pods, workload.nodes, gang, 3)
+    session_s = session_in(options, workload.pods, workload.nodes, gang, 3, workload.mixed)
     memory = cache_bytes(workload)
     runs = [run("muster", workload, options) for _ in range(repeat)]
     peaks = [session_figures(r)[0] * 1000 for r in runs]
@@ -251,12 +274,14 @@ def scale_point(workload: Workload, options: Options, repeat: int) -> dict[str, 
     }
 
 
-def session_in(options: Options, pods: int, nodes: int, gang: int, repeat: int) -> float:
+def session_in(
+    options: Options, pods: int, nodes: int, gang: int, repeat: int, mixed: float = 0.0
+) -> float:
     """session_bench's median session seconds, measured in a process run from the runs'
     tree, so the compiled core is timed when the runs use it (refused if it is not)."""
     code = (
         "import session_bench; from scheduler.build import core; "
-        f"print(core(), session_bench.measure({pods}, {nodes}, {gang}, {repeat})[0])"
+        f"print(core(), session_bench.measure({pods}, {nodes}, {gang}, {repeat}, {mixed})[0])"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],

@@ -20,6 +20,14 @@ fraction F of the gangs (0.5 for issue 14) are hard-constrained to one rack
 (spec.networkTopology mode hard, highestTierAllowed 1); it prints that session's ratio
 to the unconstrained one (the same cluster and backlog, no gang constrained, the
 default config) in the same run. Target (issue 14): at most 1.5x.
+
+With --incremental, it runs sessions as the scheduler does (through its cache, cache/world.py)
+over nodes with 1 cpu free each and a backlog that cannot move (gangs of 2-cpu pods, created an
+hour ago: they starve, and the oldest holds room), and prints, per backlog size (--backlogs),
+the time of a whole session over the backlog plus one new gang (of 100m pods), of the session
+that places the new gang while the backlog is settled (framework/settled.py), and of a session
+that places one gang on the same nodes with no backlog. Target: the settled column about the
+last one, whatever the backlog.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ import argparse
 import contextlib
 import statistics
 import time
+
+import msgspec
 
 from scheduler import gc_policy
 from scheduler.api import wire
@@ -38,8 +48,10 @@ from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodTopologySpec, TaskInfo, TaskStatus, topology_spec
 from scheduler.build import core
+from scheduler.cache.world import World
 from scheduler.engine import default_config, load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
+from scheduler.framework.settled import WHOLE_SESSION_SECONDS
 
 GIB = 2**30
 HOST = "kubernetes.io/hostname"
@@ -239,6 +251,132 @@ def measure_topology(
     return alternated([(plain, default_config()), (kept, topology_config())], repeat)
 
 
+# The incremental runs' clock: a fixed epoch second, the backlog created an hour before.
+EPOCH = 1_800_000_000.0
+_encode = msgspec.json.Encoder().encode
+
+
+def _node(index: int) -> wire.Node:
+    """A 32-cpu node with a foreign pod's worth of room taken (see _filler)."""
+    name = f"node-{index:05d}"
+    room = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+    body = {
+        "metadata": {"name": name, "labels": {HOST: name, ZONE: f"zone-{index % ZONES}"}},
+        "status": {
+            "allocatable": room,
+            "capacity": room,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    return wire.from_dict(body, wire.Node)
+
+
+def _pod(name: str, group: str, cpu: str, *, node: str = "", scheduler: str = "muster") -> bytes:
+    body: dict[str, object] = {
+        "metadata": {
+            "name": name,
+            "namespace": "bench",
+            "uid": f"uid-{name}",
+            "annotations": {"scheduling.k8s.io/group-name": group} if group else {},
+            "creationTimestamp": "2027-01-15T07:00:00Z",
+        },
+        "spec": {
+            "schedulerName": scheduler,
+            "nodeName": node,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+        },
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+    return _encode(body)
+
+
+def _gang(world: World, name: str, size: int, cpu: str, created: str) -> None:
+    group = {
+        "metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}"},
+        "spec": {"minMember": size, "queue": "default"},
+    }
+    group["metadata"]["creationTimestamp"] = created  # type: ignore[index]
+    world.upsert_podgroup(wire.from_dict(group, wire.PodGroup))
+    for member in range(size):
+        world.upsert_pod(wire.decode_pod(_pod(f"{name}-{member}", name, cpu)))
+
+
+def full_cluster(nodes: int, backlog: int, gang: int) -> World:
+    """Nodes with 1 cpu free each (a foreign pod runs on 31), and `backlog` pods of ours in
+    gangs of `gang` 2-cpu pods, created an hour before EPOCH: nothing of it can move."""
+    world = World(frozenset({"muster"}))
+    world.upsert_queue(wire.from_dict({"metadata": {"name": "default"}}, wire.Queue))
+    for index in range(nodes):
+        node = _node(index)
+        world.upsert_node(node)
+        filler = _pod(f"filler-{index}", "", "31", node=node.metadata.name, scheduler="other")
+        world.upsert_pod(wire.decode_pod(filler))
+    for group in range(backlog // gang):
+        _gang(world, f"backlog-{group:06d}", gang, "2", "2027-01-15T07:00:00Z")
+    return world
+
+
+class IncrementalRun:
+    """One World run through sessions as the scheduler runs them, one new gang at a time."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.config = default_config()
+        self.now = EPOCH
+        self.gangs = 0
+
+    def session(self, *, whole: bool) -> tuple[float, int]:
+        """One session (whole: past the whole-session period) after one new gang arrives:
+        seconds, and pods bound."""
+        self.gangs += 1
+        _gang(self.world, f"new-{self.gangs:05d}", 8, "100m", "2027-01-15T08:00:00Z")
+        self.now += WHOLE_SESSION_SECONDS if whole else 1.0
+        with as_the_scheduler_runs():
+            start = time.perf_counter()
+            snapshot = self.world.snapshot(self.now)
+            result = schedule(snapshot, self.config, copy=False)
+            self.world.record_session(result, self.now)
+            seconds = time.perf_counter() - start
+        for bind in result.binds:
+            self.world.assume_bound(bind.uid, bind.node)
+        return seconds, len(result.binds)
+
+
+def measure_incremental(
+    nodes: int, backlogs: list[int], gang: int, repeat: int
+) -> list[tuple[int, float, float, float, int]]:
+    """Per backlog size: median seconds of a whole session, of a session with the backlog
+    settled, and of one with no backlog, each placing one new gang; and the pods the last
+    settled session bound."""
+    alone = IncrementalRun(full_cluster(nodes, 0, gang))
+    rows = []
+    for backlog in backlogs:
+        run = IncrementalRun(full_cluster(nodes, backlog, gang))
+        settle_collector()
+        run.session(whole=True)  # settles the backlog
+        run.session(whole=False)  # settles what the first left to try again
+        whole: list[float] = []
+        settled: list[float] = []
+        single: list[float] = []
+        bound = 0
+        for _ in range(repeat):
+            whole.append(run.session(whole=True)[0])
+            run.session(whole=False)
+            seconds, bound = run.session(whole=False)
+            settled.append(seconds)
+            single.append(alone.session(whole=True)[0])
+        rows.append(
+            (
+                backlog,
+                statistics.median(whole),
+                statistics.median(settled),
+                statistics.median(single),
+                bound,
+            )
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=10_000)
@@ -252,6 +390,14 @@ def main() -> None:
         "--topology", type=float, default=0.0, help="fraction of gangs kept to one rack (hard)"
     )
     parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="time a session over a settled backlog plus one new gang (see the module doc)",
+    )
+    parser.add_argument(
+        "--backlogs", default="0,10000,100000", help="--incremental: backlog sizes, in pods"
+    )
+    parser.add_argument(
         "--cpython-gc",
         action="store_true",
         help="CPython's collector settings, not the scheduler's (scheduler/gc_policy.py)",
@@ -263,6 +409,17 @@ def main() -> None:
     COLLECTOR["policy"] = not args.cpython_gc
     if COLLECTOR["policy"]:
         gc_policy.tune()
+    if args.incremental:
+        backlogs = [int(size) for size in args.backlogs.split(",")]
+        rows = measure_incremental(args.nodes, backlogs, args.gang, args.repeat)
+        print(f"{args.nodes} nodes, 1 cpu free on each; backlog in gangs of {args.gang}")
+        print(f"{'backlog':>8} {'whole ms':>9} {'settled ms':>11} {'alone ms':>9} {'bound':>6}")
+        for backlog, whole, settled, single, bound in rows:
+            print(
+                f"{backlog:>8} {whole * 1000:>9.1f} {settled * 1000:>11.1f}"
+                f" {single * 1000:>9.1f} {bound:>6}"
+            )
+        return
     if args.topology > 0:
         (plain, plain_bound), (kept, kept_bound) = measure_topology(
             args.pods, args.nodes, args.gang, args.repeat, args.topology

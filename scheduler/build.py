@@ -20,6 +20,7 @@ pod's record), where the named class is a direct C call.
 from __future__ import annotations
 
 import importlib.machinery
+import logging
 import sys
 
 COMPILED_MODULES = (
@@ -35,6 +36,7 @@ COMPILED_MODULES = (
     "scheduler.framework.statement",
     "scheduler.framework.ordering",
     "scheduler.framework.job_status",
+    "scheduler.framework.settled",
     "scheduler.actions.enqueue",
     "scheduler.actions.allocate",
     "scheduler.actions.backfill",
@@ -62,3 +64,12 @@ def core() -> str:
     if all(compiled):
         return "compiled"
     return "mixed" if any(compiled) else "plain"
+
+
+def log_core(log: logging.Logger) -> None:
+    """Say how this process runs the core: a warning when "mixed" (an install gone wrong,
+    slower than it should be)."""
+    core_now = core()
+    (log.warning if core_now == "mixed" else log.info)(
+        "scheduling core: %s (scheduler/build.py lists the compiled modules)", core_now
+    )

@@ -17,6 +17,7 @@ from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig, par
 from scheduler.framework.decisions import SessionResult
 from scheduler.framework.job_status import close_result
 from scheduler.framework.session import Session
+from scheduler.framework.settled import settled_jobs, settles
 from scheduler.plugins import PLUGINS
 
 
@@ -35,6 +36,10 @@ def schedule(
 ) -> SessionResult:
     """Run one session; with copy=False the snapshot itself is changed (the caller's own)."""
     config = config or default_config()
+    if snapshot.settled and not settles(config):
+        # A session that may change any job (an eviction, a plugin that changes jobs)
+        # works on a full copy: a settled job is the cache's own record.
+        copy = True
     world = snapshot.clone() if copy else snapshot
     session = Session(world, config, PLUGINS)
     timings: dict[str, float] = {}
@@ -46,6 +51,7 @@ def schedule(
         )
         timings[name] = time.perf_counter() - start
     result = close_result(world, session.close(), session.queue_figures)
+    result.settled = settled_jobs(session)
     timings.update({f"plugin:{name}": s for name, s in session.plugin_seconds.items()})
     result.timings = timings
     return result

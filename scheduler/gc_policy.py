@@ -27,9 +27,10 @@ ms, compiled core). What survives it is collected at the next young collection a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 # Allocations between young-generation collections (CPython's default: 700).
 YOUNG_THRESHOLD = 20_000
@@ -45,6 +46,25 @@ def hold() -> None:
 def release() -> None:
     """Let the collector run again, the cache loaded or not."""
     gc.enable()
+
+
+async def wait_loaded(loaded: Iterable[asyncio.Event], stopping: asyncio.Event) -> None:
+    """Wait until every event in `loaded` is set (each cache listed once) or `stopping` is;
+    past HOLD_SECONDS, with the collector let go (a slow start collects meanwhile)."""
+
+    async def all_loaded() -> None:
+        await asyncio.gather(*(event.wait() for event in loaded))
+
+    synced = asyncio.ensure_future(all_loaded())
+    stop = asyncio.ensure_future(stopping.wait())
+    done, _ = await asyncio.wait(
+        [synced, stop], timeout=HOLD_SECONDS, return_when=asyncio.FIRST_COMPLETED
+    )
+    if not done:
+        release()
+        await asyncio.wait([synced, stop], return_when=asyncio.FIRST_COMPLETED)
+    synced.cancel()
+    stop.cancel()
 
 
 @contextlib.contextmanager

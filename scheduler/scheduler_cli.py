@@ -10,9 +10,11 @@ from typing import Any
 
 from scheduler import gc_policy
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.api.partition import NodePartition, parse_node_selector
 from scheduler.cache.wiring import LIST_PAGE_SIZE
 from scheduler.logs import configure
-from scheduler.server import BIND_CONNECTIONS, BIND_DEPTH, SchedulerOptions, SchedulerProcess
+from scheduler.process_options import BIND_CONNECTIONS, BIND_DEPTH, SchedulerOptions
+from scheduler.server import SchedulerProcess
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
 
@@ -39,6 +41,14 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
     return value
+
+
+def node_selector(text: str) -> NodePartition:
+    """--node-selector's KEY=VALUE (api/partition.py)."""
+    try:
+        return parse_node_selector(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def add_parser(subparsers: Any) -> None:
@@ -88,6 +98,13 @@ def add_parser(subparsers: Any) -> None:
         help=f"binds in flight on each of the bind lane's {BIND_CONNECTIONS} connections "
         f"(default {BIND_DEPTH}; 1 for a proxy that does not take HTTP/1.1 pipelining)",
     )
+    parser.add_argument(
+        "--node-selector",
+        type=node_selector,
+        metavar="KEY=VALUE",
+        help="own only the nodes and the queues labelled KEY=VALUE, and the gangs of those "
+        "queues (one instance per node pool; give each its own --lock-name)",
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(func=run_scheduler)
@@ -110,6 +127,7 @@ def options_from_args(args: argparse.Namespace) -> SchedulerOptions:
         burst=args.kube_api_burst,
         list_page_size=args.list_page_size,
         bind_depth=args.bind_pipeline_depth,
+        partition=args.node_selector,
     )
 
 

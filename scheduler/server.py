@@ -13,16 +13,11 @@ import gc
 import logging
 import os
 import signal
-import socket
 import time
-import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from scheduler import build, gc_policy
-from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
-from scheduler.cache.wiring import LIST_PAGE_SIZE, world_reflectors
+from scheduler.cache.wiring import world_reflectors
 from scheduler.cache.world import World
 from scheduler.config_source import ConfigSource
 from scheduler.effects.apply import Effects
@@ -37,45 +32,15 @@ from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.lease import LeaderElector
 from scheduler.metrics import Metrics
+from scheduler.process_options import (
+    BIND_CONNECTIONS,
+    EVENT_CONNECTIONS,
+    FORGET_EVERY,
+    SchedulerOptions,
+)
 from scheduler.session_gate import SessionGate, pause
 
 log = logging.getLogger("muster.scheduler")
-
-# The bind lane: its connections, and (by default; --bind-pipeline-depth) the binds written
-# on each before their answers come (kube/pipeline.py); the binder has one worker per bind
-# in flight. The Go server works one request of a connection at a time: connections keep it
-# busy (on kube-apiserver 1.23, 16 bound at 0.79 of the ceiling, 32 at 0.90), depth saves
-# muster's CPU. Two in flight on each, not four: on kube-apiserver 1.19 depth 2 bound 10,000
-# pods at 0.96 of the ceiling, 4 at 0.89 and 1 at 0.93 (3 repeats each, one interleaved
-# run), with less CPU than 4; on muster sim 2 and 4 are alike (0.86, 0.87).
-BIND_CONNECTIONS = 32
-BIND_DEPTH = 2
-# Connections of the event lane, one per event writer (the recorder's workers).
-EVENT_CONNECTIONS = 4
-# Every how many sessions the writers drop what they keep about objects that are gone.
-FORGET_EVERY = 100
-
-
-@dataclass
-class SchedulerOptions:
-    """Everything `muster scheduler` is told on its command line."""
-
-    kubeconfig: str | None = None
-    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
-    # PodGroups with no pods and no muster.dev/scheduler-name annotation (cache/ownership.py)
-    claim_podgroups_without_pods: bool = True
-    scheduler_conf: Path | None = None
-    schedule_period: float = 1.0
-    default_queue: str = DEFAULT_QUEUE
-    metrics_address: str = ":8080"
-    leader_elect: bool = True
-    lock_namespace: str = "muster-system"
-    lock_name: str = "muster-scheduler"
-    qps: float = 0.0
-    burst: int = 100
-    list_page_size: int = LIST_PAGE_SIZE
-    bind_depth: int = BIND_DEPTH
-    identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
 
 
 class SchedulerProcess:
@@ -92,6 +57,7 @@ class SchedulerProcess:
             frozenset(options.scheduler_names),
             options.default_queue,
             claim_podgroups_without_pods=options.claim_podgroups_without_pods,
+            partitioned=options.partition is not None,
         )
         self.client = KubeClient(
             load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst
@@ -129,7 +95,11 @@ class SchedulerProcess:
             bind_workers=BIND_CONNECTIONS * options.bind_depth,
         )
         self.reflectors = world_reflectors(
-            self.client, self.world, self.metrics, page_size=options.list_page_size
+            self.client,
+            self.world,
+            self.metrics,
+            page_size=options.list_page_size,
+            partition=options.partition,
         )
         self.health = Health(
             options.schedule_period, self.reflectors, time.monotonic, self.effects.progress
@@ -169,13 +139,9 @@ class SchedulerProcess:
         background.append(
             loop.create_task(ensure_default_queue(self.client, self.options.default_queue))
         )
-        core = build.core()
-        # Some modules compiled and some not: an install gone wrong, slower than it should be.
-        (log.warning if core == "mixed" else log.info)(
-            "scheduling core: %s (scheduler/build.py lists the compiled modules)", core
-        )
+        build.log_core(log)
         try:
-            await self._wait_synced()
+            await gc_policy.wait_loaded((r.synced for r in self.reflectors), self.stopping)
             frozen = gc_policy.settle()
             log.info(
                 "cache synced; scheduling as %s; %d objects loaded, kept out of the "
@@ -188,21 +154,6 @@ class SchedulerProcess:
         finally:
             await self._shutdown(background, endpoints)
         return 0
-
-    async def _wait_synced(self) -> None:
-        async def all_synced() -> None:
-            await asyncio.gather(*(r.synced.wait() for r in self.reflectors))
-
-        synced = asyncio.ensure_future(all_synced())
-        stop = asyncio.ensure_future(self.stopping.wait())
-        done, _ = await asyncio.wait(
-            [synced, stop], timeout=gc_policy.HOLD_SECONDS, return_when=asyncio.FIRST_COMPLETED
-        )
-        if not done:
-            gc_policy.release()  # a slow start: the collector runs while the lists go on
-            await asyncio.wait([synced, stop], return_when=asyncio.FIRST_COMPLETED)
-        synced.cancel()
-        stop.cancel()
 
     async def _loop(self) -> None:
         period = self.options.schedule_period

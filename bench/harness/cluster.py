@@ -15,7 +15,13 @@ from pathlib import Path
 
 import msgspec
 
-from harness.workload import Workload, node_pools_yaml, pod_manifest, podgroup_manifest
+from harness.workload import (
+    Workload,
+    node_pools_yaml,
+    pod_manifest,
+    podgroup_manifest,
+    running_pod_manifest,
+)
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.errors import StatusError, TransportError
@@ -56,14 +62,15 @@ def http_ok(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def fresh_sim(workload: Workload, workdir: Path, log: Path) -> Iterator[Path]:
+def fresh_sim(workload: Workload, workdir: Path, log: Path, pools_yaml: str = "") -> Iterator[Path]:
     """A `muster sim` subprocess with the workload's nodes; yields its kubeconfig.
 
     sim runs with its default, as strict as kube-apiserver (HTTPS, tokens, RBAC); the kubeconfig
-    it writes holds its CA and the admin token, which every bench process uses.
+    it writes holds its CA and the admin token, which every bench process uses. `pools_yaml`
+    replaces the workload's one pool of nodes.
     """
     pools = workdir / "pools.yaml"
-    pools.write_text(node_pools_yaml(workload))
+    pools.write_text(pools_yaml or node_pools_yaml(workload))
     kubeconfig = workdir / "sim.kubeconfig"
     kubeconfig.unlink(missing_ok=True)
     args = [sys.executable, "-m", "scheduler.cli", "sim", "--port", "0", "--host", "127.0.0.1"]
@@ -201,6 +208,18 @@ class Creator:
 
         await run_bounded(len(members), concurrency, pod)
 
+    async def running(self, concurrency: int = 48) -> None:
+        """The pods another scheduler already runs (--running), in a namespace of their own
+        beside the bench's, which the bench does not watch."""
+        namespace = f"{self.namespace}-running"
+        await create_namespace(self.kube, namespace)
+        path = f"/api/v1/namespaces/{namespace}/pods"
+
+        async def pod(index: int) -> None:
+            await self.kube.create(path, running_pod_manifest(self.workload, namespace, index))
+
+        await run_bounded(self.workload.running, concurrency, pod)
+
     async def arrivals(self, rate: float) -> None:
         """Gang by gang at `rate` pods/s on average (a gang's pods arrive together)."""
         began = time.perf_counter()
@@ -220,6 +239,31 @@ class Creator:
         name = manifest["metadata"]["name"]
         self.created[name] = time.perf_counter()
         self.gang_of[name] = group
+
+
+# The User-Agent of muster's lean lanes (binds, statuses, events: kube/pipeline.py).
+SCHEDULER_AGENT = "muster"
+
+
+async def scheduler_writes(kube: KubeClient) -> dict[str, list[int]]:
+    """From sim's audit log, muster's writes by "verb resource[/subresource]": how many in
+    all, and how many between its first and last bind; {} when the log no longer holds the
+    run's first records (sim keeps the newest 100,000)."""
+    body = await kube.request("GET", "/sim/audit", params={"since": "0", "limit": "0"})
+    records = [msgspec.json.decode(line) for line in body.splitlines() if line.strip()]
+    if not records or records[0].get("seq", 1) != 1:
+        return {}
+    ours = [r for r in records if r.get("userAgent") == SCHEDULER_AGENT]
+    binds = [r["time"] for r in ours if r["objectRef"].get("subresource") == "binding"]
+    first, last = (min(binds), max(binds)) if binds else (0.0, -1.0)
+    writes: dict[str, list[int]] = {}
+    for record in ours:
+        ref = record["objectRef"]
+        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        counts = writes.setdefault(f"{record['verb']} {resource}", [0, 0])
+        counts[0] += 1
+        counts[1] += first <= record["time"] <= last
+    return writes
 
 
 def env_with_bench_path(tree: Path = REPO) -> dict[str, str]:

@@ -46,7 +46,7 @@ def cache_bytes(workload: Workload) -> dict[str, float]:
     gc.collect()
     tracemalloc.start()
     try:
-        world = World()
+        world = World(frozenset({workload.scheduler_name}))
         base = tracemalloc.get_traced_memory()[0]
         for raw in nodes:
             world.upsert_node(decode_node.decode(raw))

@@ -25,6 +25,7 @@ from harness.cluster import (
     delete_namespace,
     env_with_bench_path,
     fresh_sim,
+    scheduler_writes,
     stop,
 )
 from harness.observe import BindWatcher, Sampler, cpu_seconds, memory_kib
@@ -121,6 +122,9 @@ class RunResult:
     bind_curve: list[tuple[float, int]] = field(default_factory=list)
     cpu_curve: list[tuple[float, float]] = field(default_factory=list)
     profile: str = ""
+    # On a fresh sim, muster's writes (harness.cluster.scheduler_writes): in all, while binding.
+    writes: dict[str, list[int]] = field(default_factory=dict)
+    gangs: int = 0
 
 
 def free_port() -> int:
@@ -164,6 +168,8 @@ async def _run(
             watcher = BindWatcher(kube, namespace, workload.pods)
             background.append(await watcher.start())
             creator = Creator(kube, workload, namespace)
+            if workload.running:
+                await creator.running()
             if not workload.rate:
                 await creator.backlog()
             metrics_port = free_port()
@@ -187,6 +193,7 @@ async def _run(
             await sampler.sample()
             with contextlib.suppress(OSError):
                 hwm = max(hwm, memory_kib(process.pid).get("VmHWM", 0))
+            writes = await scheduler_writes(kube) if options.kubeconfig is None else {}
         finally:
             for task in background:
                 task.cancel()
@@ -199,7 +206,9 @@ async def _run(
             stop(process, grace=20)
             if options.kubeconfig is not None:
                 await delete_namespace(kube, namespace)
-    return _result(runner, workload, watcher, creator, sampler, started, cpu, hwm, profile_path)
+    result = _result(runner, workload, watcher, creator, sampler, started, cpu, hwm, profile_path)
+    result.writes = writes
+    return result
 
 
 def _start(
@@ -360,4 +369,5 @@ def _result(
         ],
         cpu_curve=[(s.at - started, s.cpu_s) for s in sampler.samples],
         profile=profile,
+        gangs=len(gang_done),
     )

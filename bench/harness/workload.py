@@ -9,6 +9,10 @@ from typing import Any
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 MIB = 2**20
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+# Zones the nodes are spread over when some gangs spread over zones (--mixed).
+ZONES = 10
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,11 @@ class Workload:
     pod_cpu_m: int = 250
     pod_memory_mi: int = 512
     scheduler_name: str = "muster"
+    # The fraction of gangs with pod-to-pod terms: half required anti-affinity to their own
+    # gang on hostname, half DoNotSchedule spread over zones with maxSkew 1.
+    mixed: float = 0.0
+    # Pods already running before the backlog (another scheduler's, on the nodes round-robin).
+    running: int = 0
 
     def gang_sizes(self) -> list[int]:
         """Sizes that add up to `pods`: fixed, or drawn uniformly from "LO-HI" with the seed."""
@@ -47,7 +56,7 @@ class Workload:
         Never below a 32-core, 128 GiB, 110-pod node, so the default sizes look like real ones;
         bigger only where M/N pods per node would not fit (100 nodes x 50k pods).
         """
-        per_node = math.ceil(self.pods / self.nodes) * 1.5
+        per_node = math.ceil((self.pods + self.running) / self.nodes) * 1.5
         cpu = max(32, math.ceil(per_node * self.pod_cpu_m / 1000))
         memory_gi = max(128, math.ceil(per_node * self.pod_memory_mi / 1024))
         slots = max(110, math.ceil(per_node))
@@ -56,7 +65,22 @@ class Workload:
     def label(self) -> str:
         """A short name for tables: nodes x pods, gangs, arrival."""
         arrival = f"{self.rate:g} pods/s" if self.rate else "backlog"
-        return f"{self.nodes} nodes x {self.pods} pods, gangs {self.gang}, {arrival}"
+        extra = f", {self.mixed:g} with pod-to-pod terms" if self.mixed else ""
+        extra += f", {self.running} running before" if self.running else ""
+        return f"{self.nodes} nodes x {self.pods} pods, gangs {self.gang}{extra}, {arrival}"
+
+    def terms(self, index: int) -> dict[str, Any]:
+        """The pod-to-pod terms of the index-th gang's pods (--mixed), or none."""
+        every = round(1 / self.mixed) if self.mixed > 0 else 0
+        if not every or index % every:
+            return {}
+        selector = {"matchLabels": {"gang": f"g{index:05d}"}}
+        if (index // every) % 2:
+            term = {"topologyKey": HOSTNAME, "labelSelector": selector}
+            required = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            return {"affinity": {"podAntiAffinity": required}}
+        spread = {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}
+        return {"topologySpreadConstraints": [{**spread, "labelSelector": selector}]}
 
 
 def podgroup_manifest(namespace: str, name: str, size: int) -> dict[str, Any]:
@@ -70,7 +94,8 @@ def podgroup_manifest(namespace: str, name: str, size: int) -> dict[str, Any]:
 
 
 def pod_manifest(workload: Workload, namespace: str, group: str, index: int) -> dict[str, Any]:
-    """One member of a gang."""
+    """One member of a gang (group "gNNNNN", its pod-to-pod terms by its number)."""
+    terms = workload.terms(int(group[1:])) if group[1:].isdigit() else {}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -81,6 +106,7 @@ def pod_manifest(workload: Workload, namespace: str, group: str, index: int) -> 
             "annotations": {GROUP_ANNOTATION: group, "volcano.sh/task-spec": "worker"},
         },
         "spec": {
+            **terms,
             "schedulerName": workload.scheduler_name,
             "restartPolicy": "Never",
             "containers": [
@@ -100,9 +126,41 @@ def pod_manifest(workload: Workload, namespace: str, group: str, index: int) -> 
 
 
 def node_pools_yaml(workload: Workload) -> str:
-    """A `muster sim --node-pools` file for the workload's nodes."""
+    """A `muster sim --node-pools` file for the workload's nodes (in ZONES pools of a zone
+    each when some gangs spread over zones)."""
     cpu, memory_gi, slots = workload.node_shape()
-    return (
-        f"- name: sim-node\n  count: {workload.nodes}\n  cpu: '{cpu}'\n"
-        f"  memory: {memory_gi}Gi\n  pods: {slots}\n"
-    )
+    if not workload.mixed:
+        return (
+            f"- name: sim-node\n  count: {workload.nodes}\n  cpu: '{cpu}'\n"
+            f"  memory: {memory_gi}Gi\n  pods: {slots}\n"
+        )
+    pools = []
+    for zone in range(ZONES):
+        count = workload.nodes // ZONES + (zone < workload.nodes % ZONES)
+        pools.append(
+            f"- name: sim-node-z{zone}\n  count: {count}\n  cpu: '{cpu}'\n"
+            f"  memory: {memory_gi}Gi\n  pods: {slots}\n"
+            f"  labels: {{{ZONE}: zone-{zone}}}\n"
+        )
+    return "".join(pools)
+
+
+def running_pod_manifest(workload: Workload, namespace: str, index: int) -> dict[str, Any]:
+    """A pod another scheduler already placed, on the nodes round-robin (node names as
+    node_pools_yaml makes them)."""
+    manifest = pod_manifest(workload, namespace, "running", index)
+    manifest["metadata"] = {"name": f"running-{index}", "namespace": namespace}
+    manifest["spec"]["schedulerName"] = "default-scheduler"
+    manifest["spec"]["nodeName"] = running_node(workload, index)
+    return manifest
+
+
+def running_node(workload: Workload, index: int) -> str:
+    """The node of the index-th running pod."""
+    node = index % workload.nodes
+    width = max(4, len(str(workload.nodes)))
+    if not workload.mixed:
+        return f"sim-node-{node:0{width}d}"
+    zone, place = node % ZONES, node // ZONES
+    count = workload.nodes // ZONES + (zone < workload.nodes % ZONES)
+    return f"sim-node-z{zone}-{place:0{max(4, len(str(count)))}d}"

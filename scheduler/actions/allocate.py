@@ -130,7 +130,7 @@ class Allocate(Action[AllocateArguments]):
         nominated: list[JobInfo] = []
         starved: list[JobInfo] = []
         has_failures = bool(session.snapshot.failures)
-        for job in session.jobs.values():
+        for job in session.active_jobs.values():
             if not may_place(job, actions) or job.key in served:
                 continue
             if not job.pending_tasks():

@@ -19,7 +19,8 @@ class Backfill(Action[PredicateErrorCache]):
 
     def execute(self, session: Session) -> None:
         picker = NodePicker(session)
-        for job in sorted(session.jobs.values(), key=lambda j: (j.creation_timestamp, j.key)):
+        jobs = session.active_jobs.values()
+        for job in sorted(jobs, key=lambda j: (j.creation_timestamp, j.key)):
             pending = [task for task in job.pending_tasks() if task.best_effort]
             if job.subgroup_policies:
                 # Subgroups are placed whole by allocate; a member left over is not alone.

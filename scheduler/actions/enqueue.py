@@ -40,7 +40,7 @@ class Enqueue(Action[EnqueueArguments]):
     def execute(self, session: Session) -> None:
         args = self.arguments
         factor = args.overcommit_factor or overcommit_of(session) or DEFAULT_OVERCOMMIT
-        timeout = args.inqueue_timeout
+        timeout = session.inqueue_timeout = args.inqueue_timeout
         now = session.snapshot.now
         timing = timeout > 0 and now > 0
         if timing:
@@ -48,7 +48,7 @@ class Enqueue(Action[EnqueueArguments]):
         self._release_closed_queues(session)
         headroom, capacity = self._cluster_room(session, factor)
         pending: dict[str, list[JobInfo]] = {}
-        for job in session.jobs.values():
+        for job in session.active_jobs.values():
             if job.phase is not PodGroupPhase.PENDING:
                 continue
             if session.timed_out(job) or (timing and _backing_off(session, job, timeout)):
@@ -84,7 +84,7 @@ class Enqueue(Action[EnqueueArguments]):
     @staticmethod
     def _expire_admissions(session: Session, timeout: float, now: float) -> None:
         snapshot = session.snapshot
-        for job in session.jobs.values():
+        for job in session.active_jobs.values():
             if job.phase is not PodGroupPhase.INQUEUE or has_started(job):
                 continue
             since: float | None
@@ -117,7 +117,7 @@ class Enqueue(Action[EnqueueArguments]):
         """An admitted gang that has not started in a queue that is no longer Open goes
         back to Pending: it cannot start there, so its reservation goes to the gangs
         behind it. (Volcano keeps it Inqueue, holding the room, until the queue reopens.)"""
-        for job in session.jobs.values():
+        for job in session.active_jobs.values():
             queue = session.queues.get(job.queue)
             if job.phase is not PodGroupPhase.INQUEUE or queue is None or queue.is_open:
                 continue

@@ -94,6 +94,7 @@ class JobInfo:
     """A gang: its PodGroup's spec and status, and its tasks indexed by status."""
 
     __slots__ = (
+        "_pending_request",
         "admitted_since",
         "allocated",
         "allocated_hypernode",
@@ -178,6 +179,9 @@ class JobInfo:
         # Kept as tasks move: the gang questions are asked on every comparison.
         self.ready = 0
         self.pipelined = 0
+        # pending_request(), kept until a member comes, goes or moves: a backlog's queue
+        # figures are summed every session, and its gangs mostly do not change between them.
+        self._pending_request: Resource | None = None
         # Filled during a session: why each unplaced task could not go anywhere.
         self.fit_errors: dict[str, str] = {}
         # Filled during a session when the job waits: a CamelCase reason and a message.
@@ -317,6 +321,7 @@ class JobInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """Add a member, indexed under its current status."""
+        self._pending_request = None
         self.tasks[task.uid] = task
         self.tasks_by_status.setdefault(task.status, {})[task.uid] = task
         allocated, ready, pipelined = _COUNTS[task.status]
@@ -330,6 +335,7 @@ class JobInfo:
         stored = self.tasks.pop(task.uid, None)
         if stored is None:
             return
+        self._pending_request = None
         bucket = self.tasks_by_status.get(stored.status)
         if bucket is not None:
             bucket.pop(stored.uid, None)
@@ -341,6 +347,7 @@ class JobInfo:
 
     def set_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a member to another status, keeping the index and totals right."""
+        self._pending_request = None
         uid = task.uid
         tasks = self.tasks
         if tasks.get(uid) is not task:
@@ -378,7 +385,14 @@ class JobInfo:
 
     def count(self, *statuses: TaskStatus) -> int:
         """How many members are in any of the given statuses."""
-        return sum(len(self.tasks_by_status.get(status, ())) for status in statuses)
+        # A loop, not sum() over a generator: every session asks it of every job.
+        by_status = self.tasks_by_status
+        total = 0
+        for status in statuses:
+            bucket = by_status.get(status)
+            if bucket:
+                total += len(bucket)
+        return total
 
     def ready_count(self) -> int:
         """Members that count towards minMember: placed, bound, running or done."""
@@ -392,6 +406,16 @@ class JobInfo:
         """Members waiting for a node that the scheduler may place (not gated)."""
         pending = self.tasks_by_status.get(TaskStatus.PENDING)
         return [t for t in pending.values() if not t.gated] if pending else []
+
+    def pending_request(self) -> Resource:
+        """The summed request of pending_tasks() (the caller must not change it)."""
+        found = self._pending_request
+        if found is None:
+            found = Resource()
+            for task in self.pending_tasks():
+                found.add(task.request)
+            self._pending_request = found
+        return found
 
     def role_counts(self, *statuses: TaskStatus) -> dict[str, int]:
         """Per role (volcano.sh/task-spec), how many members are in the given statuses."""
@@ -476,6 +500,26 @@ class JobInfo:
             pipelined += pipelined_count
         twin.ready = ready
         twin.pipelined = pipelined
+        return twin
+
+    def clone_pending(self) -> JobInfo:
+        """A copy whose members without a node are copies and whose members with one are
+        the members themselves: for a session that places pods and evicts none, which
+        changes no member that has a node (ClusterSnapshot.clone_for_session)."""
+        twin = self._empty_copy()
+        tasks = twin.tasks
+        by_status = twin.tasks_by_status
+        for uid, task in self.tasks.items():
+            copy = task if task.node_name else task.clone()
+            tasks[uid] = copy
+            status = copy.status
+            bucket = by_status.get(status)
+            if bucket is None:
+                bucket = by_status[status] = {}
+            bucket[uid] = copy
+        twin.allocated = self.allocated.clone()
+        twin.ready = self.ready
+        twin.pipelined = self.pipelined
         return twin
 
     def _empty_copy(self) -> JobInfo:

@@ -11,7 +11,7 @@ from scheduler.api import wire
 from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNodeInfo
-from scheduler.api.job import JobInfo
+from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
 from scheduler.api.provisioning import ScaleUpRequest
@@ -27,6 +27,15 @@ class PriorityClassInfo:
     value: int
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
+
+
+@dataclass(frozen=True, slots=True)
+class SettledJob:
+    """What a session found of a job it left settled (framework/settled.py), which the
+    next sessions, which do not look at the job again, report of it as they found it."""
+
+    phase: PodGroupPhase
+    starving: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +102,11 @@ class ClusterSnapshot:
     eviction_refusals: Mapping[str, str] = field(default_factory=_empty)
     # Each HyperNode's status.nodeCount as the API server holds it (None: not written).
     hypernode_counts: Mapping[str, int | None] = field(default_factory=_empty)
+    # Jobs the cache left settled (framework/settled.py): nothing of them or of the cluster
+    # that could move them changed since a session settled them. They are the cache's own
+    # records, not copies (clone_for_session): a session reads them for queue figures and
+    # acts on none of them.
+    settled: Mapping[str, SettledJob] = field(default_factory=_empty)
     # muster's ProvisioningRequests by their PodGroup's key, oldest attempt first
     # (api/provisioning.py). Read-only in sessions (shared by clones).
     scale_up_requests: Mapping[str, tuple[ScaleUpRequest, ...]] = field(default_factory=_empty)
@@ -167,8 +181,57 @@ class ClusterSnapshot:
         if node is not None:
             node.add_task(task)
 
+    def clone_for_session(self, settled: Mapping[str, SettledJob]) -> ClusterSnapshot:
+        """A copy for a session that acts on every job but the `settled` ones, whose
+        actions place pods and evict none (framework/settled.py): the settled jobs, and
+        every task on a node, are this snapshot's own objects, shared, as no such session
+        changes them; the nodes, the other jobs and their pending tasks are copied. A
+        session over it costs what changed, not the backlog's size. Without settled jobs,
+        the full copy (clone)."""
+        if not settled:
+            return self.clone()
+        nodes = {name: node.clone() for name, node in self.nodes.items()}
+        topology = [
+            task
+            for node in self.nodes.values()
+            for task in node.tasks.values()
+            if task.topology is not None
+        ]
+        on_nodes = {task.uid for task in topology}
+        jobs = {}
+        for key, job in self.jobs.items():
+            if key in settled:
+                jobs[key] = job
+                continue
+            twin = jobs[key] = job.clone_pending()
+            for task in twin.tasks.values():
+                if task.topology is not None and task.uid not in on_nodes:
+                    topology.append(task)
+        return ClusterSnapshot(
+            nodes=nodes,
+            jobs=jobs,
+            queues=dict(self.queues),
+            priority_classes=dict(self.priority_classes),
+            invalid=list(self.invalid),
+            orphans=dict(self.orphans),
+            now=self.now,
+            nominated=self.nominated,
+            failures=dict(self.failures),
+            admitted_at=self.admitted_at,
+            timed_out_at=self.timed_out_at,
+            storage=self.storage,
+            namespaces=self.namespaces,
+            hypernodes=self.hypernodes,
+            budgets=self.budgets,
+            eviction_refusals=self.eviction_refusals,
+            hypernode_counts=self.hypernode_counts,
+            settled=settled,
+            _topology_tasks=topology,
+        )
+
     def clone(self) -> ClusterSnapshot:
-        """A copy a session may change freely: tasks, nodes and jobs are copied once each."""
+        """A copy a session may change freely: tasks, nodes and jobs are copied once each
+        (settled jobs too: the copy settles none)."""
         # Each task is copied once: the nodes' tasks here, the pending ones by their job.
         placed: dict[str, TaskInfo] = {}
         topology: list[TaskInfo] = []

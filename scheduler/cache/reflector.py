@@ -89,6 +89,9 @@ class Kind(Generic[T]):
     # A kind the cluster may not serve at all (its CRD not installed): a 404 means "none
     # of them", not a broken watch (see the module docstring).
     optional: bool = False
+    # A labelSelector: only the objects it selects are listed and watched (an object that
+    # stops matching is seen deleted, as the API server tells a watch).
+    selector: str = ""
 
 
 class Reflector(Generic[T]):
@@ -282,6 +285,8 @@ class Reflector(Generic[T]):
         self._last_heard = self.clock()
 
     async def _page(self, params: dict[str, str]) -> ObjectList[msgspec.Raw]:
+        if self.kind.selector:
+            params = {**params, "labelSelector": self.kind.selector}
         body = await self.client.request("GET", self.kind.path, params=params)
         return self._page_decoder.decode(body)
 
@@ -291,6 +296,8 @@ class Reflector(Generic[T]):
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(self.watch_timeout),
         }
+        if self.kind.selector:
+            params["labelSelector"] = self.kind.selector
         async for line in self.client.watch(
             self.kind.path, params, timeout=self.watch_timeout, on_open=self._working
         ):

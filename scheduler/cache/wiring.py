@@ -10,6 +10,7 @@ from prometheus_client import Counter
 
 from scheduler.api import hypernode, provisioning, wire
 from scheduler.api.hypernode import HyperNode
+from scheduler.api.partition import NodePartition
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
 from scheduler.effects import paths
@@ -20,9 +21,10 @@ from scheduler.metrics import Metrics
 HYPERNODES_PATH = f"/apis/{hypernode.API_VERSION}/hypernodes"
 
 
-def world_kinds(world: World) -> list[Kind[Any]]:
+def world_kinds(world: World, partition: NodePartition | None = None) -> list[Kind[Any]]:
     """Every kind the scheduler lists and watches cluster-wide, with the World methods
-    that store and forget it."""
+    that store and forget it; with a partition, only its nodes and queues."""
+    selector = partition.selector if partition is not None else ""
 
     def namespaced(obj: Any) -> str:
         return f"{obj.metadata.namespace}/{obj.metadata.name}"
@@ -39,6 +41,7 @@ def world_kinds(world: World) -> list[Kind[Any]]:
             lambda o: o.metadata.name,
             world.upsert_node,
             world.delete_node,
+            selector=selector,
         ),
         Kind(
             "priorityclass",
@@ -55,6 +58,7 @@ def world_kinds(world: World) -> list[Kind[Any]]:
             lambda o: o.metadata.name,
             world.upsert_queue,
             world.delete_queue,
+            selector=selector,
         ),
         Kind(
             "podgroup",
@@ -158,11 +162,16 @@ LIST_PAGE_SIZE = 5000
 
 
 def world_reflectors(
-    client: KubeClient, world: World, metrics: Metrics, *, page_size: int = LIST_PAGE_SIZE
+    client: KubeClient,
+    world: World,
+    metrics: Metrics,
+    *,
+    page_size: int = LIST_PAGE_SIZE,
+    partition: NodePartition | None = None,
 ) -> list[Reflector[Any]]:
     """One Reflector per kind of `world_kinds`, counting its restarts and skipped objects."""
     reflectors: list[Reflector[Any]] = []
-    for kind in world_kinds(world):
+    for kind in world_kinds(world, partition):
         reflector = Reflector(
             client,
             kind,

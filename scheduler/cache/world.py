@@ -8,6 +8,14 @@ cannot place it twice while the watch event is on its way). A cached task change
 (and node) only through `ClusterSnapshot.set_task_status`, which keeps its job's and
 nodes' figures right; a record from a new event gets its status before it is indexed.
 
+The world keeps the jobs the last sessions left settled (framework/settled.py) until
+something that could move them changes: an event about the job itself (its PodGroup, its
+pods, a bind of its pods) unsettles that job; a change to the cluster's room or rules (a
+node, a pod leaving a node, a queue, a policy object, a PodGroup's spec going or changing)
+or to a gang holding room unsettles them all. A session over a snapshot with settled jobs
+shares them uncopied (ClusterSnapshot.clone_for_session); every WHOLE_SESSION_SECONDS the
+snapshot settles nothing, so the clock's rules are never later than that.
+
 Only muster's own PodGroups become jobs (cache/ownership.py says whose a PodGroup is):
 the World counts, per PodGroup, the pods of muster and of other schedulers that name it,
 and moves a PodGroup in or out of the jobs as that changes. Another scheduler's PodGroup is
@@ -28,7 +36,7 @@ from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNode, HyperNodeInfo
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, GROUP_NAME_ANNOTATION
-from scheduler.api.node import NodeInfo
+from scheduler.api.node import NodeImages, NodeInfo
 from scheduler.api.provisioning import (
     ProvisioningRequest,
     ScaleUpRequest,
@@ -40,13 +48,21 @@ from scheduler.api.snapshot import (
     ClusterSnapshot,
     PlacementFailures,
     PriorityClassInfo,
+    SettledJob,
     StorageView,
     add_task,
     shadow_key,
 )
-from scheduler.api.task import BOUND_STATUSES, TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.task import (
+    BOUND_STATUSES,
+    TERMINAL_STATUSES,
+    TaskInfo,
+    TaskStatus,
+    pod_digest,
+)
 from scheduler.cache.ownership import Ownership
 from scheduler.framework.decisions import SessionResult
+from scheduler.framework.settled import WHOLE_SESSION_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +76,14 @@ class World:
         default_queue: str = DEFAULT_QUEUE,
         *,
         claim_podgroups_without_pods: bool = True,
+        partitioned: bool = False,
     ) -> None:
         self.scheduler_names = scheduler_names
         self.default_queue = default_queue
         self.ownership = Ownership(scheduler_names, claim_podgroups_without_pods)
+        # Whether it holds one partition's nodes and queues (api/partition.py): then a gang
+        # of a queue it does not hold, or of no PodGroup yet, is another instance's.
+        self.partitioned = partitioned
         self.live = ClusterSnapshot()
         self.tasks: dict[str, TaskInfo] = {}
         # Pods that sit on a node we have not seen yet, by node name.
@@ -106,6 +126,11 @@ class World:
         self._refusals: dict[str, str] = {}
         # Each HyperNode's status.nodeCount as last seen (what a session compares against).
         self._hypernode_counts: dict[str, int | None] = {}
+        # Jobs the last session left settled and nothing moved since; the gangs it held
+        # room for; and when the last snapshot that settled nothing was taken (epoch s).
+        self._settled: dict[str, SettledJob] = {}
+        self._holders: frozenset[str] = frozenset()
+        self._whole_at = 0.0
         # muster's ProvisioningRequests by "namespace/name", and the per-PodGroup view
         # sessions share, rebuilt only after one of them changed.
         self._scale_up_requests: dict[str, ScaleUpRequest] = {}
@@ -113,9 +138,19 @@ class World:
 
     # Snapshots ---------------------------------------------------------------
     def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
-        """A copy for one session that runs at wall-clock time `now` (epoch seconds)."""
-        copy = self.live.clone()
+        """A copy for one session that runs at wall-clock time `now` (epoch seconds): the
+        settled jobs shared, unless the last whole snapshot is WHOLE_SESSION_SECONDS old."""
+        if self._settled and now - self._whole_at < WHOLE_SESSION_SECONDS:
+            copy = self.live.clone_for_session(MappingProxyType(dict(self._settled)))
+        else:
+            self._settled.clear()
+            self._whole_at = now
+            copy = self.live.clone()
         copy.invalid = list(self._invalid.values())
+        if self.partitioned:
+            copy.jobs = {key: job for key, job in copy.jobs.items() if job.queue in copy.queues}
+            copy.orphans = {}
+            copy.invalid = [e for e in copy.invalid if e.kind != "PodGroup" or e.name in copy.jobs]
         copy.now = now
         copy.storage = self.storage()
         copy.hypernodes = self.hypernodes()
@@ -166,6 +201,8 @@ class World:
         """Keep what the next sessions need from this one: nominations, placement
         failures (for backoff), and when jobs were admitted or sent back."""
         live = self.live
+        self._settled = dict(result.settled)
+        self._holders = frozenset(hold.job for hold in result.holds)
         live.nominated = frozenset(result.nominated)
         for key, placed in result.attempts.items():
             if placed:
@@ -183,8 +220,20 @@ class World:
     def _room_freed(self) -> None:
         # Like kube-scheduler moving pods out of backoff on cluster events: a gang that
         # failed is retried at once when room appears, not after its backoff.
+        self._unsettle()
         if self.live.failures:
             self.live.failures.clear()
+
+    def _unsettle(self) -> None:
+        """The cluster's room or rules changed: no job stays settled."""
+        self._settled.clear()
+
+    def _touch(self, job: str) -> None:
+        """An event about the job itself: it is settled no more (nor is anything, when it
+        held room for starving: the next gang to hold is chosen anew)."""
+        if job in self._holders:
+            self._unsettle()
+        self._settled.pop(job, None)
 
     def counts(self) -> dict[str, int]:
         """How many objects of each kind are cached (for metrics)."""
@@ -217,17 +266,26 @@ class World:
             self._set_membership(uid, _named_group(pod), ours=False)
             self._forget_pod(uid)
             return
-        try:
-            task = TaskInfo.from_pod(pod)
-        except InvalidObject as error:
-            self._invalid[key] = error
-            self._set_membership(uid, _named_group(pod), ours=ours)
-            self._forget_pod(uid)
-            return
-        self._invalid.pop(key, None)
+        old = self.tasks.get(uid)
+        # A pod seen before: if only its status moved (a kubelet's report), its record is
+        # restated rather than read again.
+        digest = pod_digest(pod) if old is not None else 0
+        if old is not None and old.digest == digest:
+            task = old.restated(pod)
+        else:
+            try:
+                task = TaskInfo.from_pod(pod)
+            except InvalidObject as error:
+                self._invalid[key] = error
+                self._set_membership(uid, _named_group(pod), ours=ours)
+                self._forget_pod(uid)
+                return
+            task.digest = digest
+            self._invalid.pop(key, None)
         # Before the task is indexed: muster's first pod of a PodGroup makes it a job to join.
         self._set_membership(uid, task.job if ours else _named_group(pod), ours=ours)
-        old = self.tasks.get(uid)
+        if old is not None:
+            self._touch(old.job)
         if old is not None and uid not in self._releasing and _same_placement(old, task):
             # The common event (our bind's echo, Bound -> Running): move it in place. It
             # changes what statuses say (running counts), not what a session can place;
@@ -256,6 +314,7 @@ class World:
                 del self._releasing[uid]
         self._remove(uid)
         self._add(task)
+        self._touch(task.job)
 
     def delete_pod(self, uid: str) -> None:
         """A pod is gone."""
@@ -266,8 +325,10 @@ class World:
         """No task for this pod any more (gone, or neither ours nor on a node)."""
         self.generation += 1
         task = self.tasks.get(uid)
-        if task is not None and _holds_room(task):
-            self._room_freed()
+        if task is not None:
+            self._touch(task.job)
+            if _holds_room(task):
+                self._room_freed()
         self._releasing.pop(uid, None)
         self._remove(uid)
 
@@ -302,6 +363,7 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.node_name:
             return
+        self._touch(task.job)
         self.live.set_task_status(task, TaskStatus.BINDING, node_name=node_name)
         if node_name not in self.live.nodes:
             # A node not seen yet: the pod is counted on it when it comes.
@@ -313,12 +375,14 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.status not in (TaskStatus.RUNNING, TaskStatus.BOUND):
             return
+        self._touch(task.job)
         self._releasing[uid] = task.status
         self.live.set_task_status(task, TaskStatus.RELEASING)
 
     def forget_releasing(self, uid: str) -> None:
         """An eviction failed: the pod keeps its room."""
         self.generation += 1
+        self._unsettle()
         previous = self._releasing.pop(uid, None)
         task = self.tasks.get(uid)
         if previous is None or task is None or task.status is not TaskStatus.RELEASING:
@@ -330,6 +394,7 @@ class World:
         sent; its condition says why until evictions go for it again, and it backs off as
         a gang that failed to place (a budget does not change every period)."""
         self.generation += 1
+        self._unsettle()
         self._refusals[preemptor] = why
         # Its pipelined room is gone with the evictions: not served first any more.
         self.live.nominated = self.live.nominated - {preemptor}
@@ -343,8 +408,9 @@ class World:
         self._refusals.pop(preemptor, None)
 
     def forget_bound(self, uid: str) -> None:
-        """A bind failed: the pod is pending again."""
+        """A bind failed: the pod is pending again (its room on the node is free again)."""
         self.generation += 1
+        self._unsettle()
         task = self.tasks.get(uid)
         if task is None or task.status is not TaskStatus.BINDING:
             return
@@ -356,21 +422,28 @@ class World:
         task = self.tasks.get(uid)
         if task is None or task.status is not TaskStatus.BINDING:
             return
+        self._touch(task.job)
         self.live.set_task_status(task, TaskStatus.BOUND)
 
     # Nodes -------------------------------------------------------------------
     def upsert_node(self, node: wire.Node) -> None:
-        """A node was added or changed."""
-        self.generation += 1
+        """A node was added or changed (a status written again with nothing a session
+        reads changed, as kubelets do every few minutes, changes nothing)."""
         name = node.metadata.name
         try:
             info = NodeInfo.from_node(node)
         except InvalidObject as error:
+            self.generation += 1
+            self._unsettle()
             self._invalid[("Node", name)] = error
             self.delete_node(name)
             return
-        self._invalid.pop(("Node", name), None)
         old = self.live.nodes.get(name)
+        if old is not None and _same_node(old, info):
+            return
+        self.generation += 1
+        self._unsettle()
+        self._invalid.pop(("Node", name), None)
         tasks = list(old.tasks.values()) if old is not None else []
         tasks.extend(self._waiting_for_node.pop(name, {}).values())
         self.live.nodes[name] = info
@@ -382,6 +455,7 @@ class World:
     def delete_node(self, name: str) -> None:
         """A node is gone; its pods wait for it to come back (or for their own deletion)."""
         self.generation += 1
+        self._unsettle()
         node = self.live.nodes.pop(name, None)
         if node is not None and node.tasks:
             self._waiting_for_node.setdefault(name, {}).update(node.tasks)
@@ -402,6 +476,10 @@ class World:
             self.status_generation += 1
         else:
             self.generation += 1
+            if previous is not None:
+                # What it reserves or asks of its queue moved: others may fit now.
+                self._unsettle()
+        self._touch(key)
         self._adopt(key, group, spec_changed=not same)
 
     def is_ours(self, namespace: str, name: str) -> bool:
@@ -495,6 +573,7 @@ class World:
 
     def _drop_job(self, key: str) -> None:
         self.generation += 1
+        self._unsettle()
         self._invalid.pop(("PodGroup", key), None)
         for table in (self.live.failures, self.live.admitted_at, self.live.timed_out_at):
             table.pop(key, None)
@@ -512,6 +591,7 @@ class World:
         if self._budgets.get(key) == budget:
             return
         self.generation += 1
+        self._unsettle()
         self._budgets[key] = budget
         self._budgets_view = None
 
@@ -520,6 +600,7 @@ class World:
         if self._budgets.pop(key, None) is None:
             return
         self.generation += 1
+        self._unsettle()
         self._budgets_view = None
 
     # ProvisioningRequests ----------------------------------------------------
@@ -533,6 +614,7 @@ class World:
         if self._scale_up_requests.get(key) == request:
             return
         self.generation += 1
+        self._unsettle()
         self._scale_up_requests[key] = request
         self._scale_up_view = None
 
@@ -541,6 +623,7 @@ class World:
         if self._scale_up_requests.pop(key, None) is None:
             return
         self.generation += 1
+        self._unsettle()
         self._scale_up_view = None
 
     # Namespaces --------------------------------------------------------------
@@ -551,6 +634,7 @@ class World:
         if self.live.namespaces.get(name) == labels:
             return
         self.generation += 1
+        self._unsettle()
         # Copied on write: snapshots share the mapping, sessions only read it.
         self.live.namespaces = {**self.live.namespaces, name: dict(labels)}
 
@@ -559,12 +643,14 @@ class World:
         if name not in self.live.namespaces:
             return
         self.generation += 1
+        self._unsettle()
         self.live.namespaces = {k: v for k, v in self.live.namespaces.items() if k != name}
 
     # Queues and priority classes ---------------------------------------------
     def upsert_queue(self, queue: wire.Queue) -> None:
         """A Queue was added or changed."""
         self.generation += 1
+        self._unsettle()
         name = queue.metadata.name
         try:
             self.live.queues[name] = QueueInfo.from_queue(queue)
@@ -576,12 +662,14 @@ class World:
     def delete_queue(self, name: str) -> None:
         """A Queue is gone."""
         self.generation += 1
+        self._unsettle()
         self.live.queues.pop(name, None)
         self._invalid.pop(("Queue", name), None)
 
     def upsert_priority_class(self, pc: wire.PriorityClass) -> None:
         """A PriorityClass was added or changed: job priorities follow."""
         self.generation += 1
+        self._unsettle()
         name = pc.metadata.name
         self.live.priority_classes[name] = PriorityClassInfo(
             name, pc.value, pc.global_default, pc.preemption_policy
@@ -591,6 +679,7 @@ class World:
     def delete_priority_class(self, name: str) -> None:
         """A PriorityClass is gone."""
         self.generation += 1
+        self._unsettle()
         self.live.priority_classes.pop(name, None)
         self._refresh_job_priorities()
 
@@ -645,6 +734,7 @@ class World:
         except InvalidObject as error:
             # A session reports it (snapshot.invalid): worth one even when nothing else moved.
             self.generation += 1
+            self._unsettle()
             self._invalid[key] = error
             self._forget_hypernode(name)
             return
@@ -654,6 +744,7 @@ class World:
             # decision changes.
             if was_invalid:
                 self.generation += 1
+                self._unsettle()
             return
         self._hypernodes[name] = info
         self._topology_changed()
@@ -663,6 +754,7 @@ class World:
         self._hypernode_counts.pop(name, None)
         if self._invalid.pop(("HyperNode", name), None) is not None:
             self.generation += 1
+            self._unsettle()
         self._forget_hypernode(name)
 
     def _forget_hypernode(self, name: str) -> None:
@@ -677,6 +769,7 @@ class World:
 
     def _store(self, kind: str, key: str, obj: Any) -> None:
         self.generation += 1
+        self._unsettle()
         table = self._storage[kind]
         if obj is None:
             if table.pop(key, None) is None:
@@ -702,6 +795,25 @@ def _same_request(old: wire.PodGroup, new: wire.PodGroup) -> bool:
         and old.metadata.annotations == new.metadata.annotations
         and old.metadata.labels == new.metadata.labels
     )
+
+
+def _same_node(old: NodeInfo, new: NodeInfo) -> bool:
+    """Whether two records of a node are alike in everything a session reads of it."""
+    return (
+        old.allocatable == new.allocatable
+        and old.max_pods == new.max_pods
+        and old.labels == new.labels
+        and old.taints == new.taints
+        and old.unschedulable == new.unschedulable
+        and old.ready == new.ready
+        and _same_images(old.images, new.images)
+    )
+
+
+def _same_images(old: NodeImages | None, new: NodeImages | None) -> bool:
+    if old is None or new is None:
+        return old is new
+    return old.names == new.names and old.sizes == new.sizes
 
 
 def _named_group(pod: wire.Pod) -> str:

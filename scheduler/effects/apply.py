@@ -50,6 +50,9 @@ BIND_DRAIN_SECONDS = 2.0
 BIND_ANSWER_SECONDS = 5.0
 STATUS_DRAIN_SECONDS = 5.0
 EVENT_DRAIN_SECONDS = 5.0
+# Connections of the status writer's lane, one write at a time on each: as many as its two
+# keyed lanes (effects/lanes.py) write at once together.
+STATUS_CONNECTIONS = 32
 
 
 class BindDispatcher(Protocol):
@@ -141,6 +144,12 @@ class Drainable(Protocol):
     async def close(self) -> None: ...
 
 
+class Closable(Protocol):
+    """A connection pool of the effects' own (the status writer's lane)."""
+
+    async def close(self) -> None: ...
+
+
 class Effects:
     """Applies SessionResults through the binder, status writer and evictor; drains them."""
 
@@ -152,6 +161,7 @@ class Effects:
         writer: StatusSink,
         evictor: PodEvictor,
         recorder: Drainable,
+        pools: tuple[Closable, ...] = (),
         scale_up: ScaleUpSink | None = None,
         progress: BindProgress | None = None,
     ) -> None:
@@ -161,6 +171,8 @@ class Effects:
         self.writer = writer
         self.evictor = evictor
         self.recorder = recorder
+        # Closed on shutdown, once the writes are drained.
+        self.pools = pools
         self.scale_up: ScaleUpSink = scale_up if scale_up is not None else _NoScaleUp()
         # Evictions run in the background; held here so none is garbage-collected mid-way.
         self._evictions: set[asyncio.Task[None]] = set()
@@ -178,12 +190,18 @@ class Effects:
         bind_workers: int = 64,
         progress: BindProgress | None = None,
     ) -> Effects:
-        """The effects of a scheduler process: its writer and evictor on `client`, its binder
-        on `bind_client` (a lane of its own, so no bind waits for a connection behind status
-        writes; `client` when not given) with `bind_workers` binds in flight, and events
-        held while binds wait to be sent."""
+        """The effects of a scheduler process: its evictor on `client`, its binder on
+        `bind_client` (a lane of its own, so no bind waits for a connection behind status
+        writes; `client` when not given) with `bind_workers` binds in flight, its status
+        writer on a lane of its own, and events and status writes held while binds wait to
+        be sent."""
+        # Status writes on the lean transport (kube/pipeline.py), one at a time on each
+        # connection: through aiohttp each took as much CPU as four binds, and a gang of 8
+        # costs one or two. A merge patch of a status is safe to send twice, as the
+        # transport may after a broken connection.
+        status_client = client.lane(STATUS_CONNECTIONS, depth=1)
         writer = StatusWriter(
-            client,
+            status_client,
             recorder,
             is_ours=world.is_ours,
             is_pending=world.is_pending,
@@ -203,6 +221,7 @@ class Effects:
         )
         metrics.placeable_gangs.set_function(lambda: binder.progress.placeable)
         recorder.yield_to(binder.backlog_cleared)
+        writer.yield_to(binder.backlogged, binder.backlog_cleared)
         return cls(
             cache=world,
             binder=binder,
@@ -216,6 +235,7 @@ class Effects:
                 on_sent=world.evictions_sent,
             ),
             recorder=recorder,
+            pools=(status_client,),
             scale_up=ScaleUpWriter(client, recorder, may_write=may_bind),
         )
 
@@ -296,6 +316,8 @@ class Effects:
             log.warning("shutdown: some writes did not finish in time")
         await self.recorder.close()
         await self.binder.close()
+        for pool in self.pools:
+            await pool.close()
 
     async def _evict(self, group: list[Evict]) -> None:
         for eviction, gone in zip(group, await self.evictor.evict_group(group), strict=True):

@@ -98,7 +98,8 @@ class Binder:
         self._volumes_bound: set[str] = set()
         self._workers: list[asyncio.Task[None]] = []
         # Set while no bind waits for a worker: the event writers hold their events until
-        # then (EventRecorder.yield_to), so that a burst's binds have the API server first.
+        # then (EventRecorder.yield_to), and the status writer its writes (KeyedLane.yield_to),
+        # so that a burst's binds have the API server first.
         self._no_backlog = asyncio.Event()
         self._no_backlog.set()
         self._unanswered = 0
@@ -156,6 +157,10 @@ class Binder:
     async def backlog_cleared(self) -> None:
         """Wait until no bind waits for a worker (each is sent, or being sent)."""
         await self._no_backlog.wait()
+
+    def backlogged(self) -> bool:
+        """Whether binds wait for a worker now."""
+        return not self._no_backlog.is_set()
 
     async def close(self) -> None:
         """Stop the workers (after drain, on shutdown)."""

@@ -3,7 +3,9 @@
 Each is written only when it differs from what this process last wrote (or
 what the cache saw), so a steady cluster costs no writes; the writes go out
 in the background, a bounded number at a time, and only the newest of each
-object waits its turn (effects/lanes.py). A PodGroup status waiting its turn is
+object waits its turn (effects/lanes.py). While binds wait to be sent, the writes
+wait too (up to HOLD_SECONDS), so that a gang placed, bound and started in one burst
+gets one status write rather than one per step. A PodGroup status waiting its turn is
 written only if the PodGroup is still muster's when its turn comes (cache/ownership.py):
 another scheduler's pods may have arrived meanwhile. A 404 on a PodGroup or Queue is not
 taken as "gone": a restarting API server answers 404 on custom resources until their CRDs
@@ -14,7 +16,7 @@ event, when the object is truly gone, ends the retries.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from functools import partial
 from typing import Any
 
@@ -54,6 +56,9 @@ _API_VERSIONS = {
 }
 # The reason of events on objects muster cannot use at all.
 INVALID_OBJECT = "InvalidObject"
+# How long at most a status write waits for the binds queued before it (yield_to): a
+# PodGroup's phase shows at most this late while a burst of binds goes out.
+HOLD_SECONDS = 10.0
 
 
 class StatusWriter:
@@ -97,6 +102,12 @@ class StatusWriter:
         self._field_warned: set[str] = set()
         # HyperNodes' status.nodeCount as last queued.
         self._hypernodes: dict[str, int] = {}
+
+    def yield_to(self, waiting: Callable[[], bool], cleared: Callable[[], Awaitable[None]]) -> None:
+        """Hold writes while `waiting()` (binds wait to be sent), until `cleared()` returns
+        or HOLD_SECONDS after the object was queued; a newer status replaces a held one."""
+        for lane in (self._group_lane, self._pod_lane):
+            lane.yield_to(waiting, cleared, HOLD_SECONDS)
 
     def waiting(self) -> dict[str, int]:
         """Writes waiting for their turn, by lane ("podgroup": PodGroups and Queues)."""

@@ -15,6 +15,7 @@ import msgspec
 
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.resources import Resource
+from scheduler.api.snapshot import SettledJob
 
 # kube-scheduler's VolumeBinding bindTimeoutSeconds: how long a bind waits for its claims.
 DEFAULT_CLAIMS_TIMEOUT = 600.0
@@ -253,6 +254,10 @@ class SessionResult:
     # gangs starved (held for or not).
     holds: list[HeldRoom] = field(default_factory=list)
     starving: int = 0
+    # Jobs the session leaves settled (framework/settled.py): the cache shares them with
+    # the next sessions, which do not act on them, until something that could move them
+    # changes.
+    settled: dict[str, SettledJob] = field(default_factory=dict)
     # ProvisioningRequests to create and delete, pending pods to annotate for them, and
     # where each gang's scale-up stands (framework/scaleup.py).
     provisioning_requests: list[CreateProvisioningRequest] = field(default_factory=list)

@@ -142,32 +142,42 @@ class Holds:
     # Who starves --------------------------------------------------------------
     def starving_since(self, job: JobInfo) -> float | None:
         """When the job started to starve (epoch seconds), or None while it does not."""
+        since = self.starts_starving(job)
+        return since if since is not None and self.session.snapshot.now >= since else None
+
+    def starts_starving(self, job: JobInfo) -> float | None:
+        """When the job starves if it still waits then (None: no creation time)."""
         created = parse_rfc3339(job.creation_timestamp)
         if created is None:
             return None
         wait = job.settings.waiting_time
-        since = created + (wait if wait is not None else self.policy.waiting_time)
-        return since if self.session.snapshot.now >= since else None
+        return created + (wait if wait is not None else self.policy.waiting_time)
 
     def starving_gangs(self) -> list[tuple[float, JobInfo]]:
         """Admitted, valid gangs short of their gang that starve, oldest starving first."""
-        session = self.session
-        actions = session.config.actions
-        provisioned = session.scale_up.provisioned()
         found: list[tuple[float, JobInfo]] = []
-        for job in session.jobs.values():
-            if job.invalid is not None or job.shadow or job.queue not in session.queues:
-                continue
-            if job.key in provisioned:
-                continue  # its provisioned capacity is held harder (hold_provisioned)
-            since = self.starving_since(job)
-            if since is None or not may_place(job, actions) or not job.pending_tasks():
-                continue
-            if members_placed(job) >= job.min_member and not _roles_short(job):
-                continue
-            found.append((since, job))
+        # Not the settled ones (framework/settled.py): the next whole session weighs them.
+        for job in self.session.active_jobs.values():
+            since = self.starves(job)
+            if since is not None:
+                found.append((since, job))
         found.sort(key=lambda item: (item[0], item[1].key))
         return found
+
+    def starves(self, job: JobInfo) -> float | None:
+        """Since when the job starves, if it is an admitted, valid gang short of its gang
+        that starves; else None."""
+        session = self.session
+        if job.invalid is not None or job.shadow or job.queue not in session.queues:
+            return None
+        if job.key in session.scale_up.provisioned():
+            return None  # its provisioned capacity is held harder (hold_provisioned)
+        since = self.starving_since(job)
+        if since is None or not may_place(job, session.config.actions) or not job.pending_tasks():
+            return None
+        if members_placed(job) >= job.min_member and not _roles_short(job):
+            return None
+        return since
 
     def holders(self) -> dict[str, float]:
         """The starving gangs allocate serves first and that may hold room (key -> since

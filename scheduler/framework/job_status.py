@@ -310,13 +310,18 @@ def close_result(
     """Fill the status parts of a session's result from its final state."""
     _say_eviction_refusals(snapshot)
     phases: dict[str, PodGroupPhase] = {}
+    settled = snapshot.settled
     for job in snapshot.jobs.values():
+        result.pending += job.count(TaskStatus.PENDING)
+        known = settled.get(job.key)
+        if known is not None:
+            phases[job.key] = known.phase
+            continue  # reported when settled; nothing of it changed since
         phase = phases[job.key] = phase_after(job)
         update = podgroup_update(job, snapshot.now, phase)
         if update is not None and not job.shadow:
             result.podgroups.append(update)
         result.unschedulable.extend(pod_messages(job))
-        result.pending += job.count(TaskStatus.PENDING)
     result.pending += len(snapshot.orphans)
     for orphan in snapshot.orphans.values():
         result.unschedulable.append(
@@ -344,7 +349,7 @@ def _say_eviction_refusals(snapshot: ClusterSnapshot) -> None:
     """A gang still waiting whose evictions the Eviction API refused lately says so."""
     for key, why in snapshot.eviction_refusals.items():
         job = snapshot.jobs.get(key)
-        if job is None or not job.pending_tasks():
+        if job is None or key in snapshot.settled or not job.pending_tasks():
             continue
         if job.wait_reason:
             job.wait_message += f" (the last evictions made for it were not sent: {why})"
@@ -372,6 +377,8 @@ def annotation_warnings(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:
     read (api/annotations.py), naming the value and what muster does instead."""
     reports: list[InvalidObjectReport] = []
     for job in snapshot.jobs.values():
+        if job.key in snapshot.settled:
+            continue  # reported when settled, and said once per process
         reports.extend(
             InvalidObjectReport("PodGroup", job.key, problem, INVALID_ANNOTATION)
             for problem in job.settings.problems

@@ -58,6 +58,16 @@ class Session:
         self.snapshot = snapshot
         self.config = config
         self.jobs = snapshot.jobs
+        # The jobs the session may act on: all but those the cache left settled
+        # (framework/settled.py), which it reads only for their queues' figures.
+        settled = snapshot.settled
+        self.active_jobs: dict[str, JobInfo] = (
+            {key: job for key, job in snapshot.jobs.items() if key not in settled}
+            if settled
+            else snapshot.jobs
+        )
+        # Set by enqueue: how long an admitted gang may wait to start (0: for ever).
+        self.inqueue_timeout = 0.0
         self.nodes = snapshot.nodes
         self.queues = snapshot.queues
         # A stable node order, so that sampling and ties do not depend on dict history.
@@ -138,8 +148,12 @@ class Session:
             )
             for hold in self.holds.holds
         ]
+        settled = self.snapshot.settled
         self._result.starving = sum(
-            1 for job in self.jobs.values() if job.starving is not None and not gang_placed(job)
+            1
+            for job in self.jobs.values()
+            if (job.starving is not None and not gang_placed(job))
+            or (job.key in settled and settled[job.key].starving)
         )
         self.scale_up.decide(self._result)
         self.holds.release_all()

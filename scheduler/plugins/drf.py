@@ -39,11 +39,14 @@ class DrfPlugin(Plugin[NoArguments]):
         self.total = Resource()
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
+        self.jobs: Mapping[str, JobInfo] = {}
 
     def on_session_open(self, session: Session) -> None:
+        self.jobs = session.jobs
         for node in session.node_list:
             self.total.add(node.allocatable)
-        for key, job in session.jobs.items():
+        # The jobs the session orders: a settled one (framework/settled.py) is read on demand.
+        for key, job in session.active_jobs.items():
             self.allocated[key] = job.allocated.clone()
             self.shares[key] = dominant_share(job.allocated, self.total)
 
@@ -52,6 +55,9 @@ class DrfPlugin(Plugin[NoArguments]):
         known = self.shares.get(key)
         if known is None:
             allocated = self.allocated.get(key)
+            if allocated is None:
+                job = self.jobs.get(key)
+                allocated = job.allocated if job is not None else None
             known = self.shares[key] = dominant_share(allocated, self.total) if allocated else 0.0
         return known
 

@@ -355,7 +355,7 @@ class NodeOrderPlugin(Plugin[NodeOrderArguments]):
             return None
         pending = [
             member
-            for job in session.jobs.values()
+            for job in session.active_jobs.values()
             for member in job.tasks.values()
             if member.images and member.status is TaskStatus.PENDING
         ]

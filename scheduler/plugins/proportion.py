@@ -147,9 +147,7 @@ class ProportionPlugin(Plugin[NoArguments]):
             attr = self.shares.get(job.queue)
             if attr is None or attr.children:
                 continue
-            pending = Resource()
-            for task in job.pending_tasks():
-                pending.add(task.request)
+            pending = job.pending_request()
             reserved = job.reservation()
             for level in (attr, *attr.ancestors()):
                 level.allocated.add(job.allocated)

@@ -111,13 +111,25 @@ def test_with_a_kubeconfig_the_ceiling_is_that_servers() -> None:
     )
     note = ceiling_note(summary["server"])
     assert "https://127.0.0.1:6444" in note and note != SHARED_MACHINE_NOTE
-    assert any("target >= 0.9 on a real API server: met" in line for line in targets(summary))
+    assert any("target >= 0.95 on a real API server: met" in line for line in targets(summary))
 
 
-def test_on_sim_the_ceiling_is_sims_and_the_target_is_0_8() -> None:
+def test_on_sim_the_ceiling_is_sims_and_the_target_is_0_9() -> None:
     summary = side_by_side([result("ceiling", 1000), result("muster", 850)], {})
     assert ceiling_note(summary["server"]) == SHARED_MACHINE_NOTE
-    assert any("target >= 0.8 on muster sim: met" in line for line in targets(summary))
+    assert any("target >= 0.9 on muster sim: NOT met" in line for line in targets(summary))
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        ("", "target >= 0.8 on muster sim, gangs of 8: met"),
+        ("https://k", "target >= 0.85 on a real API server, gangs of 8: met"),
+    ],
+)
+def test_gangs_of_8_have_targets_of_their_own(server: str, expected: str) -> None:
+    summary = side_by_side([result("ceiling", 1000), result("muster", 850)], {}, server, "8")
+    assert any(expected in line for line in targets(summary))
 
 
 def test_external_runners_get_a_ratio_to_the_ceiling() -> None:
@@ -132,7 +144,7 @@ def test_muster_cpu_is_shown_beside_the_ceiling_clients_from_the_same_run() -> N
     lines = targets(side_by_side([ceiling, muster], {}))
     assert (
         "ceiling client CPU (bindings only: no watch, no decision): 0.250 ms/pod from "
-        "process start, 0.200 while binding; muster 1.60x its CPU"
+        "process start, 0.200 while binding; muster 1.60x its CPU (target <= 1.1: NOT met)"
     ) in lines
 
 

@@ -91,7 +91,8 @@ def test_a_cache_slow_to_load_gets_the_collector_back_while_the_lists_go_on(
 
     async def scenario() -> None:
         gc_policy.hold()
-        waiting = asyncio.ensure_future(process._wait_synced())
+        loaded = [r.synced for r in process.reflectors]
+        waiting = asyncio.ensure_future(gc_policy.wait_loaded(loaded, process.stopping))
         for _ in range(500):
             if gc.isenabled():
                 break

@@ -516,6 +516,7 @@ def test_a_copied_job_carries_every_field_a_session_does_not_recompute() -> None
         "starving",
         "subgroup_waits",
         "placed_hypernode",
+        "_pending_request",
         "scale_up",
     }
     sentinels = {}

@@ -50,6 +50,9 @@ class Events:
         self.binds_started_at_write.append(self.binds.started if self.binds else 0)
         return b"{}"
 
+    def lane(self, connections: int, *, depth: int = 0) -> Events:
+        return self  # the status writer's lane: the same fake server
+
 
 def pending_world() -> World:
     world = World(frozenset({"muster"}))

@@ -194,3 +194,64 @@ def test_a_refresh_left_behind_by_an_urgent_write_does_not_start_the_next_refres
     assert ("pg", 3) not in early
     assert server.landed[-1] == ("pg", 3)
     assert ("pg", 1) not in server.landed
+
+
+class Binds:
+    """Binds waiting to be sent, until `clear()`."""
+
+    def __init__(self) -> None:
+        self.cleared = asyncio.Event()
+
+    def waiting(self) -> bool:
+        return not self.cleared.is_set()
+
+    async def wait_cleared(self) -> None:
+        await self.cleared.wait()
+
+
+def test_while_binds_wait_an_objects_writes_wait_and_only_the_newest_goes() -> None:
+    async def main() -> tuple[list[tuple[str, int]], Server]:
+        server = Server()
+        binds = Binds()
+        lane = KeyedLane(concurrency=4)
+        lane.yield_to(binds.waiting, binds.wait_cleared, hold_seconds=60)
+        for version in (1, 2, 3):
+            lane.put("pg", server.write("pg", version))
+            await asyncio.sleep(0.01)
+        landed_while_binds_waited = list(server.landed)
+        binds.cleared.set()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        return landed_while_binds_waited, server
+
+    held, server = asyncio.run(main())
+    assert held == []
+    assert server.landed == [("pg", 3)]
+
+
+def test_a_write_held_for_binds_goes_after_hold_seconds_even_while_binds_wait() -> None:
+    async def main() -> Server:
+        server = Server()
+        binds = Binds()
+        lane = KeyedLane(concurrency=4)
+        lane.yield_to(binds.waiting, binds.wait_cleared, hold_seconds=0.05)
+        lane.put("pg", server.write("pg", 1))
+        await asyncio.sleep(0.2)
+        return server
+
+    server = asyncio.run(main())
+    assert server.landed == [("pg", 1)]
+
+
+def test_drain_sends_writes_held_for_binds() -> None:
+    async def main() -> Server:
+        server = Server()
+        binds = Binds()
+        lane = KeyedLane(concurrency=4)
+        lane.yield_to(binds.waiting, binds.wait_cleared, hold_seconds=60)
+        lane.put("pg", server.write("pg", 1))
+        await lane.drain()
+        return server
+
+    server = asyncio.run(main())
+    assert server.landed == [("pg", 1)]

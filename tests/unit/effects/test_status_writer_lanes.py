@@ -27,6 +27,9 @@ class StuckPods:
         self.patched.append(path)
         return b"{}"
 
+    def lane(self, connections: int, *, depth: int = 0) -> StuckPods:
+        return self  # the status writer's lane: the same fake server
+
 
 class Quiet:
     def record(self, *args: Any) -> None:

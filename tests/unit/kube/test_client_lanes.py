@@ -7,8 +7,9 @@ from pathlib import Path
 
 from kubernetes import client as k8s_client
 
+from scheduler.effects.apply import STATUS_CONNECTIONS
 from scheduler.kube.client import KubeClient
-from scheduler.server import (
+from scheduler.process_options import (
     BIND_CONNECTIONS,
     BIND_DEPTH,
     EVENT_CONNECTIONS,
@@ -66,9 +67,15 @@ def test_the_scheduler_binds_and_writes_events_each_in_a_lane_of_its_own(tmp_pat
     assert events is not None
     assert (events.connections, events.depth) == (EVENT_CONNECTIONS, 1)
     assert process.client._pipeline is None
-    # statuses, evictions and watches stay on the main client
+    # evictions and watches stay on the main client
     assert all(r.client is process.client for r in process.reflectors)
-    assert getattr(process.effects.writer, "client", None) is process.client
+    assert getattr(process.effects.evictor, "client", None) is process.client
+    # statuses go on a lean lane of their own, one at a time on each of its connections
+    writer = getattr(process.effects.writer, "client", None)
+    assert isinstance(writer, KubeClient) and writer not in (process.client, process.event_client)
+    statuses = writer._pipeline
+    assert statuses is not None
+    assert (statuses.connections, statuses.depth) == (STATUS_CONNECTIONS, 1)
 
 
 def test_the_pipeline_depth_flag_sets_the_binds_in_flight_on_each_connection(

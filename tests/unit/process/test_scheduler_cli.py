@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler.api.partition import NodePartition
 from scheduler.cli import build_parser
 from scheduler.scheduler_cli import options_from_args, run_scheduler
 from scheduler.server import SchedulerOptions
@@ -47,6 +48,12 @@ def test_without_flags_the_options_are_the_defaults() -> None:
         pytest.param(["--list-page-size", "250"], "list_page_size", 250, id="list-page-size"),
         pytest.param(["--bind-pipeline-depth", "1"], "bind_depth", 1, id="bind-pipeline-depth"),
         pytest.param(
+            ["--node-selector", "muster.dev/pool=gpu-a"],
+            "partition",
+            NodePartition("muster.dev/pool", "gpu-a"),
+            id="node-selector",
+        ),
+        pytest.param(
             ["--no-claim-podgroups-without-pods"],
             "claim_podgroups_without_pods",
             False,
@@ -80,3 +87,17 @@ def test_a_bind_pipeline_depth_of_zero_is_refused_naming_the_value(
     with pytest.raises(SystemExit):
         options("--bind-pipeline-depth", "0")
     assert "'0' is not a whole number above 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "selector",
+    ["pool", "pool=", "=gpu", "pool=gpu,zone=a", "pool==gpu", "pool!=gpu", "_pool=gpu", "a/b/c=x"],
+)
+def test_a_malformed_node_selector_is_refused_naming_the_value_and_the_form(
+    selector: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        options("--node-selector", selector)
+    err = capsys.readouterr().err
+    assert f"--node-selector {selector!r} is not a label selector muster takes" in err
+    assert "KEY=VALUE" in err
