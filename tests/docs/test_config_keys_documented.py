@@ -53,8 +53,12 @@ def documented() -> set[str]:
     arguments) is that; the argument cell may list several, each one a name. The arguments
     of a plugin the loader refuses whole are refused with it, so they name nothing more."""
     rows: set[str] = set()
+    flags = False
     for line in CONFIGURATION_MD.read_text().splitlines():
-        if not line.startswith("| `"):
+        if line.startswith("## "):
+            # The processes' command-line flags are not the config file's.
+            flags = line.startswith("## Flags")
+        if flags or not line.startswith("| `"):
             continue
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         (name,) = re.findall(r"`([^`]*)`", cells[0])
