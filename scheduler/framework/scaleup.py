@@ -156,6 +156,8 @@ class ScaleUp:
                     # Its PodGroup is gone (the garbage collector deletes it too; a server
                     # without one does not).
                     _delete(result, request, "its PodGroup is gone")
+        if self.policy is None and not by_job:
+            return  # no gang may ask and none has asked
         for job in session.jobs.values():
             if job.shadow or job.invalid is not None:
                 continue

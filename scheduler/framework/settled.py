@@ -27,6 +27,8 @@ the holder's queue over its share, the next holder is chosen at the next whole s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from scheduler.api.gang_state import gang_placed
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.reasons import (
@@ -95,18 +97,34 @@ def settled_jobs(session: Session) -> dict[str, SettledJob]:
     found = {key: known for key, known in snapshot.settled.items() if key in snapshot.jobs}
     # From the result: the session has released its holds by now (Session.close).
     held = {hold.job for hold in session.result.holds}
-    horizon = snapshot.now + WHOLE_SESSION_SECONDS
-    timeout = session.inqueue_timeout
+    clock = _Clock(
+        horizon=snapshot.now + WHOLE_SESSION_SECONDS,
+        timeout=session.inqueue_timeout,
+        admitted=frozenset(session.result.admitted),
+        dequeued=frozenset(session.result.dequeued),
+    )
     for key, job in session.active_jobs.items():
         if key in held or key in snapshot.nominated:
             continue
-        if _may_settle(session, job, horizon, timeout):
+        if _may_settle(session, job, clock):
             starving = job.starving is not None and not gang_placed(job)
             found[key] = SettledJob(phase_after(job), starving)
     return found
 
 
-def _may_settle(session: Session, job: JobInfo, horizon: float, timeout: float) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Clock:
+    """What the clock's rules read, once per session: the horizon a settled job goes
+    unreconsidered to, the Inqueue timeout, and the jobs admitted or sent back now (sets:
+    the result's lists hold every gang of a backlog)."""
+
+    horizon: float
+    timeout: float
+    admitted: frozenset[str]
+    dequeued: frozenset[str]
+
+
+def _may_settle(session: Session, job: JobInfo, clock: _Clock) -> bool:
     queue = session.queues.get(job.queue)
     if (queue is not None and queue.fifo) or job.subgroup_policies or job.network_topology:
         return False
@@ -117,11 +135,12 @@ def _may_settle(session: Session, job: JobInfo, horizon: float, timeout: float) 
             return False  # not tried (backoff), or waits on what other gangs do
     elif job.wait_reason and job.wait_reason not in _ROOM_OR_OWN_CHANGE:
         return False
-    return not _clock_due(session, job, horizon, timeout)
+    return not _clock_due(session, job, clock)
 
 
-def _clock_due(session: Session, job: JobInfo, horizon: float, timeout: float) -> bool:
-    """Whether a rule of the clock changes the job's answer before `horizon`."""
+def _clock_due(session: Session, job: JobInfo, clock: _Clock) -> bool:
+    """Whether a rule of the clock changes the job's answer before the horizon."""
+    horizon, timeout = clock.horizon, clock.timeout
     if job.pending_tasks():
         starts = session.holds.starts_starving(job)
         if starts is not None and session.snapshot.now < starts <= horizon:
@@ -129,16 +148,15 @@ def _clock_due(session: Session, job: JobInfo, horizon: float, timeout: float) -
     if timeout <= 0 or job.count(*_STARTED) > 0:
         return False
     snapshot = session.snapshot
-    result = session.result
     since: float | None
     if job.phase is PodGroupPhase.INQUEUE:
         # Admitted now, or when the cache (else the PodGroup's condition) says.
-        admitted_now = job.key in result.admitted
+        admitted_now = job.key in clock.admitted
         since = snapshot.now if admitted_now else snapshot.admitted_at.get(job.key)
         since = job.admitted_since if since is None else since
         return since is None or since + timeout <= horizon
     if job.phase is PodGroupPhase.PENDING:
-        timed_out_now = job.key in result.dequeued
+        timed_out_now = job.key in clock.dequeued
         since = snapshot.now if timed_out_now else snapshot.timed_out_at.get(job.key)
         since = job.timed_out_since if since is None else since
         return since is not None and snapshot.now < since + timeout <= horizon
