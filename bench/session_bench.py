@@ -12,14 +12,14 @@ PYTHONPATH=. (after `make compiled`) to time the compiled core.
 With --mixed F, it also times the same backlog where a fraction F of the gangs use
 pod-to-pod constraints (half required anti-affinity to their own gang on hostname,
 half DoNotSchedule zone spread with maxSkew 1), and prints its ratio to the plain
-session of the same run. Target (issue 13): at most 1.5x.
+session of the same run. Target: at most 1.5x.
 
 With --topology F, the nodes sit in 5 zones x 10 racks (labels example.com/rack and
 topology.kubernetes.io/zone, tiers 1 and 2 of the network-topology-aware plugin) and a
-fraction F of the gangs (0.5 for issue 14) are hard-constrained to one rack
+fraction F of the gangs (0.5 in docs/performance.md) are hard-constrained to one rack
 (spec.networkTopology mode hard, highestTierAllowed 1); it prints that session's ratio
 to the unconstrained one (the same cluster and backlog, no gang constrained, the
-default config) in the same run. Target (issue 14): at most 1.5x.
+default config) in the same run. Target: at most 1.5x.
 
 With --incremental, it runs sessions as the scheduler does (through its cache, cache/world.py)
 over nodes with 1 cpu free each and a backlog that cannot move (gangs of 2-cpu pods, created an

@@ -3,10 +3,8 @@
 glibc's malloc keeps freed memory in its heap for reuse and returns it only from the top of
 the heap, so a long-lived process whose objects come and go (pods, watch events, sessions'
 copies of the cluster) holds more and more pages it no longer uses, interleaved with ones it
-does. The chaos soak saw every replica's RSS climb all the time (the leader's by 21 MiB in an
-hour, a standby's by 6 MiB in 35 minutes) while the memory Python's objects took stayed flat
-(tracemalloc, 40-43 MiB in a standby); one malloc_trim(0), which releases the free pages
-inside the heap too, took 5.2 MiB back from a standby and 6.6 MiB from the leader at once. A
+does: RSS climbs while the memory Python's objects take stays flat (tracemalloc shows it),
+and malloc_trim(0), which releases the free pages inside the heap too, gives it back. A
 container's memory limit counts these pages, so the scheduler trims about once a minute.
 
 Trimming alone did not stop the leader's climb (about 4 MiB in 10 minutes, seed 380). glibc

@@ -10,14 +10,14 @@ from pathlib import Path
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.partition import NodePartition
 from scheduler.cache.wiring import LIST_PAGE_SIZE
+from scheduler.kube.client import KubeClient
+from scheduler.kube.config import load_configuration
 
 # The bind lane: its connections, and (by default; --bind-pipeline-depth) the binds written
 # on each before their answers come (kube/pipeline.py); the binder has one worker per bind
 # in flight. The Go server works one request of a connection at a time: connections keep it
-# busy (on kube-apiserver 1.23, 16 bound at 0.79 of the ceiling, 32 at 0.90), depth saves
-# muster's CPU. Two in flight on each, not four: on kube-apiserver 1.19 depth 2 bound 10,000
-# pods at 0.96 of the ceiling, 4 at 0.89 and 1 at 0.93 (3 repeats each, one interleaved
-# run), with less CPU than 4; on muster sim 2 and 4 are alike (0.86, 0.87).
+# busy, depth saves muster's CPU. Two in flight on each binds as fast as four against
+# kube-apiserver with less of muster's CPU (docs/performance.md has the measurement).
 BIND_CONNECTIONS = 32
 BIND_DEPTH = 2
 # Connections of the event lane, one per event writer (the recorder's workers).
@@ -48,3 +48,19 @@ class SchedulerOptions:
     # --node-selector: the nodes and queues this instance owns (None: all of them).
     partition: NodePartition | None = None
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
+
+
+def connect_lanes(options: SchedulerOptions) -> tuple[KubeClient, KubeClient, KubeClient]:
+    """The API server's client and its bind and event lanes (connection pools of their own;
+    the rate limit is shared): a bind never waits for a connection behind an event, a
+    status write or a watch, and events never take more than their few connections."""
+    client = KubeClient(
+        load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst
+    )
+    binds = client.lane(BIND_CONNECTIONS, depth=options.bind_depth)
+    # Events on the bind lane's lean transport, one at a time per connection (no
+    # pipelining to ask of a proxy), as cheap in CPU as a bind. Safe to send twice, as the
+    # transport may: an event's name is fixed before it is sent, and a second create of it
+    # is a 409, taken as done.
+    events = client.lane(EVENT_CONNECTIONS, depth=1)
+    return client, binds, events

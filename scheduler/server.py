@@ -28,8 +28,6 @@ from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
 from scheduler.health import Health
 from scheduler.heap import HeapTrimmer, glibc, pin_mmap_threshold
-from scheduler.kube.client import KubeClient
-from scheduler.kube.config import load_configuration
 from scheduler.kube.lease import LeaderElector
 from scheduler.metrics import Metrics
 from scheduler.process_options import (
@@ -37,6 +35,7 @@ from scheduler.process_options import (
     EVENT_CONNECTIONS,
     FORGET_EVERY,
     SchedulerOptions,
+    connect_lanes,
 )
 from scheduler.session_gate import SessionGate, pause
 
@@ -59,18 +58,7 @@ class SchedulerProcess:
             claim_podgroups_without_pods=options.claim_podgroups_without_pods,
             partitioned=options.partition is not None,
         )
-        self.client = KubeClient(
-            load_configuration(options.kubeconfig), qps=options.qps, burst=options.burst
-        )
-        # Lanes of their own (connection pools; the rate limit is shared): a bind never waits
-        # for a connection behind an event, a status write or a watch, and events, written by
-        # one worker per connection from a bounded queue, never take more than their few.
-        self.bind_client = self.client.lane(BIND_CONNECTIONS, depth=options.bind_depth)
-        # Events on the bind lane's lean transport, one at a time per connection (no
-        # pipelining to ask of a proxy): through aiohttp each took as much CPU as a bind
-        # did before binds left it. Safe to send twice, as the transport may: an event's
-        # name is fixed before it is sent, and a second create of it is a 409, taken as done.
-        self.event_client = self.client.lane(EVENT_CONNECTIONS, depth=1)
+        self.client, self.bind_client, self.event_client = connect_lanes(options)
         self.recorder = EventRecorder(self.event_client, self.metrics, workers=EVENT_CONNECTIONS)
         # Read by the metrics thread: a length, read whole.
         self.metrics.events_queued.set_function(self.recorder.queued)

@@ -5,10 +5,10 @@ one, so it is skipped: a 10,000-pod backlog that cannot move would otherwise
 cost a whole session every period. Changes that only move what statuses report
 (pods starting or ending, PodGroup statuses written back) get a session at most every
 STATUS_REFRESH_SECONDS, and no sooner than STATUS_SHARE times the last session lasted:
-such a session decides nothing new, and over a 10,000-pod cluster it costs about 100 ms.
+such a session decides nothing new, and over a large cluster it is not free.
 A bind answered, and its pod's watch event, change neither (the world does not count
 them: cache/world.py), so a backlog being bound asks for none until its pods start (on a
-server with no kubelets, such sessions took 0.4-0.5 s of a 10,000-pod run's 6.4-7 s of CPU).
+server with no kubelets, such sessions would be a large share of a run's CPU).
 Time-based rules (the Inqueue timeout, placement backoff) get one every RESYNC_SECONDS.
 A replica that has just taken the lease does not wait out the rest of its period (`pause`):
 a takeover is counted to the new leader's first bind.

@@ -1,4 +1,4 @@
-"""kube-apiserver's validation of a pod's scheduling fields that sim used to store unchecked:
+"""kube-apiserver's validation of a pod's scheduling fields:
 topology spread constraints, pod (anti-)affinity terms and resource claims (facts and
 messages from k8s.io/kubernetes pkg/apis/core/validation; code written here)."""
 

@@ -14,7 +14,7 @@ from scheduler.api import pod_fields, wire
 from scheduler.api.pod_fields import POD_FIELDS, Verdict
 from scheduler.api.task import TaskInfo
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+WORKLOADS_MD = Path(__file__).resolve().parents[3] / "docs" / "workloads.md"
 
 TERM = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}}}
 PREFERRED = [{"weight": 10, "podAffinityTerm": TERM}]
@@ -256,8 +256,8 @@ def test_the_list_covers_every_pod_spec_field_of_the_official_client() -> None:
     assert client_fields <= pod_fields.top_level_fields()
 
 
-def test_readme_names_every_field_muster_does_not_honour() -> None:
-    text = README.read_text()
+def test_workloads_page_names_every_field_muster_does_not_honour() -> None:
+    text = WORKLOADS_MD.read_text()
     missing = [path for path in pod_fields.not_honoured() if f"`{path}`" not in text]
     assert missing == []
 
