@@ -52,6 +52,7 @@ def session_target_ms(pods: int) -> float:
 
 
 COLUMNS: list[tuple[str, str, str]] = [
+    ("bound", "bound", "{:,.0f}"),
     ("pods_per_s", "pods/s", "{:,.0f}"),
     ("pods_per_s_from_start", "pods/s from start", "{:,.0f}"),
     ("first_bind_s", "start->1st bind s", "{:.2f}"),

@@ -309,9 +309,14 @@ async def _wait_bound(
                 f"{len(watcher.bound)}/{watcher.expected} bound"
             )
         if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"{len(watcher.bound)}/{watcher.expected} pods bound after {timeout:.0f}s"
+            # The figures of what was bound (start to first bind, sessions, memory) still
+            # hold: the run reports them, and its table row says how many were bound.
+            print(
+                f"warning: {len(watcher.bound)}/{watcher.expected} pods bound after "
+                f"{timeout:.0f}s; the run's figures cover the pods bound",
+                file=sys.stderr,
             )
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(watcher.done.wait(), 0.25)
 

@@ -16,6 +16,7 @@ from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
 from scheduler.api.provisioning import ScaleUpRequest
 from scheduler.api.queue import QueueInfo
+from scheduler.api.resources import Resource
 from scheduler.api.task import TERMINAL_STATUSES, PodTopologySpec, TaskInfo, TaskStatus
 
 
@@ -36,6 +37,75 @@ class SettledJob:
 
     phase: PodGroupPhase
     starving: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SettledPart:
+    """What one settled job adds to its queue's figures, read from the cache's record when
+    it was settled (the record does not change while it stays settled)."""
+
+    queue: str
+    allocated: Resource
+    pending_request: Resource
+    # What enqueue keeps reserved for it (JobInfo.reservation), empty for none.
+    inqueue: Resource
+    pending: int
+    phase: str
+    starving: bool
+
+    @classmethod
+    def of(cls, job: JobInfo, known: SettledJob) -> SettledPart:
+        """The part of `job`, the cache's record, that a session found `known`."""
+        reserved = job.reservation()
+        return cls(
+            job.queue,
+            job.allocated.clone(),
+            job.pending_request().clone(),
+            reserved.clone() if reserved is not None else Resource(),
+            job.count(TaskStatus.PENDING),
+            known.phase.value.lower(),
+            known.starving,
+        )
+
+
+@dataclass(slots=True)
+class SettledTotals:
+    """One queue's settled jobs summed: the sessions that leave them out read their queue's
+    figures (proportion's shares, the queue's status, the holds' per-queue sums, the
+    pending and starving counts) from here, not job by job."""
+
+    allocated: Resource = field(default_factory=Resource)
+    pending_request: Resource = field(default_factory=Resource)
+    inqueue: Resource = field(default_factory=Resource)
+    pending: int = 0
+    starving: int = 0
+    # PodGroups per phase, as the queue's status counts them (lower-case phase names).
+    phases: dict[str, int] = field(default_factory=dict)
+
+    def count(self, part: SettledPart, sign: int) -> None:
+        """Add the part (sign 1) or take it back out (sign -1)."""
+        if sign > 0:
+            self.allocated.add(part.allocated)
+            self.pending_request.add(part.pending_request)
+            self.inqueue.add(part.inqueue)
+        else:
+            self.allocated.sub(part.allocated)
+            self.pending_request.sub(part.pending_request)
+            self.inqueue.sub(part.inqueue)
+        self.pending += sign * part.pending
+        self.starving += sign * int(part.starving)
+        self.phases[part.phase] = self.phases.get(part.phase, 0) + sign
+
+    def copy(self) -> SettledTotals:
+        """A copy a session holds while the cache's totals move on."""
+        return SettledTotals(
+            self.allocated.clone(),
+            self.pending_request.clone(),
+            self.inqueue.clone(),
+            self.pending,
+            self.starving,
+            dict(self.phases),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +174,11 @@ class ClusterSnapshot:
     hypernode_counts: Mapping[str, int | None] = field(default_factory=_empty)
     # Jobs the cache left settled (framework/settled.py): nothing of them or of the cluster
     # that could move them changed since a session settled them. They are the cache's own
-    # records, not copies (clone_for_session): a session reads them for queue figures and
-    # acts on none of them.
+    # records, not copies (clone_for_session): a session acts on none of them, and reads
+    # their queues' figures from settled_totals.
     settled: Mapping[str, SettledJob] = field(default_factory=_empty)
+    # The settled jobs' figures, summed per queue.
+    settled_totals: Mapping[str, SettledTotals] = field(default_factory=_empty)
     # muster's ProvisioningRequests by their PodGroup's key, oldest attempt first
     # (api/provisioning.py). Read-only in sessions (shared by clones).
     scale_up_requests: Mapping[str, tuple[ScaleUpRequest, ...]] = field(default_factory=_empty)
@@ -181,13 +253,17 @@ class ClusterSnapshot:
         if node is not None:
             node.add_task(task)
 
-    def clone_for_session(self, settled: Mapping[str, SettledJob]) -> ClusterSnapshot:
+    def clone_for_session(
+        self,
+        settled: Mapping[str, SettledJob],
+        totals: Mapping[str, SettledTotals] | None = None,
+    ) -> ClusterSnapshot:
         """A copy for a session that acts on every job but the `settled` ones, whose
         actions place pods and evict none (framework/settled.py): the settled jobs, and
         every task on a node, are this snapshot's own objects, shared, as no such session
         changes them; the nodes, the other jobs and their pending tasks are copied. A
-        session over it costs what changed, not the backlog's size. Without settled jobs,
-        the full copy (clone)."""
+        session over it costs what changed, not the backlog's size; it reads the settled
+        jobs' figures from `totals`, per queue. Without settled jobs, the full copy (clone)."""
         if not settled:
             return self.clone()
         nodes = {name: node.clone() for name, node in self.nodes.items()}
@@ -207,27 +283,7 @@ class ClusterSnapshot:
             for task in twin.tasks.values():
                 if task.topology is not None and task.uid not in on_nodes:
                     topology.append(task)
-        return ClusterSnapshot(
-            nodes=nodes,
-            jobs=jobs,
-            queues=dict(self.queues),
-            priority_classes=dict(self.priority_classes),
-            invalid=list(self.invalid),
-            orphans=dict(self.orphans),
-            now=self.now,
-            nominated=self.nominated,
-            failures=dict(self.failures),
-            admitted_at=self.admitted_at,
-            timed_out_at=self.timed_out_at,
-            storage=self.storage,
-            namespaces=self.namespaces,
-            hypernodes=self.hypernodes,
-            budgets=self.budgets,
-            eviction_refusals=self.eviction_refusals,
-            hypernode_counts=self.hypernode_counts,
-            settled=settled,
-            _topology_tasks=topology,
-        )
+        return self._copy(nodes, jobs, dict(self.orphans), settled, topology, totals or {})
 
     def clone(self) -> ClusterSnapshot:
         """A copy a session may change freely: tasks, nodes and jobs are copied once each
@@ -256,6 +312,19 @@ class ClusterSnapshot:
         for uid, task in self.orphans.items():
             twin = placed.get(uid)
             orphans[uid] = twin if twin is not None else task.clone()
+        return self._copy(nodes, jobs, orphans, {}, on_nodes_and_in_jobs, {})
+
+    def _copy(
+        self,
+        nodes: dict[str, NodeInfo],
+        jobs: dict[str, JobInfo],
+        orphans: dict[str, TaskInfo],
+        settled: Mapping[str, SettledJob],
+        topology: list[TaskInfo],
+        totals: Mapping[str, SettledTotals],
+    ) -> ClusterSnapshot:
+        """This snapshot with the given copies; its per-session tables copied, what
+        sessions only read shared."""
         return ClusterSnapshot(
             nodes=nodes,
             jobs=jobs,
@@ -274,8 +343,10 @@ class ClusterSnapshot:
             budgets=self.budgets,
             eviction_refusals=self.eviction_refusals,
             hypernode_counts=self.hypernode_counts,
+            settled=settled,
+            settled_totals=totals,
             scale_up_requests=self.scale_up_requests,
-            _topology_tasks=on_nodes_and_in_jobs,
+            _topology_tasks=topology,
         )
 
 

@@ -49,6 +49,8 @@ from scheduler.api.snapshot import (
     PlacementFailures,
     PriorityClassInfo,
     SettledJob,
+    SettledPart,
+    SettledTotals,
     StorageView,
     add_task,
     shadow_key,
@@ -129,6 +131,9 @@ class World:
         # Jobs the last session left settled and nothing moved since; the gangs it held
         # room for; and when the last snapshot that settled nothing was taken (epoch s).
         self._settled: dict[str, SettledJob] = {}
+        # What each settled job adds to its queue's figures, and those figures summed.
+        self._settled_parts: dict[str, SettledPart] = {}
+        self._settled_totals: dict[str, SettledTotals] = {}
         self._holders: frozenset[str] = frozenset()
         self._whole_at = 0.0
         # muster's ProvisioningRequests by "namespace/name", and the per-PodGroup view
@@ -141,9 +146,10 @@ class World:
         """A copy for one session that runs at wall-clock time `now` (epoch seconds): the
         settled jobs shared, unless the last whole snapshot is WHOLE_SESSION_SECONDS old."""
         if self._settled and now - self._whole_at < WHOLE_SESSION_SECONDS:
-            copy = self.live.clone_for_session(MappingProxyType(dict(self._settled)))
+            totals = {queue: total.copy() for queue, total in self._settled_totals.items()}
+            copy = self.live.clone_for_session(MappingProxyType(dict(self._settled)), totals)
         else:
-            self._settled.clear()
+            self._unsettle()
             self._whole_at = now
             copy = self.live.clone()
         copy.invalid = list(self._invalid.values())
@@ -201,7 +207,7 @@ class World:
         """Keep what the next sessions need from this one: nominations, placement
         failures (for backoff), and when jobs were admitted or sent back."""
         live = self.live
-        self._settled = dict(result.settled)
+        self._settle(result.settled)
         self._holders = frozenset(hold.job for hold in result.holds)
         live.nominated = frozenset(result.nominated)
         for key, placed in result.attempts.items():
@@ -224,16 +230,42 @@ class World:
         if self.live.failures:
             self.live.failures.clear()
 
+    def _settle(self, settled: Mapping[str, SettledJob]) -> None:
+        """The jobs a session left settled replace those before; their queues' totals
+        move by the jobs that came and went."""
+        parts = self._settled_parts
+        for key in self._settled.keys() - settled.keys():
+            self._count_settled(parts.pop(key), -1)
+        kept: dict[str, SettledJob] = {}
+        for key, known in settled.items():
+            job = self.live.jobs.get(key)
+            if job is None:
+                continue
+            kept[key] = known
+            if key not in parts:
+                part = parts[key] = SettledPart.of(job, known)
+                self._count_settled(part, 1)
+        self._settled = kept
+
+    def _count_settled(self, part: SettledPart, sign: int) -> None:
+        total = self._settled_totals.get(part.queue)
+        if total is None:
+            total = self._settled_totals[part.queue] = SettledTotals()
+        total.count(part, sign)
+
     def _unsettle(self) -> None:
         """The cluster's room or rules changed: no job stays settled."""
         self._settled.clear()
+        self._settled_parts.clear()
+        self._settled_totals.clear()
 
     def _touch(self, job: str) -> None:
         """An event about the job itself: it is settled no more (nor is anything, when it
         held room for starving: the next gang to hold is chosen anew)."""
         if job in self._holders:
             self._unsettle()
-        self._settled.pop(job, None)
+        if self._settled.pop(job, None) is not None:
+            self._count_settled(self._settled_parts.pop(job), -1)
 
     def counts(self) -> dict[str, int]:
         """How many objects of each kind are cached (for metrics)."""

@@ -344,11 +344,16 @@ class Holds:
 
     def _allocated_by_queue(self) -> dict[str, Resource]:
         allocated: dict[str, Resource] = {}
-        for job in self.session.jobs.values():
+        for job in self.session.active_jobs.values():
             total = allocated.get(job.queue)
             if total is None:
                 total = allocated[job.queue] = Resource()
             total.add(job.allocated)
+        for queue, settled in self.session.snapshot.settled_totals.items():
+            total = allocated.get(queue)
+            if total is None:
+                total = allocated[queue] = Resource()
+            total.add(settled.allocated)
         return allocated
 
     def _over_share(self, queue: str, allocated: dict[str, Resource]) -> bool:

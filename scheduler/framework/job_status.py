@@ -280,12 +280,20 @@ def queue_updates(
     counts: dict[str, dict[str, int]] = {
         name: {phase.value.lower(): 0 for phase in PodGroupPhase} for name in snapshot.queues
     }
+    settled = snapshot.settled
     for job in snapshot.jobs.values():
-        if job.queue not in allocated:
+        if job.queue not in allocated or job.key in settled:
             continue
         allocated[job.queue].add(job.allocated)
         phase = phases.get(job.key, job.phase)
         counts[job.queue][phase.value.lower()] += 1
+    # The settled jobs, summed per queue by the cache (framework/settled.py).
+    for queue_name, total in snapshot.settled_totals.items():
+        if queue_name not in allocated:
+            continue
+        allocated[queue_name].add(total.allocated)
+        for phase_name, count in total.phases.items():
+            counts[queue_name][phase_name] += count
     updates = []
     for name, queue in snapshot.queues.items():
         reported = figures.get(name)
@@ -312,17 +320,16 @@ def close_result(
     phases: dict[str, PodGroupPhase] = {}
     settled = snapshot.settled
     for job in snapshot.jobs.values():
-        result.pending += job.count(TaskStatus.PENDING)
-        known = settled.get(job.key)
-        if known is not None:
-            phases[job.key] = known.phase
+        if job.key in settled:
             continue  # reported when settled; nothing of it changed since
+        result.pending += job.count(TaskStatus.PENDING)
         phase = phases[job.key] = phase_after(job)
         update = podgroup_update(job, snapshot.now, phase)
         if update is not None and not job.shadow:
             result.podgroups.append(update)
         result.unschedulable.extend(pod_messages(job))
     result.pending += len(snapshot.orphans)
+    result.pending += sum(total.pending for total in snapshot.settled_totals.values())
     for orphan in snapshot.orphans.values():
         result.unschedulable.append(
             PodUnschedulable(

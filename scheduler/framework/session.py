@@ -148,13 +148,11 @@ class Session:
             )
             for hold in self.holds.holds
         ]
-        settled = self.snapshot.settled
         self._result.starving = sum(
             1
-            for job in self.jobs.values()
-            if (job.starving is not None and not gang_placed(job))
-            or (job.key in settled and settled[job.key].starving)
-        )
+            for job in self.active_jobs.values()
+            if job.starving is not None and not gang_placed(job)
+        ) + sum(total.starving for total in self.snapshot.settled_totals.values())
         self.scale_up.decide(self._result)
         self.holds.release_all()
         for statement in self._kept:

@@ -5,8 +5,9 @@ answer from the next session unless something it depends on changes: its PodGrou
 pods, the cluster's room (a pod leaves a node, a node comes or changes), a queue or a
 policy, or the clock (it starts to starve, its admission times out). The cache
 (cache/world.py) keeps such jobs settled until one of those changes, and shares them,
-uncopied, with the next sessions (ClusterSnapshot.clone_for_session), which read them for
-their queues' figures and neither try nor report them: a session over a backlog that
+uncopied, with the next sessions (ClusterSnapshot.clone_for_session), which neither try
+nor report them and read their queues' figures from the sums the cache keeps per queue
+(SettledTotals): a session over a backlog that
 cannot move, plus one new gang, costs about what the new gang costs.
 
 The cache makes a session whole (nothing settled) at least every WHOLE_SESSION_SECONDS, so

@@ -143,7 +143,7 @@ class ProportionPlugin(Plugin[NoArguments]):
         for name, queue in session.queues.items():
             self.shares[name] = QueueShare(queue)
         self._link_tree()
-        for job in session.jobs.values():
+        for job in session.active_jobs.values():
             attr = self.shares.get(job.queue)
             if attr is None or attr.children:
                 continue
@@ -154,6 +154,15 @@ class ProportionPlugin(Plugin[NoArguments]):
                 level.request.add(job.allocated).add(pending)
                 if reserved is not None:
                     level.inqueue.add(reserved)
+        # The settled jobs, summed per queue by the cache (framework/settled.py).
+        for queue_name, total in session.snapshot.settled_totals.items():
+            attr = self.shares.get(queue_name)
+            if attr is None or attr.children:
+                continue
+            for level in (attr, *attr.ancestors()):
+                level.allocated.add(total.allocated)
+                level.request.add(total.allocated).add(total.pending_request)
+                level.inqueue.add(total.inqueue)
         amount = self.total.clone()
         root = self.shares.get(ROOT_QUEUE)
         if root is not None:

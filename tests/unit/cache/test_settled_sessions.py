@@ -12,7 +12,7 @@ from scheduler.api.job import JobInfo
 from scheduler.cache.world import World
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML
-from scheduler.framework.decisions import SessionResult
+from scheduler.framework.decisions import QueueStatusUpdate, SessionResult
 from scheduler.framework.settled import WHOLE_SESSION_SECONDS
 from tests.unit.cache.test_world import node, pod, podgroup, ready_world
 
@@ -26,6 +26,11 @@ def gang(world: World, name: str, size: int, cpu: str, **spec: Any) -> None:
     world.upsert_podgroup(group)
     for member in range(size):
         world.upsert_pod(pod(f"{name}-{member}", group=name, cpu=cpu))
+
+
+def queue_figures(update: QueueStatusUpdate) -> tuple[object, ...]:
+    """What a queue's status says of the jobs in it."""
+    return (update.name, update.allocated, update.deserved, update.podgroups, update.request)
 
 
 def session(world: World, at: float, config_yaml: str = DEFAULT_CONFIG_YAML) -> SessionResult:
@@ -122,6 +127,9 @@ def test_a_session_over_settled_gangs_places_what_a_whole_one_places(backlog: in
         (b.name, b.node) for b in full.binds
     )
     assert len(partial.binds) == 6
+    # The settled gangs count in their queue's figures as if the session had read them.
+    assert partial.pending == full.pending and partial.starving == full.starving
+    assert [queue_figures(q) for q in partial.queues] == [queue_figures(q) for q in full.queues]
 
 
 def test_an_evicting_config_settles_nothing_and_never_changes_the_cache() -> None:
