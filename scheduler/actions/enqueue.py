@@ -144,10 +144,12 @@ class Enqueue(Action[EnqueueArguments]):
             used.add(node.used)
         capacity = total.multiply(factor)
         headroom = capacity.clone().sub(used)
-        for job in session.jobs.values():
+        for job in session.active_jobs.values():
             reserved = job.reservation()
             if reserved is not None:
                 headroom.sub(reserved)
+        for settled in session.snapshot.settled_totals.values():
+            headroom.sub(settled.inqueue)
         return headroom, capacity
 
     @staticmethod
