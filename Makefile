@@ -21,8 +21,10 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy scheduler
 
+# Two workers, each running whole test files (the e2e files start their own sim and
+# scheduler processes, and a file's fixtures are shared by its tests).
 unit: venv promtool
-	$(BIN)/pytest tests --ignore=tests/manifests
+	$(BIN)/pytest tests --ignore=tests/manifests -n 2 --dist loadfile
 
 # promtool and prometheus (Debian's prometheus package) run the alerts' cases
 # (tests/monitoring) and the alerting e2e test (tests/e2e/test_alerts.py). Where they are
@@ -46,7 +48,7 @@ CORE_TESTS := tests/unit/api tests/unit/framework tests/unit/actions tests/unit/
 
 compiled: venv
 	rm -rf $(COMPILED) && mkdir -p $(COMPILED)
-	cp -r scheduler tests bench crds setup.py pyproject.toml README.md $(COMPILED)/
+	cp -r scheduler tests bench crds docs setup.py pyproject.toml README.md $(COMPILED)/
 	find $(COMPILED) -name __pycache__ -prune -exec rm -rf {} +
 	cd $(COMPILED) && MUSTER_COMPILE=1 $(CURDIR)/$(BIN)/python setup.py --quiet build_ext --inplace >/dev/null
 
