@@ -128,8 +128,15 @@ def budget_computed(cluster: Cluster, namespace: str, name: str, allowed: int) -
     policy = client.PolicyV1Api(cluster.api)
 
     def computed() -> bool:
-        status = policy.read_namespaced_pod_disruption_budget(name, namespace).status
-        return status is not None and status.disruptions_allowed == allowed
+        # The server answers every eviction "still being processed" until the controller
+        # has observed this generation; before that the status's zeros are defaults.
+        pdb = policy.read_namespaced_pod_disruption_budget(name, namespace)
+        status = pdb.status
+        return (
+            status is not None
+            and status.observed_generation == pdb.metadata.generation
+            and status.disruptions_allowed == allowed
+        )
 
     try:
         wait_for(computed, timeout=15, message=lambda: f"budget {name} allows {allowed}")
