@@ -185,8 +185,21 @@ class _ShapeHeap:
     # Index into admissible.nodes of the next window to load.
     cursor: int = 0
     loaded: int = 0
-    # Nodes taken off the heap because the shape did not fit there.
-    full: dict[str, NodeInfo] = field(default_factory=dict)
+    # Nodes taken off the heap because the shape did not fit there, with the entry they
+    # were refused on: a reopen offers that entry again while the node is unchanged, so a
+    # refusal that a placement elsewhere did not turn costs no second score.
+    full: dict[str, _HeapEntry] = field(default_factory=dict)
+    # Nodes set aside because their topology domain's spread skew refused the shape, by
+    # domain, with their entries; and each such node's domain. A placement or removal only
+    # asks again, per domain, whether it still refuses (`_recheck_parked`), so a refused domain's
+    # nodes are not weighed again one by one after every placement. `checked` is the
+    # picker's count of moves (placements and removals) when they were last asked.
+    parked: dict[tuple[str, str], dict[str, _HeapEntry]] = field(default_factory=dict)
+    parked_at: dict[str, tuple[str, str]] = field(default_factory=dict)
+    checked: int = 0
+    # The topology keys of the shape's DoNotSchedule spread constraints (its refusals may
+    # be a domain's).
+    spread_keys: tuple[str, ...] = ()
     # The node version of each node's newest entry, so stale duplicates are dropped.
     newest: dict[str, int] = field(default_factory=dict)
     failure: str | None = None
@@ -242,6 +255,12 @@ class NodePicker:
         self._topological: list[_ShapeHeap] = []
         self._to_reopen: dict[int, _ShapeHeap] = {}
         self._rescoring: list[_ShapeHeap] = []
+        # Placements and removals so far: shapes with domains set aside ask again, per
+        # domain, once this moved (see _ShapeHeap.parked).
+        self._moves = 0
+        # Admissible nodes in the order spread shapes read them, by the admissible list
+        # (kept with it, so its id is not reused) and topology key.
+        self._by_domain: dict[tuple[int, str], tuple[_Admissible, _Admissible]] = {}
         # Pickers over one topology domain each, by domain (see within).
         self._children: dict[str, NodePicker] = {}
         # Shapes with pod-to-pod constraints have a shape of their own per gang, usually:
@@ -268,6 +287,7 @@ class NodePicker:
                 pod_terms=(self._symmetry, self._topology_scores),
             )
         else:
+            child._moves += 1  # others may have placed pods since: domains set aside ask again
             for shape in child._topological:
                 child._reopen(shape)
         return child
@@ -277,7 +297,12 @@ class NodePicker:
         shape = self._shape(task)
         if shape.failure is not None:
             return None
+        if shape.parked and shape.checked != self._moves:
+            self._recheck_parked(task, shape)
         fits = self._fits
+        keys = shape.spread_keys
+        domains = self.session.spread_domains if keys else None
+        parked = shape.parked
         stash: list[_HeapEntry] = []
         chosen: NodeInfo | None = None
         while chosen is None:
@@ -285,14 +310,21 @@ class NodePicker:
                 break
             entry = heapq.heappop(shape.heap)
             _, _, version, node = entry
-            if node.name in shape.full:
+            if node.name in shape.full or node.name in shape.parked_at:
                 continue
             if version != node.version:
                 if shape.newest.get(node.name) != node.version:
                     self._push(task, shape, node)
                 continue
+            if parked and self._park_if_refused(shape, keys, entry):
+                continue  # its domain refuses the task: no need to weigh the node itself
             if not fits(task, node).ok:
-                shape.full[node.name] = node
+                domain = domains.refusing_domain(task, node) if domains is not None else None
+                if domain is None:
+                    shape.full[node.name] = entry
+                else:
+                    shape.parked.setdefault(domain, {})[node.name] = entry
+                    shape.parked_at[node.name] = domain
                 if shape.reopens:
                     self._to_reopen[id(shape)] = shape
                 continue
@@ -323,6 +355,8 @@ class NodePicker:
             shape = self._shapes.get(shape_of(task, self._symmetry))
             if shape is not None and node.name in shape.admissible.names:
                 self._push(task, shape, node)
+        if task.node_name == node.name:
+            self._moves += 1
         if self._to_reopen and task.node_name == node.name:
             # The task was placed: affinity and spread verdicts elsewhere may turn to yes.
             for other in self._to_reopen.values():
@@ -335,6 +369,7 @@ class NodePicker:
     def freed(self, node: NodeInfo) -> None:
         """Room came back on a node (a discarded statement): every shape may use it again,
         and shapes with pod-to-pod constraints every node of theirs (its domains changed)."""
+        self._moves += 1
         for shape in self._topological:
             self._reopen(shape)
         for shape in self._shapes.values():
@@ -393,16 +428,58 @@ class NodePicker:
         nodes = {node.name: node for _, _, _, node in shape.heap}
         shape.heap = []
         for name, node in nodes.items():
-            if name not in shape.full:
+            if name not in shape.full and name not in shape.parked_at:
                 self._push(task, shape, node)
 
     def _reopen(self, shape: _ShapeHeap) -> None:
         if not shape.full and shape.failure is None:
             return
         shape.failure = None
-        for node in shape.full.values():
-            self._push_any(shape, node)
+        if shape.rescored_for is None:
+            # Scores read the node alone: an entry of the node's current version holds.
+            for entry in shape.full.values():
+                if entry[2] == entry[3].version:
+                    heapq.heappush(shape.heap, entry)
+                else:
+                    self._push_any(shape, entry[3])
+        else:
+            for entry in shape.full.values():
+                self._push_any(shape, entry[3])
         shape.full.clear()
+
+    @staticmethod
+    def _park_if_refused(shape: _ShapeHeap, keys: tuple[str, ...], entry: _HeapEntry) -> bool:
+        # Within one pick no count moves: a domain set aside (and rechecked when the pick
+        # began) still refuses the task, so its other nodes join it unweighed.
+        node = entry[3]
+        labels = node.labels
+        for key in keys:
+            value = labels.get(key)
+            if value is None:
+                continue
+            nodes = shape.parked.get((key, value))
+            if nodes is not None:
+                nodes[node.name] = entry
+                shape.parked_at[node.name] = (key, value)
+                return True
+        return False
+
+    def _recheck_parked(self, task: TaskInfo, shape: _ShapeHeap) -> None:
+        # Counts moved since these domains refused: offer again the nodes of each domain
+        # that no longer refuses the task (asked with the task about to be placed, whose
+        # own membership the counts leave out).
+        shape.checked = self._moves
+        domains = self.session.spread_domains
+        for domain in list(shape.parked):
+            if domains is not None and domains.domain_refuses(task, domain):
+                continue
+            entries = shape.parked.pop(domain)
+            for name, entry in entries.items():
+                del shape.parked_at[name]
+                if entry[2] == entry[3].version and shape.rescored_for is None:
+                    heapq.heappush(shape.heap, entry)
+                else:
+                    self._push_any(shape, entry[3])
 
     def _shape(self, task: TaskInfo) -> _ShapeHeap:
         previous = self._previous
@@ -419,13 +496,20 @@ class NodePicker:
             shape = _ShapeHeap(self._admissible_for(task))
             shape.topology = key[4] is not None or key[5] is not None
             shape.reopens = key[4] is not None and _turns_yes_on_placement(task)
+            if key[4] is not None:
+                shape.spread_keys = tuple(c.topology_key for c in key[4].hard_spread)
             if shape.topology:
                 self._topological.append(shape)
             if key[4] is not None and _scores_by_domain(task):
                 shape.rescored_for = task
                 self._rescoring.append(shape)
             self._shapes[key] = shape
-            if shape.topology and not self._topology_scores:
+            if shape.spread_keys:
+                # Spread over domains: its windows take every domain in turn (kube-scheduler
+                # lists nodes zone by zone alike), so a window offers each domain some nodes
+                # instead of the few domains whose nodes sit together in name order.
+                shape.admissible = self._interleaved(shape.admissible, shape.spread_keys[0])
+            if shape.topology and not self._topology_scores and not shape.spread_keys:
                 # No pod's terms score nodes: this shape's scores are its plain twin's, so
                 # it starts from a copy of that heap instead of scoring a window itself.
                 self._copy_heap(task, self._shape_of_key((*key[:4], None, None), task), shape)
@@ -436,6 +520,25 @@ class NodePicker:
                     shape.cursor = self._start % len(shape.admissible.nodes)
                     self._start += self.window
         return shape
+
+    def _interleaved(self, admissible: _Admissible, key: str) -> _Admissible:
+        cache_key = (id(admissible), key)
+        cached = self._by_domain.get(cache_key)
+        if cached is not None and cached[0] is admissible:
+            return cached[1]
+        domains: dict[str, list[NodeInfo]] = {}
+        unlabelled: list[NodeInfo] = []
+        for node in admissible.nodes:
+            value = node.labels.get(key)
+            if value is None:
+                unlabelled.append(node)
+            else:
+                domains.setdefault(value, []).append(node)
+        rounds = itertools.zip_longest(*domains.values())
+        nodes = [node for round_ in rounds for node in round_ if node is not None]
+        interleaved = _Admissible(nodes + unlabelled, admissible.names, admissible.refusals)
+        self._by_domain[cache_key] = (admissible, interleaved)
+        return interleaved
 
     def _load_image_holders(
         self,
@@ -491,10 +594,18 @@ class NodePicker:
             return False
         small = shape.topology or shape.sampled
         count = min(self._topology_window if small else self.window, remaining)
+        # Domains set aside and asked since the last move still refuse: their nodes join
+        # them unscored (scored when their domain turns).
+        parked = bool(shape.parked) and shape.checked == self._moves
         for offset in range(count):
             node = nodes[(shape.cursor + offset) % len(nodes)]
-            if node.name not in shape.full:
-                self._push(task, shape, node)
+            if node.name in shape.full or node.name in shape.parked_at:
+                continue
+            if parked and self._park_if_refused(
+                shape, shape.spread_keys, (float("-inf"), next(self._sequence), -1, node)
+            ):
+                continue
+            self._push(task, shape, node)
         shape.cursor = (shape.cursor + count) % len(nodes)
         shape.loaded += count
         return True

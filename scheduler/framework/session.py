@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.api.gang_state import gang_placed
 from scheduler.api.job import JobInfo
@@ -38,6 +38,16 @@ if TYPE_CHECKING:
     from scheduler.framework.statement import Statement
 
 Tiered = list[list[Callable[..., Any]]]
+
+
+class SpreadDomains(Protocol):
+    """Topology spread verdicts by domain (plugins/podtopologyspread.py answers them)."""
+
+    def refusing_domain(self, task: TaskInfo, node: NodeInfo) -> tuple[str, str] | None:
+        """The (topology key, value) whose skew refuses the task on the node, or None."""
+
+    def domain_refuses(self, task: TaskInfo, domain: tuple[str, str]) -> bool:
+        """Whether that domain still refuses the task."""
 
 
 class Session:
@@ -117,6 +127,10 @@ class Session:
         # Set by nodeorder when ImageLocality scores this session: the nodes holding one
         # of a pod's images, the only nodes its images score above its image-free twin.
         self.image_holders: Callable[[tuple[str, ...]], frozenset[str]] | None = None
+        # Set by predicates when some pod of the session has DoNotSchedule spread: which
+        # topology domain refuses a pod, so the node picker sets a domain's nodes aside
+        # together instead of weighing each again after every placement.
+        self.spread_domains: SpreadDomains | None = None
         # Room held for starving gangs (framework/holds.py): allocate makes the holds,
         # every action honours them; the sla plugin sets the policy when it opens.
         self.holds = Holds(self, StarvationPolicy())

@@ -9,6 +9,7 @@ both are built only when some pending pod of the session has spread constraints.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pydantic import Field
@@ -111,19 +112,74 @@ class PodTopologySpread:
         for constraint in constraints:
             if constraint.topology_key not in labels:
                 return _MISSING_LABEL
+        if self._refused_pair(task, constraints, labels) is not None:
+            return _SKEW_EXCEEDED
+        return OK
+
+    def refusing_domain(self, task: TaskInfo, node: NodeInfo) -> TopologyPair | None:
+        """The topology domain (key, value) of the node whose skew refuses the task, or None
+        (the task has no DoNotSchedule constraint, the node lacks a label, or it fits). The
+        verdict reads the domain only: every node of it refuses the task alike until a
+        placement or removal moves the counts (the node picker parks them by domain)."""
+        spec = task.topology
+        if spec is None or not spec.hard_spread:
+            return None
+        labels = node.labels
+        constraints = spec.hard_spread
+        for constraint in constraints:
+            if constraint.topology_key not in labels:
+                return None
+        return self._refused_pair(task, constraints, labels)
+
+    def domain_refuses(self, task: TaskInfo, domain: TopologyPair) -> bool:
+        """Whether the task's DoNotSchedule constraint on the domain's key still refuses
+        every node of the domain (as `refusing_domain` found it)."""
+        spec = task.topology
+        if spec is None:
+            return False
+        key, value = domain
+        constraints = spec.hard_spread
         domains = self._domains_for(task, hard=True)
         counts = self._counts_for(task, constraints, domains, hard=True)
         for index, constraint in enumerate(constraints):
-            key = constraint.topology_key
-            own = 1 if self._matches_self(constraint, task) else 0
-            matched = counts.by_pair.get((key, labels[key]), 0)
-            minimum = counts.minimum[index]
-            # minDomains: fewer eligible domains than asked means the global minimum is 0.
-            if len(domains.values[index]) < constraint.min_domains:
-                minimum = 0
-            if matched + own - minimum > constraint.max_skew:
-                return _SKEW_EXCEEDED
-        return OK
+            if constraint.topology_key == key and self._exceeds(
+                task, index, constraint, domains, counts, value
+            ):
+                return True
+        return False
+
+    def _refused_pair(
+        self,
+        task: TaskInfo,
+        constraints: tuple[SpreadConstraint, ...],
+        labels: Mapping[str, str],
+    ) -> TopologyPair | None:
+        domains = self._domains_for(task, hard=True)
+        counts = self._counts_for(task, constraints, domains, hard=True)
+        for index, constraint in enumerate(constraints):
+            value = labels[constraint.topology_key]
+            if self._exceeds(task, index, constraint, domains, counts, value):
+                return constraint.topology_key, value
+        return None
+
+    def _exceeds(
+        self,
+        task: TaskInfo,
+        index: int,
+        constraint: SpreadConstraint,
+        domains: _Domains,
+        counts: _Counts,
+        value: str,
+    ) -> bool:
+        """kube's skew rule: the domain with this pod must not exceed the smallest domain
+        by more than maxSkew."""
+        own = 1 if self._matches_self(constraint, task) else 0
+        matched = counts.by_pair.get((constraint.topology_key, value), 0)
+        minimum = counts.minimum[index]
+        # minDomains: fewer eligible domains than asked means the global minimum is 0.
+        if len(domains.values[index]) < constraint.min_domains:
+            minimum = 0
+        return matched + own - minimum > constraint.max_skew
 
     # Score ------------------------------------------------------------------
     def scores(self, task: TaskInfo) -> bool:

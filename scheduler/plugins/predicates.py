@@ -62,6 +62,7 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
             affinity=args.pod_affinity_enable,
             spread=args.pod_topology_spread_enable,
         )
+        session.spread_domains = self._pods.spread
 
     def on_session_close(self, session: Session) -> None:
         """Hand each bind the PreBind of its pod's claims (the binder applies it)."""

@@ -1,0 +1,88 @@
+"""NodePicker and DoNotSchedule spread: a refused domain's nodes are set aside together and
+offered again when the domain turns, and a spread gang's windows take every domain in turn."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from scheduler.api.node import NodeInfo
+from scheduler.api.task import TaskInfo
+from scheduler.engine import schedule
+from scheduler.framework.status import Status
+from scheduler.plugins.predicates import PredicatesPlugin
+from tests.unit.builders import gang, snapshot
+from tests.unit.plugins.topology_helpers import (
+    ZONE,
+    constraint,
+    gang_topology,
+    match,
+    spread,
+    zoned_nodes,
+)
+
+ZONES = 10
+PER_ZONE = 30
+
+
+def _zones_of(binds: list[Any], nodes: list[NodeInfo]) -> Counter[str]:
+    zone = {n.name: n.labels[ZONE] for n in nodes}
+    return Counter(zone[b.node] for b in binds)
+
+
+@pytest.fixture
+def weighed(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many times the predicates weighed each node for a pending pod."""
+    counts: Counter[str] = Counter()
+    real = PredicatesPlugin.node_fits
+
+    def counting(self: PredicatesPlugin, task: TaskInfo, node: NodeInfo) -> Status:
+        counts[node.name] += 1
+        return real(self, task, node)
+
+    monkeypatch.setattr(PredicatesPlugin, "node_fits", counting)
+    return counts
+
+
+def test_a_spread_gang_does_not_weigh_a_refused_zones_nodes_again_after_every_placement(
+    weighed: Counter[str],
+) -> None:
+    # Ten zones whose nodes sit together in name order; maxSkew 1: after each placement
+    # the zones ahead refuse until the others catch up. Each pick weighing every node a
+    # refused zone offered before costs pods x refused nodes; by domain it is about one
+    # weighing per pod and per zone turning.
+    size = 4 * ZONES
+    nodes = zoned_nodes({f"z{z}": PER_ZONE for z in range(ZONES)}, cpu=64)
+    rule = spread(constraint(labelSelector=match(gang="g")))
+    job = gang_topology(gang("g", size, cpu=1), {"gang": "g"}, rule)
+    result = schedule(snapshot(nodes, [job]))
+    assert _zones_of(result.binds, nodes) == {f"z{z}": 4 for z in range(ZONES)}
+    assert sum(weighed.values()) <= 3 * size
+
+
+def test_a_zone_refused_for_the_gang_is_offered_again_once_the_others_catch_up() -> None:
+    # z1's big node scores best for every pod: it is refused after each pod it takes
+    # until z2 and z3 have as many, then offered again.
+    nodes = [*zoned_nodes({"z1": 1}, cpu=64), *zoned_nodes({"z2": 2, "z3": 2}, cpu=4)]
+    rule = spread(constraint(labelSelector=match(gang="g")))
+    job = gang_topology(gang("g", 9, cpu=1), {"gang": "g"}, rule)
+    result = schedule(snapshot(nodes, [job]))
+    assert _zones_of(result.binds, nodes) == {"z1": 3, "z2": 3, "z3": 3}
+
+
+def test_a_spread_gang_refused_by_skew_names_every_node_in_its_message() -> None:
+    # Five 1-cpu pods over z1 (4 nodes), z2 and z3 (1 node each): after z1 takes its second
+    # pod, maxSkew 1 refuses z1's free nodes while z2 and z3 are full. The message counts
+    # every node, those set aside by domain included.
+    nodes = zoned_nodes({"z1": 4, "z2": 1, "z3": 1}, cpu=1)
+    rule = spread(constraint(labelSelector=match(gang="g")))
+    job = gang_topology(gang("g", 5, cpu=1), {"gang": "g"}, rule)
+    result = schedule(snapshot(nodes, [job]))
+    assert result.binds == []
+    (update,) = [u for u in result.podgroups if u.name == "g"]
+    messages = " ".join(c.message for c in update.conditions)
+    assert "0/6 nodes are available" in messages
+    assert "2 node(s) didn't match pod topology spread constraints" in messages
+    assert "4 Insufficient cpu" in messages
