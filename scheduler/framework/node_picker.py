@@ -15,6 +15,12 @@ Windows follow kube-scheduler's percentageOfNodesToScore: the picker scores
 a sample, and looks further only when the sample is exhausted; so a task is
 declared unschedulable only after every node was examined, and its message
 counts all of them.
+
+A pod with DoNotSchedule topology spread is refused by a whole domain at a time (a zone
+holding more of its gang than the smallest one plus maxSkew): such nodes are set aside by
+domain, and after a placement the picker asks once per domain, not once per node, whether
+it still refuses. Its windows take the domains in turn, as kube-scheduler lists nodes zone
+by zone, so a window offers every zone some nodes even where names group them by zone.
 """
 
 from __future__ import annotations

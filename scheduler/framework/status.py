@@ -49,25 +49,35 @@ def unresolvable(*reasons: str) -> Status:
 class FitErrors:
     """Per reason, how many nodes refused a task; prints kube-scheduler's message."""
 
-    __slots__ = ("node_count", "reasons")
+    __slots__ = ("_refusals", "node_count")
 
     def __init__(self, node_count: int) -> None:
         self.node_count = node_count
-        self.reasons: Counter[str] = Counter()
+        # Nodes per refusal's reasons: most nodes share a handful of Status values, so a
+        # node costs one dict update, and the reasons are counted once per kind.
+        self._refusals: dict[tuple[str, ...], int] = {}
 
     def add(self, status: Status) -> None:
         """Count one node's refusal."""
-        self.reasons.update(status.reasons)
+        refusals = self._refusals
+        refusals[status.reasons] = refusals.get(status.reasons, 0) + 1
 
     def add_all(self, statuses: Iterable[Status]) -> None:
         """Count many nodes' refusals."""
         for status in statuses:
-            self.reasons.update(status.reasons)
+            self.add(status)
+
+    def _by_reason(self) -> Counter[str]:
+        counted: Counter[str] = Counter()
+        for reasons, nodes in self._refusals.items():
+            for reason in reasons:
+                counted[reason] += nodes
+        return counted
 
     def message(self) -> str:
         """ "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint ..."."""
         if self.node_count == 0:
             return "0/0 nodes are available: no nodes available to schedule pods."
         # kube-scheduler sorts the "count reason" strings as strings.
-        parts = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
+        parts = sorted(f"{count} {reason}" for reason, count in self._by_reason().items())
         return f"0/{self.node_count} nodes are available: {', '.join(parts)}."

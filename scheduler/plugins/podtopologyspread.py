@@ -72,6 +72,9 @@ class _Counts:
     minimum: list[int] = field(default_factory=list)
     # The lowest and highest raw scores over the labelled nodes (scores only).
     bounds: tuple[float, float] | None = None
+    # The filter's verdicts by the node's value of each constraint's key: nodes of one
+    # domain get one answer, worked out once (the picker's failure message asks every node).
+    refusals: dict[tuple[str, ...], TopologyPair | None] = field(default_factory=dict)
 
 
 class PodTopologySpread:
@@ -156,11 +159,18 @@ class PodTopologySpread:
     ) -> TopologyPair | None:
         domains = self._domains_for(task, hard=True)
         counts = self._counts_for(task, constraints, domains, hard=True)
+        values = tuple([labels[constraint.topology_key] for constraint in constraints])
+        refusals = counts.refusals
+        if values in refusals:
+            return refusals[values]
+        refused: TopologyPair | None = None
         for index, constraint in enumerate(constraints):
-            value = labels[constraint.topology_key]
+            value = values[index]
             if self._exceeds(task, index, constraint, domains, counts, value):
-                return constraint.topology_key, value
-        return None
+                refused = constraint.topology_key, value
+                break
+        refusals[values] = refused
+        return refused
 
     def _exceeds(
         self,
