@@ -312,7 +312,10 @@ class NodePicker:
         stash: list[_HeapEntry] = []
         chosen: NodeInfo | None = None
         while chosen is None:
-            if not shape.heap and not self._load_window(task, shape):
+            # A window may add nothing (its nodes refused already): read on until one does.
+            while not shape.heap and self._load_window(task, shape):
+                pass
+            if not shape.heap:
                 break
             entry = heapq.heappop(shape.heap)
             _, _, version, node = entry
@@ -510,16 +513,20 @@ class NodePicker:
                 shape.rescored_for = task
                 self._rescoring.append(shape)
             self._shapes[key] = shape
-            if shape.spread_keys:
-                # Spread over domains: its windows take every domain in turn (kube-scheduler
-                # lists nodes zone by zone alike), so a window offers each domain some nodes
-                # instead of the few domains whose nodes sit together in name order.
-                shape.admissible = self._interleaved(shape.admissible, shape.spread_keys[0])
-            if shape.topology and not self._topology_scores and not shape.spread_keys:
+            copied = shape.topology and not self._topology_scores
+            if copied:
                 # No pod's terms score nodes: this shape's scores are its plain twin's, so
                 # it starts from a copy of that heap instead of scoring a window itself.
                 self._copy_heap(task, self._shape_of_key((*key[:4], None, None), task), shape)
-            else:
+            if shape.spread_keys:
+                # Spread over domains: its windows take every domain in turn (kube-scheduler
+                # lists nodes zone by zone alike), so a window offers each domain some nodes
+                # instead of the few domains whose nodes sit together in name order. They
+                # start over from the first: entries copied from the twin may come again,
+                # as stale duplicates do.
+                shape.admissible = self._interleaved(shape.admissible, shape.spread_keys[0])
+                shape.cursor = shape.loaded = 0
+            if not copied:
                 if key[0].images and self.session.image_holders:
                     self._load_image_holders(task, shape, self.session.image_holders)
                 if shape.admissible.nodes:
