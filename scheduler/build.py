@@ -44,6 +44,8 @@ COMPILED_MODULES = (
     "scheduler.plugins.gang",
     "scheduler.plugins.priority",
     "scheduler.plugins.predicates",
+    "scheduler.plugins.podtopologyspread",
+    "scheduler.plugins.interpodaffinity",
     "scheduler.plugins.proportion",
     "scheduler.plugins.drf",
     "scheduler.engine",

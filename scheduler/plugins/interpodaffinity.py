@@ -13,12 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pydantic import Field
-
 from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import LabelSelector, PodAffinityTerm, TaskInfo, TaskStatus
-from scheduler.framework.arguments import Arguments
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -36,12 +33,6 @@ _ANTI_AFFINITY_MISMATCH = unschedulable(REASON_ANTI_AFFINITY)
 _EXISTING_ANTI_AFFINITY_MISMATCH = unschedulable(REASON_EXISTING_ANTI_AFFINITY)
 
 TopologyPair = tuple[str, str]
-
-
-class PodAffinityPredicateArguments(Arguments):
-    """The predicates argument that turns the InterPodAffinity filter off, as Volcano spells it."""
-
-    pod_affinity_enable: bool = Field(True, alias="predicate.PodAffinityEnable")
 
 
 def uses_pod_affinity(task: TaskInfo) -> bool:

@@ -12,12 +12,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pydantic import Field
-
 from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import SpreadConstraint, TaskInfo, TaskStatus
-from scheduler.framework.arguments import Arguments
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
 from scheduler.plugins.interpodaffinity import (
     InterPodAffinity,
@@ -32,13 +29,6 @@ REASON_MISSING_LABEL = (
     "node(s) didn't match pod topology spread constraints (missing required label)"
 )
 MAX_NODE_SCORE = 100.0
-
-
-class SpreadPredicateArguments(Arguments):
-    """The predicates argument that turns the PodTopologySpread filter off, as Volcano
-    spells it."""
-
-    pod_topology_spread_enable: bool = Field(True, alias="predicate.PodTopologySpreadEnable")
 
 
 _SKEW_EXCEEDED = unschedulable(REASON_SKEW)

@@ -9,8 +9,6 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from scheduler.framework.arguments import Count
-from scheduler.plugins.interpodaffinity import PodAffinityPredicateArguments
-from scheduler.plugins.podtopologyspread import SpreadPredicateArguments
 from scheduler.plugins.storagefilters import VolumePredicateArguments
 
 _PROPORTIONAL = (
@@ -24,15 +22,15 @@ _DEVICES = (
 )
 
 
-class PredicatesArguments(
-    VolumePredicateArguments, PodAffinityPredicateArguments, SpreadPredicateArguments
-):
+class PredicatesArguments(VolumePredicateArguments):
     """predicates' arguments, in Volcano's spelling: each filter's switch (on by default;
     off turns that filter off), the volume binding's timeout, weight and shape."""
 
     node_affinity_enable: bool = Field(True, alias="predicate.NodeAffinityEnable")
     node_ports_enable: bool = Field(True, alias="predicate.NodePortsEnable")
     taint_toleration_enable: bool = Field(True, alias="predicate.TaintTolerationEnable")
+    pod_affinity_enable: bool = Field(True, alias="predicate.PodAffinityEnable")
+    pod_topology_spread_enable: bool = Field(True, alias="predicate.PodTopologySpreadEnable")
     # Volcano's cache of filter verdicts per pod template: muster always caches the static
     # filters' verdicts per placement spec and node, so the switch changes nothing.
     cache_enable: bool | None = Field(None, alias="predicate.CacheEnable")

@@ -10,6 +10,7 @@ import pytest
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
+from scheduler.build import core
 from scheduler.engine import schedule
 from scheduler.framework.status import Status
 from scheduler.plugins.predicates import PredicatesPlugin
@@ -46,6 +47,9 @@ def weighed(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return counts
 
 
+@pytest.mark.skipif(
+    core() != "plain", reason="counts calls by replacing a method, which compiled code binds early"
+)
 def test_a_spread_gang_does_not_weigh_a_refused_zones_nodes_again_after_every_placement(
     weighed: Counter[str],
 ) -> None:
@@ -59,7 +63,7 @@ def test_a_spread_gang_does_not_weigh_a_refused_zones_nodes_again_after_every_pl
     job = gang_topology(gang("g", size, cpu=1), {"gang": "g"}, rule)
     result = schedule(snapshot(nodes, [job]))
     assert _zones_of(result.binds, nodes) == {f"z{z}": 4 for z in range(ZONES)}
-    assert sum(weighed.values()) <= 3 * size
+    assert size <= sum(weighed.values()) <= 3 * size
 
 
 def test_a_zone_refused_for_the_gang_is_offered_again_once_the_others_catch_up() -> None:
