@@ -11,8 +11,9 @@ import pytest
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
 from scheduler.build import core
-from scheduler.engine import schedule
-from scheduler.framework.status import Status
+from scheduler.engine import load_config, schedule
+from scheduler.framework.config import DEFAULT_CONFIG_YAML
+from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from tests.unit.builders import gang, snapshot
 from tests.unit.plugins.topology_helpers import (
@@ -33,17 +34,16 @@ def _zones_of(binds: list[Any], nodes: list[NodeInfo]) -> Counter[str]:
     return Counter(zone[b.node] for b in binds)
 
 
-@pytest.fixture
-def weighed(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """How many times the predicates weighed each node for a pending pod."""
+def _counted(monkeypatch: pytest.MonkeyPatch, plugin: type[Any], method: str) -> Counter[str]:
+    """How many times the plugin's (task, node) method is asked about each node."""
     counts: Counter[str] = Counter()
-    real = PredicatesPlugin.node_fits
+    real = getattr(plugin, method)
 
-    def counting(self: PredicatesPlugin, task: TaskInfo, node: NodeInfo) -> Status:
+    def counting(self: Any, task: TaskInfo, node: NodeInfo) -> Any:
         counts[node.name] += 1
         return real(self, task, node)
 
-    monkeypatch.setattr(PredicatesPlugin, "node_fits", counting)
+    monkeypatch.setattr(plugin, method, counting)
     return counts
 
 
@@ -51,12 +51,13 @@ def weighed(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     core() != "plain", reason="counts calls by replacing a method, which compiled code binds early"
 )
 def test_a_spread_gang_does_not_weigh_a_refused_zones_nodes_again_after_every_placement(
-    weighed: Counter[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Ten zones whose nodes sit together in name order; maxSkew 1: after each placement
     # the zones ahead refuse until the others catch up. Each pick weighing every node a
     # refused zone offered before costs pods x refused nodes; by domain it is about one
     # weighing per pod and per zone turning.
+    weighed = _counted(monkeypatch, PredicatesPlugin, "node_fits")
     size = 4 * ZONES
     nodes = zoned_nodes({f"z{z}": PER_ZONE for z in range(ZONES)}, cpu=64)
     rule = spread(constraint(labelSelector=match(gang="g")))
@@ -64,6 +65,29 @@ def test_a_spread_gang_does_not_weigh_a_refused_zones_nodes_again_after_every_pl
     result = schedule(snapshot(nodes, [job]))
     assert _zones_of(result.binds, nodes) == {f"z{z}": 4 for z in range(ZONES)}
     assert size <= sum(weighed.values()) <= 3 * size
+
+
+@pytest.mark.skipif(
+    core() != "plain", reason="counts calls by replacing a method, which compiled code binds early"
+)
+def test_a_spread_gangs_windows_offer_every_zone_where_names_group_nodes_by_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ten zones whose nodes sit together in name order, windows of 10 to 15 nodes: read in name
+    # order a window holds one zone, and a gang of one pod per zone scores a window per
+    # zone; read zone by zone, the first window holds every zone.
+    scored = _counted(monkeypatch, NodeOrderPlugin, "node_score")
+    config = load_config(
+        DEFAULT_CONFIG_YAML
+        + "configurations:\n- name: allocate\n"
+        + "  arguments: {percentageOfNodesToScore: 5, minFeasibleNodesToFind: 10}\n"
+    )
+    nodes = zoned_nodes({f"z{z}": PER_ZONE for z in range(ZONES)}, cpu=64)
+    rule = spread(constraint(labelSelector=match(gang="g")))
+    job = gang_topology(gang("g", ZONES, cpu=1), {"gang": "g"}, rule)
+    result = schedule(snapshot(nodes, [job]), config)
+    assert _zones_of(result.binds, nodes) == {f"z{z}": 1 for z in range(ZONES)}
+    assert ZONES <= sum(scored.values()) <= 4 * ZONES
 
 
 def test_a_zone_refused_for_the_gang_is_offered_again_once_the_others_catch_up() -> None:
