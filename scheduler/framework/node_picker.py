@@ -637,7 +637,7 @@ class NodePicker:
         errors = FitErrors(len(self.nodes))
         errors.add_all(shape.admissible.refusals)
         for node in shape.admissible.nodes:
-            status = self.session.fits(task, node)
+            status = self._fits(task, node)
             if not status.ok:
                 errors.add(status)
         return errors.message()
