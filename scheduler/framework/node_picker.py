@@ -221,6 +221,25 @@ class _ShapeHeap:
     sampled: bool = False
 
 
+def _parked_domain(
+    shape: _ShapeHeap, keys: tuple[str, ...], node: NodeInfo
+) -> tuple[str, str] | None:
+    """The node's domain if the shape has set it aside. Asked within one pick, where no
+    count moves: such a domain (asked again when the pick began) still refuses the task."""
+    labels = node.labels
+    for key in keys:
+        value = labels.get(key)
+        if value is not None and (key, value) in shape.parked:
+            return key, value
+    return None
+
+
+def _park(shape: _ShapeHeap, domain: tuple[str, str], entry: _HeapEntry) -> None:
+    """Set a node aside with its domain, to be offered again when the domain turns."""
+    shape.parked.setdefault(domain, {})[entry[3].name] = entry
+    shape.parked_at[entry[3].name] = domain
+
+
 class NodePicker:
     """Best-node selection for the allocate-style actions of one session."""
 
@@ -325,15 +344,16 @@ class NodePicker:
                 if shape.newest.get(node.name) != node.version:
                     self._push(task, shape, node)
                 continue
-            if parked and self._park_if_refused(shape, keys, entry):
-                continue  # its domain refuses the task: no need to weigh the node itself
+            domain = _parked_domain(shape, keys, node) if parked else None
+            if domain is not None:
+                _park(shape, domain, entry)  # its domain refuses the task: no need to weigh it
+                continue
             if not fits(task, node).ok:
                 domain = domains.refusing_domain(task, node) if domains is not None else None
                 if domain is None:
                     shape.full[node.name] = entry
                 else:
-                    shape.parked.setdefault(domain, {})[node.name] = entry
-                    shape.parked_at[node.name] = domain
+                    _park(shape, domain, entry)
                 if shape.reopens:
                     self._to_reopen[id(shape)] = shape
                 continue
@@ -444,34 +464,17 @@ class NodePicker:
         if not shape.full and shape.failure is None:
             return
         shape.failure = None
-        if shape.rescored_for is None:
-            # Scores read the node alone: an entry of the node's current version holds.
-            for entry in shape.full.values():
-                if entry[2] == entry[3].version:
-                    heapq.heappush(shape.heap, entry)
-                else:
-                    self._push_any(shape, entry[3])
-        else:
-            for entry in shape.full.values():
-                self._push_any(shape, entry[3])
+        for entry in shape.full.values():
+            self._offer_again(shape, entry)
         shape.full.clear()
 
-    @staticmethod
-    def _park_if_refused(shape: _ShapeHeap, keys: tuple[str, ...], entry: _HeapEntry) -> bool:
-        # Within one pick no count moves: a domain set aside (and rechecked when the pick
-        # began) still refuses the task, so its other nodes join it unweighed.
-        node = entry[3]
-        labels = node.labels
-        for key in keys:
-            value = labels.get(key)
-            if value is None:
-                continue
-            nodes = shape.parked.get((key, value))
-            if nodes is not None:
-                nodes[node.name] = entry
-                shape.parked_at[node.name] = (key, value)
-                return True
-        return False
+    def _offer_again(self, shape: _ShapeHeap, entry: _HeapEntry) -> None:
+        # A refused node back on the heap: with the entry it was refused on while the node
+        # is unchanged and scores read the node alone, else scored when it surfaces.
+        if entry[2] == entry[3].version and shape.rescored_for is None:
+            heapq.heappush(shape.heap, entry)
+        else:
+            self._push_any(shape, entry[3])
 
     def _recheck_parked(self, task: TaskInfo, shape: _ShapeHeap) -> None:
         # Counts moved since these domains refused: offer again the nodes of each domain
@@ -485,10 +488,7 @@ class NodePicker:
             entries = shape.parked.pop(domain)
             for name, entry in entries.items():
                 del shape.parked_at[name]
-                if entry[2] == entry[3].version and shape.rescored_for is None:
-                    heapq.heappush(shape.heap, entry)
-                else:
-                    self._push_any(shape, entry[3])
+                self._offer_again(shape, entry)
 
     def _shape(self, task: TaskInfo) -> _ShapeHeap:
         previous = self._previous
@@ -614,11 +614,11 @@ class NodePicker:
             node = nodes[(shape.cursor + offset) % len(nodes)]
             if node.name in shape.full or node.name in shape.parked_at:
                 continue
-            if parked and self._park_if_refused(
-                shape, shape.spread_keys, (float("-inf"), next(self._sequence), -1, node)
-            ):
-                continue
-            self._push(task, shape, node)
+            domain = _parked_domain(shape, shape.spread_keys, node) if parked else None
+            if domain is not None:
+                _park(shape, domain, (float("-inf"), next(self._sequence), -1, node))
+            else:
+                self._push(task, shape, node)
         shape.cursor = (shape.cursor + count) % len(nodes)
         shape.loaded += count
         return True

@@ -115,14 +115,9 @@ class PodTopologySpread:
         verdict reads the domain only: every node of it refuses the task alike until a
         placement or removal moves the counts (the node picker parks them by domain)."""
         spec = task.topology
-        if spec is None or not spec.hard_spread:
+        if spec is None or self.filter(task, node) is not _SKEW_EXCEEDED:
             return None
-        labels = node.labels
-        constraints = spec.hard_spread
-        for constraint in constraints:
-            if constraint.topology_key not in labels:
-                return None
-        return self._refused_pair(task, constraints, labels)
+        return self._refused_pair(task, spec.hard_spread, node.labels)  # the filter's, memoised
 
     def domain_refuses(self, task: TaskInfo, domain: TopologyPair) -> bool:
         """Whether the task's DoNotSchedule constraint on the domain's key still refuses
