@@ -7,7 +7,7 @@ follow the API's camelCase through `rename="camel"`.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 
@@ -603,8 +603,19 @@ def decode_pod(data: bytes | msgspec.Raw) -> Pod:
 
 
 def from_dict(value: dict[str, Any], kind: type[T]) -> T:
-    """A wire struct from an already-decoded JSON document (tests, kopf handlers)."""
-    return msgspec.convert(value, kind)
+    """A wire struct from an already-decoded JSON document (the controller, kopf handlers,
+    `muster whatif`'s manifests, tests).
+
+    It goes through JSON, not `msgspec.convert`: a field kept as `msgspec.Raw` (read for
+    its presence only: a generic ephemeral volume, `schedulingGroup`) has no Python value
+    to be converted from, and convert refuses every such field. A Pod decodes as the
+    watch decodes it (`decode_pod`), so a spec field newer than muster's list is named,
+    never an error.
+    """
+    data = msgspec.json.encode(value)
+    if kind is Pod:
+        return cast(T, decode_pod(data))
+    return msgspec.json.decode(data, type=kind)
 
 
 class PodDisruptionBudgetSpec(_Wire):

@@ -130,11 +130,11 @@ def add_manifests(
         }
         try:
             if kind == "PodGroup":
-                groups.append(msgspec.convert(body, wire.PodGroup))
+                groups.append(wire.from_dict(body, wire.PodGroup))
             else:
                 body["spec"] = dict(body.get("spec") or {})
                 _admit_priority(world, body)
-                pods.append(msgspec.convert(body, wire.Pod))
+                pods.append(wire.from_dict(body, wire.Pod))
         except msgspec.ValidationError as error:
             raise ManifestError(f"{label}: {error}") from error
     for group in groups:

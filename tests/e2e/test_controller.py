@@ -7,6 +7,7 @@ import json
 import subprocess
 
 import pytest
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.e2e.conftest import StartController, StartScheduler
@@ -153,6 +154,74 @@ def test_replicaset_of_three_gets_one_podgroup_and_is_scheduled(
         timeout=10,
         message="the PodGroup garbage-collected with its ReplicaSet",
     )
+
+
+@pytest.mark.nodes(2, "4")
+def test_a_replicaset_whose_pods_have_a_generic_ephemeral_volume_is_grouped_and_runs(
+    cluster: Cluster,
+    namespace: str,
+    start_scheduler: StartScheduler,
+    start_controller: StartController,
+    needs_sim: object,
+) -> None:
+    start_scheduler()
+    start_controller()
+    storage = client.StorageV1Api(cluster.api)
+    scratch_class = f"e2e-scratch-{namespace}"
+    storage.create_storage_class(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": scratch_class},
+            "provisioner": "csi.e2e.example.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    claim_spec = {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": scratch_class,
+        "resources": {"requests": {"storage": "1Gi"}},
+    }
+    rs = create_owner(cluster, w.replicaset("scratch", namespace))
+    try:
+        for i in range(2):
+            pod = owned_pod(f"scratch-{i}", rs, cpu="500m")
+            pod["spec"]["volumes"] = [
+                {"name": "tmp", "ephemeral": {"volumeClaimTemplate": {"spec": claim_spec}}}
+            ]
+            cluster.create_pod(namespace, pod)
+            uid = cluster.core.read_namespaced_pod(f"scratch-{i}", namespace).metadata.uid
+            # kube-controller-manager's ephemeral-volume controller makes <pod>-<volume>,
+            # owned by the pod; sim runs none, so the test does.
+            cluster.core.create_namespaced_persistent_volume_claim(
+                namespace,
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {
+                        "name": f"scratch-{i}-tmp",
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "v1",
+                                "kind": "Pod",
+                                "name": f"scratch-{i}",
+                                "uid": uid,
+                                "controller": True,
+                            }
+                        ],
+                    },
+                    "spec": claim_spec,
+                },
+            )
+        wait_for(
+            lambda: len(bound(cluster.placements(namespace))) == 2,
+            timeout=20,
+            message=lambda: f"2 pods bound\n{cluster.describe(namespace)}",
+        )
+        name = f"podgroup-{rs['metadata']['uid']}"
+        assert [g["metadata"]["name"] for g in podgroups(cluster, namespace)] == [name]
+    finally:
+        storage.delete_storage_class(scratch_class, _preload_content=False)
 
 
 @pytest.mark.nodes(2, "4")

@@ -288,3 +288,42 @@ def test_a_podgroup_the_controller_did_not_make_is_never_patched() -> None:
     group(objects, w.ray_pod(cluster, "cpu", 0), census=census_of(theirs))
     assert objects.patches == []
     assert objects.podgroups[name]["spec"]["minMember"] == 9
+
+
+# A value for each pod field muster reads only for its presence (a Raw field of the wire
+# types), as a workload would write it, and one for a field no Kubernetes version has yet.
+_UNTYPED_FIELDS: dict[str, Any] = {
+    "ephemeral volume": {
+        "volumes": [
+            {
+                "name": "scratch",
+                "ephemeral": {
+                    "volumeClaimTemplate": {
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "1Gi"}},
+                        }
+                    }
+                },
+            }
+        ]
+    },
+    "evictionResponders": {"evictionResponders": [{"name": "checkpointer"}]},
+    "securityContext": {"securityContext": {"runAsNonRoot": True}},
+    "dnsConfig": {"dnsConfig": {"nameservers": ["10.0.0.10"]}},
+    "os": {"os": {"name": "linux"}},
+    "a field no version has": {"fieldFromTheFuture": {"some": ["value"]}},
+}
+
+
+@pytest.mark.parametrize("fields", list(_UNTYPED_FIELDS.values()), ids=list(_UNTYPED_FIELDS))
+def test_a_pod_with_a_field_muster_does_not_type_still_gets_its_podgroup(fields: Obj) -> None:
+    rs = w.with_uid(w.replicaset("web", NS, annotations={MIN_MEMBER_ANNOTATION: "2"}))
+    objects = FakeObjects(rs)
+    name = podgroup_name(rs["metadata"]["uid"], "")
+    for pod_name in ("a", "b"):
+        pod = w.pod(pod_name, NS, rs)
+        pod["spec"].update(fields)
+        assert group(objects, pod) == name
+    assert objects.podgroups[name]["spec"]["minMember"] == 2
+    assert set(objects.annotations) == {"a", "b"}
