@@ -41,7 +41,7 @@ Tiered = list[list[Callable[..., Any]]]
 
 
 class SpreadDomains(Protocol):
-    """Topology spread verdicts by domain (plugins/podtopologyspread.py answers them)."""
+    """Topology spread verdicts by domain (nodefit/podtopologyspread.py answers them)."""
 
     def refusing_domain(self, task: TaskInfo, node: NodeInfo) -> tuple[str, str] | None:
         """The (topology key, value) whose skew refuses the task on the node, or None."""

@@ -10,8 +10,8 @@ Each scorer gives 0..100; the plugin returns their weighted sum:
   tolerate) / (the most such taints any node of the session has for the pod)
 - image locality: the sizes of the pod's images the node holds, each scaled by the share
   of nodes holding it, mapped from 23 MB..1000 MB per container onto 0..100
-- pod affinity and topology spread (interpodaffinity.py, podtopologyspread.py), only in
-  sessions where some pod uses them
+- pod affinity and topology spread (nodefit/interpodaffinity.py,
+  nodefit/podtopologyspread.py), only in sessions where some pod uses them
 
 "requested" is what the node's pods use plus this pod. As in kube-scheduler,
 least- and most-allocated count a pod with no cpu (memory) request as
@@ -55,14 +55,14 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus, Toleration
 from scheduler.framework.plugin import Plugin
-from scheduler.plugins.matching import (
+from scheduler.nodefit.matching import (
     SCORED_EFFECT,
     scoring_tolerations,
     term_matches,
     untolerated_preferences,
 )
+from scheduler.nodefit.podtopologyspread import PodTopology
 from scheduler.plugins.nodeorder_arguments import NodeOrderArguments
-from scheduler.plugins.podtopologyspread import PodTopology
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session

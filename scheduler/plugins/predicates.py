@@ -4,8 +4,8 @@ Static checks (node_admits, cached by the session per placement spec and node)
 run in kube-scheduler's filter order: NodeUnschedulable, TaintToleration,
 NodeAffinity. Dynamic checks (node_fits) follow NodePorts, then
 NodeResourcesFit, then (in sessions where some pod uses them) PodTopologySpread and
-InterPodAffinity (podtopologyspread.py, interpodaffinity.py). Each reason string
-is the one `kubectl describe pod` shows for kube-scheduler, so users read the same
+InterPodAffinity (nodefit/podtopologyspread.py, nodefit/interpodaffinity.py). Each reason
+string is the one `kubectl describe pod` shows for kube-scheduler, so users read the same
 words from muster.
 """
 
@@ -19,10 +19,10 @@ from scheduler.api.snapshot import NO_STORAGE, ClusterSnapshot
 from scheduler.api.task import TaskInfo
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
-from scheduler.plugins.matching import first_untolerated, required_affinity_matches, tolerated
-from scheduler.plugins.podtopologyspread import PodTopology
+from scheduler.nodefit.matching import first_untolerated, required_affinity_matches, tolerated
+from scheduler.nodefit.podtopologyspread import PodTopology
+from scheduler.nodefit.storagefilters import StorageFilters
 from scheduler.plugins.predicates_arguments import PredicatesArguments as PredicatesArguments
-from scheduler.plugins.storagefilters import StorageFilters
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
