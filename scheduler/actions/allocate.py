@@ -12,7 +12,7 @@ import enum
 from collections.abc import Mapping
 
 from scheduler.actions.allocate_arguments import AllocateArguments
-from scheduler.actions.eviction import retry_due
+from scheduler.actions.backoff import retry_due
 from scheduler.api.gang_state import (
     PLACED_STATUSES,
     gang_placed,
@@ -56,7 +56,7 @@ class Allocate(Action[AllocateArguments]):
 
     Jobs nominated by the previous session (preempt or reclaim released room for them)
     go first, before any queue order, so nobody else takes that room while it is freed.
-    A job that failed before waits out its backoff (see eviction.retry_due); a failed job
+    A job that failed before waits out its backoff (actions/backoff.py); a failed job
     never stops the jobs behind it, which are popped in turn."""
 
     name = "allocate"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from scheduler.actions.backoff import retry_due
 from scheduler.actions.predicate_cache import PredicateErrorCache
 from scheduler.actions.protection import VictimGuard
 from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place, subgroup_spares
@@ -35,21 +36,9 @@ from scheduler.api.topology import (
     leftover,
     placed_nodes,
 )
-from scheduler.framework.arguments import Arguments, Count, Duration, Seconds
+from scheduler.framework.arguments import Count, Duration
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-
-# Volcano's defaults for retrying a gang that failed to place.
-DEFAULT_BACKOFF_BASE = 1.0
-DEFAULT_BACKOFF_MAX = 10.0
-
-
-class Backoff(Arguments):
-    """How long a gang that failed to place waits before it is tried again (allocate's
-    arguments; preempt and reclaim honour the same backoff)."""
-
-    backoff_base: Seconds = Field(DEFAULT_BACKOFF_BASE, alias="backoff-base")
-    backoff_max: Seconds = Field(DEFAULT_BACKOFF_MAX, alias="backoff-max")
 
 
 class EvictionArguments(PredicateErrorCache):
@@ -141,55 +130,46 @@ class ReclaimArguments(EvictionArguments):
 DEFAULT_MAX_DOMAINS = 8
 
 
-class GangPreemptArguments(EvictionArguments):
-    """gangpreempt's arguments, as Volcano 1.15 names them: `maxDomains` (HyperNodes a
-    gang's evictions are searched in, default 8) and `allowWholeBundle` (whether a
-    running gang may be evicted whole, default true); and `preemptMinRuntime`."""
+class GangEvictionArguments(EvictionArguments):
+    """What gangpreempt's and gangreclaim's arguments share, as Volcano 1.15 names them:
+    `maxDomains` (HyperNodes a gang's evictions are searched in, default 8) and
+    `allowWholeBundle` (whether a running gang may be evicted whole, default true)."""
 
     domain_limit: int = Field(DEFAULT_MAX_DOMAINS, alias="maxDomains", ge=1, strict=True)
     allow_whole_bundle: bool = Field(True, alias="allowWholeBundle", strict=True)
-    preempt_min_runtime: Duration = Field(0.0, alias="preemptMinRuntime")
 
     @property
     def whole_gangs(self) -> bool:
         """allowWholeBundle."""
         return self.allow_whole_bundle
+
+    @property
+    def max_domains(self) -> int | None:
+        """maxDomains."""
+        return self.domain_limit
+
+
+class GangPreemptArguments(GangEvictionArguments):
+    """gangpreempt's arguments: `maxDomains`, `allowWholeBundle` and `preemptMinRuntime`."""
+
+    preempt_min_runtime: Duration = Field(0.0, alias="preemptMinRuntime")
 
     @property
     def min_runtime(self) -> float:
         """preemptMinRuntime."""
         return self.preempt_min_runtime
 
-    @property
-    def max_domains(self) -> int | None:
-        """maxDomains."""
-        return self.domain_limit
 
-
-class GangReclaimArguments(EvictionArguments):
+class GangReclaimArguments(GangEvictionArguments):
     """gangreclaim's arguments: `maxDomains`, `allowWholeBundle` and `reclaimMinRuntime`."""
 
-    domain_limit: int = Field(DEFAULT_MAX_DOMAINS, alias="maxDomains", ge=1, strict=True)
-    allow_whole_bundle: bool = Field(True, alias="allowWholeBundle", strict=True)
     reclaim_min_runtime: Duration = Field(0.0, alias="reclaimMinRuntime")
-
-    @property
-    def whole_gangs(self) -> bool:
-        """allowWholeBundle."""
-        return self.allow_whole_bundle
 
     @property
     def min_runtime(self) -> float:
         """reclaimMinRuntime."""
         return self.reclaim_min_runtime
 
-    @property
-    def max_domains(self) -> int | None:
-        """maxDomains."""
-        return self.domain_limit
-
-
-_DEFAULT_BACKOFF = Backoff.model_validate({})
 
 # Which candidates a plugin tier allows (session.preemptable or session.reclaimable).
 VictimFilter = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
@@ -226,20 +206,6 @@ class _Choice:
 
     def cost(self) -> tuple[int, int]:
         return (sum(len(u.tasks) for u in self.units), max(u.priority for u in self.units))
-
-
-def retry_due(session: Session, job: JobInfo) -> bool:
-    """Whether a job that failed to place before may be tried again now (exponential backoff).
-
-    Nominated jobs (holding released room) are always due."""
-    failures = session.snapshot.failures.get(job.key)
-    if failures is None or job.key in session.snapshot.nominated:
-        return True
-    settings = session.config.action_settings("allocate")
-    backoff = settings if isinstance(settings, Backoff) else _DEFAULT_BACKOFF
-    delay = min(backoff.backoff_max, backoff.backoff_base * 2 ** min(failures.count - 1, 30))
-    due: bool = session.snapshot.now >= failures.last + delay
-    return due
 
 
 def may_preempt(snapshot: ClusterSnapshot, job: JobInfo) -> bool:
