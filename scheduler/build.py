@@ -1,9 +1,9 @@
 """Which modules the image compiles with mypyc, and whether this process runs them so.
 
-The modules a session spends its time in (the snapshot's records, the session and its
-node picker, enqueue, allocate and backfill, the default plugins and the pod-to-pod rules
-of nodefit/ they call) are compiled into C extension modules when muster is built with
-MUSTER_COMPILE=1 (setup.py; the image is built so).
+The modules a session spends its time in (the snapshot's records, the session, its state
+and its node picker, the cycle builder, enqueue, allocate and backfill, the default
+plugins and the pod-to-pod rules of nodefit/ they call) are compiled into C extension
+modules when muster is built with MUSTER_COMPILE=1 (setup.py; the image is built so).
 Plain Python runs the very same sources: it is what development and most of `make test`
 use, and `make test-compiled` checks that both make the same decisions
 (docs/design.md, "The compiled core").
@@ -34,6 +34,8 @@ COMPILED_MODULES = (
     "scheduler.framework.node_picker",
     "scheduler.framework.session",
     "scheduler.framework.statement",
+    "scheduler.framework.cycle_state",
+    "scheduler.framework.cycle",
     "scheduler.framework.ordering",
     "scheduler.framework.job_status",
     "scheduler.framework.settled",

@@ -37,6 +37,7 @@ from scheduler.api.topology import (
     placed_nodes,
 )
 from scheduler.framework.arguments import Count, Duration
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
@@ -222,6 +223,7 @@ class GangEvictor:
     def __init__(
         self,
         session: Session,
+        state: CycleState,
         statement: Statement,
         *,
         in_scope: Callable[[JobInfo], bool],
@@ -234,7 +236,7 @@ class GangEvictor:
         guard: VictimGuard | None = None,
     ) -> None:
         self.session = session
-        self.guard = guard if guard is not None else VictimGuard(session)
+        self.guard = guard if guard is not None else VictimGuard(session, state)
         self.statement = statement
         # The nodes the gang may go on: every node, or one topology domain's.
         self.nodes = nodes if nodes is not None else session.node_list
@@ -440,6 +442,7 @@ def starving_gangs(session: Session) -> list[JobInfo]:
 
 def evict_for(
     session: Session,
+    state: CycleState,
     job: JobInfo,
     *,
     in_scope: Callable[[JobInfo], bool],
@@ -465,10 +468,11 @@ def evict_for(
 
     def attempt(nodes: list[NodeInfo] | None) -> bool | None:
         statement = Statement(session)
-        guard = VictimGuard(session, min_runtime)
+        guard = VictimGuard(session, state, min_runtime)
         spared.append(guard)
         evictor = GangEvictor(
             session,
+            state,
             statement,
             in_scope=in_scope,
             allowed=allowed,
@@ -490,8 +494,8 @@ def evict_for(
         # Placed without evicting anything: allocate places it, not eviction (None).
         return None if placed else False
 
-    with session.holds.lifted_for(job):
-        outcome = _attempt_in_domains(session, job, attempt, max_domains)
+    with state.holds.lifted_for(job):
+        outcome = _attempt_in_domains(state, job, attempt, max_domains)
     if outcome is True:
         return
     summary = "; ".join(g.summary() for g in spared if g.summary())
@@ -500,12 +504,12 @@ def evict_for(
 
 
 def _attempt_in_domains(
-    session: Session,
+    state: CycleState,
     job: JobInfo,
     attempt: Callable[[list[NodeInfo] | None], bool | None],
     max_domains: int | None,
 ) -> bool | None:
-    view = session.topology
+    view = state.topology
     spec = job.network_topology
     if view is None or spec is None or not (spec.hard or view.prefer):
         return attempt(None)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import PodPlacementSpec, PodTopologySpec, TaskInfo
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import FitErrors, Status
@@ -246,6 +247,7 @@ class NodePicker:
     def __init__(
         self,
         session: Session,
+        state: CycleState,
         *,
         percentage: int = 0,
         minimum: int = 100,
@@ -253,7 +255,12 @@ class NodePicker:
         pod_terms: tuple[Symmetry, bool] | None = None,
     ) -> None:
         self.session = session
+        self.state = state
         self._fits, self._score = session.node_checks()
+        # Read once: the plugins that write them (predicates, nodeorder) did so when the
+        # session opened, and the picker asks them for every pick and every new shape.
+        self._spread_domains = state.spread_domains
+        self._image_holders = state.image_holders
         # Whether the node the last pick returned has room for its task now (False: it was
         # chosen for room being released, and the task is pipelined there).
         self.picked_now = False
@@ -306,6 +313,7 @@ class NodePicker:
         if child is None:
             child = self._children[key] = NodePicker(
                 self.session,
+                self.state,
                 percentage=self._percentage,
                 minimum=self._minimum,
                 nodes=nodes,
@@ -326,7 +334,7 @@ class NodePicker:
             self._recheck_parked(task, shape)
         fits = self._fits
         keys = shape.spread_keys
-        domains = self.session.spread_domains if keys else None
+        domains = self._spread_domains if keys else None
         parked = shape.parked
         stash: list[_HeapEntry] = []
         chosen: NodeInfo | None = None
@@ -481,7 +489,7 @@ class NodePicker:
         # that no longer refuses the task (asked with the task about to be placed, whose
         # own membership the counts leave out).
         shape.checked = self._moves
-        domains = self.session.spread_domains
+        domains = self._spread_domains
         for domain in list(shape.parked):
             if domains is not None and domains.domain_refuses(task, domain):
                 continue
@@ -527,8 +535,8 @@ class NodePicker:
                 shape.admissible = self._interleaved(shape.admissible, shape.spread_keys[0])
                 shape.cursor = shape.loaded = 0
             if not copied:
-                if key[0].images and self.session.image_holders:
-                    self._load_image_holders(task, shape, self.session.image_holders)
+                if key[0].images and self._image_holders:
+                    self._load_image_holders(task, shape, self._image_holders)
                 if shape.admissible.nodes:
                     shape.cursor = self._start % len(shape.admissible.nodes)
                     self._start += self.window
