@@ -32,6 +32,8 @@ COMPILED_MODULES = (
     "scheduler.api.queue",
     "scheduler.api.gang_state",
     "scheduler.framework.node_picker",
+    "scheduler.framework.pod_shapes",
+    "scheduler.framework.shape_heap",
     "scheduler.framework.session",
     "scheduler.framework.statement",
     "scheduler.framework.cycle_state",
