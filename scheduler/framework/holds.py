@@ -69,9 +69,9 @@ from scheduler.framework.session import Session
 DEFAULT_WAITING_TIME = 60.0
 # How many starving gangs hold room at once (the longest starving; the others wait their
 # turn in the usual order). Every held cpu is idle until its gang fits, and muster does
-# not know how long jobs run: one holder at a time idled the least on bench/
-# starvation_bench.py's mixed trace while its big gangs waited less than without
-# holding (docs/performance.md); more help where starving gangs want different nodes.
+# not know how long jobs run, so holders are few: more help only where starving gangs
+# want different nodes (bench/starvation_bench.py --holding-gangs weighs the trade;
+# docs/performance.md, "Sharing over time", has its figures).
 DEFAULT_HOLDING_GANGS = 1
 
 
