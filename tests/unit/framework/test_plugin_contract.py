@@ -65,6 +65,19 @@ def test_an_extension_point_overridden_with_other_parameters_is_refused() -> Non
     )
 
 
+def test_a_session_hook_that_does_not_take_the_cycle_state_is_refused() -> None:
+    with pytest.raises(TypeError) as raised:
+
+        class _SessionOnly(Plugin[NoArguments]):
+            name = "session-only"
+
+            def on_session_open(self, session: Session) -> None:  # type: ignore[override]
+                return None
+
+    assert "the extension point is on_session_open(self, session: 'Session', " in str(raised.value)
+    assert "state: 'CycleState')" in str(raised.value)
+
+
 def test_private_helpers_and_unrelated_public_methods_are_allowed() -> None:
     class _Helpers(Plugin[NoArguments]):
         name = "helpers"
