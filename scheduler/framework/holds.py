@@ -137,7 +137,7 @@ class Holds:
         self.policy: StarvationPolicy = policy if policy is not None else StarvationPolicy()
         self._holds: dict[str, Hold] = {}
         # The Pending gangs starving longest, which enqueue admits if the cluster and their
-        # queue could ever hold them, whatever is free or reserved now (jumps_admission).
+        # queue could ever hold them, whatever is free or reserved now.
         # Writer: actions/enqueue.py. Readers: Holds itself (jumps_admission, which
         # plugins/proportion.py and plugins/capacity.py ask).
         self.admitting: frozenset[str] = frozenset()
