@@ -1,9 +1,9 @@
 """Which modules the image compiles with mypyc, and whether this process runs them so.
 
-The modules a session spends its time in (the snapshot's records, the session and its
-node picker, enqueue, allocate and backfill, the default plugins) are compiled into C
-extension modules when muster is built with MUSTER_COMPILE=1 (setup.py; the image is built
-so).
+The modules a session spends its time in (the snapshot's records, the session, its state
+and its node picker, the cycle builder, enqueue, allocate and backfill, the default
+plugins and the pod-to-pod rules of nodefit/ they call) are compiled into C extension
+modules when muster is built with MUSTER_COMPILE=1 (setup.py; the image is built so).
 Plain Python runs the very same sources: it is what development and most of `make test`
 use, and `make test-compiled` checks that both make the same decisions
 (docs/design.md, "The compiled core").
@@ -13,8 +13,8 @@ A module listed here must compile as written: no pydantic model with fields of i
 lost: such models live in a *_arguments module beside it), and objects built through
 their constructors (a compiled class cannot be made with __new__ and filled in), named:
 a classmethod builds with `TaskInfo(...)`, not `cls(...)`, since a call through `cls` is a
-Python call whose keyword arguments are parsed at run time (a tenth of building a listed
-pod's record), where the named class is a direct C call.
+Python call whose keyword arguments are parsed at run time, where the named class is a
+direct C call (docs/performance.md, "The compiled core", says what that saves).
 """
 
 from __future__ import annotations
@@ -32,8 +32,12 @@ COMPILED_MODULES = (
     "scheduler.api.queue",
     "scheduler.api.gang_state",
     "scheduler.framework.node_picker",
+    "scheduler.framework.pod_shapes",
+    "scheduler.framework.shape_heap",
     "scheduler.framework.session",
     "scheduler.framework.statement",
+    "scheduler.framework.cycle_state",
+    "scheduler.framework.cycle",
     "scheduler.framework.ordering",
     "scheduler.framework.job_status",
     "scheduler.framework.settled",
@@ -44,10 +48,10 @@ COMPILED_MODULES = (
     "scheduler.plugins.gang",
     "scheduler.plugins.priority",
     "scheduler.plugins.predicates",
-    "scheduler.plugins.podtopologyspread",
-    "scheduler.plugins.interpodaffinity",
     "scheduler.plugins.proportion",
     "scheduler.plugins.drf",
+    "scheduler.nodefit.podtopologyspread",
+    "scheduler.nodefit.interpodaffinity",
     "scheduler.engine",
 )
 

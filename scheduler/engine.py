@@ -1,8 +1,8 @@
 """The scheduling engine: one session over a snapshot, from actions and plugins to decisions.
 
 No I/O, and no wall clock: time reaches the core only as the snapshot's `now`. The
-monotonic `time.perf_counter` is read here and in the session only to time actions and
-plugins for metrics (`SessionResult.timings`); no decision depends on it. The scheduler
+monotonic `time.perf_counter` is read here and in the cycle builder only to time actions
+and plugins for metrics (`SessionResult.timings`); no decision depends on it. The scheduler
 process calls `schedule` every period with a snapshot from its cache and hands the
 result to the effects layer.
 """
@@ -14,9 +14,9 @@ import time
 from scheduler.actions import ACTIONS
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig, parse_config
+from scheduler.framework.cycle import close_cycle, open_cycle
 from scheduler.framework.decisions import SessionResult
 from scheduler.framework.job_status import close_result
-from scheduler.framework.session import Session
 from scheduler.framework.settled import settled_jobs, settles
 from scheduler.plugins import PLUGINS
 
@@ -41,17 +41,18 @@ def schedule(
         # works on a full copy: a settled job is the cache's own record.
         copy = True
     world = snapshot.clone() if copy else snapshot
-    session = Session(world, config, PLUGINS)
+    cycle = open_cycle(world, config, PLUGINS)
+    session, state = cycle.session, cycle.state
     timings: dict[str, float] = {}
     for name in config.actions:
         start = time.perf_counter()
         parsed = config.action_settings(name)
         ACTIONS[name](parsed if parsed is not None else config.action_arguments(name)).execute(
-            session
+            session, state
         )
         timings[name] = time.perf_counter() - start
-    result = close_result(world, session.close(), session.queue_figures)
-    result.settled = settled_jobs(session)
-    timings.update({f"plugin:{name}": s for name, s in session.plugin_seconds.items()})
+    result = close_result(world, close_cycle(cycle), session.queue_figures)
+    result.settled = settled_jobs(session, state)
+    timings.update({f"plugin:{name}": s for name, s in cycle.plugin_seconds.items()})
     result.timings = timings
     return result

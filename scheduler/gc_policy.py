@@ -2,27 +2,24 @@
 
 CPython's cyclic collector runs its young generation every 700 allocations and, every
 hundred of those, may traverse every object the process holds. A scheduler holding tens
-of thousands of pods, and copying them for each session, pays for that over and over: a
-session over 10,000 pods spent 40-70 ms of its 500-700 ms in the collector, most of it in
-full traversals of the cache. Most of what a session allocates dies by reference count, not
-by the collector, so the young generation can be far larger; and what the first full list
-loaded lives for the process's life, so it is moved out of the collector's sight.
+of thousands of pods, and copying them for each session, pays for that over and over, most
+of it in full traversals of the cache. Most of what a session allocates dies by reference
+count, not by the collector, so the young generation can be far larger; and what the first
+full list loaded lives for the process's life, so it is moved out of the collector's sight.
 
 Until then the collector does not run at all (`hold`, from the start of `muster scheduler`
 to the cache's first full list): nearly everything allocated meanwhile, the modules'
-classes and functions and the listed cluster, lives for the process's life, so each
-traversal of it found nothing and cost much. Importing muster's modules allocates about
-110,000 objects, a listed pod about twenty: with CPython's settings, about 0.15 s of the
-import's second of CPU and 60% of decoding a list of 50,000 pods went to the collector.
-If the cache is not loaded within HOLD_SECONDS (an API server that does not answer), the
-collector runs again, so the reference cycles of failing requests retried meanwhile do not
-pile up.
+classes and functions and the listed cluster (some twenty objects a listed pod), lives for
+the process's life, so each traversal of it finds nothing and costs much. If the cache is
+not loaded within HOLD_SECONDS (an API server that does not answer), the collector runs
+again, so the reference cycles of failing requests retried meanwhile do not pile up.
 
 Nor does it run during a session (`paused`): a session allocates some ten objects a pod (the
 snapshot's copies, the statement's operations, the decisions) and they die by reference
-count when it ends, so the twenty-odd young collections a 50,000-pod session triggered
-traversed objects that were about to be freed anyway: 10% of that session (584 against 647
-ms, compiled core). What survives it is collected at the next young collection after.
+count when it ends, so the young collections a session triggers would traverse objects
+about to be freed anyway. What survives it is collected at the next young collection after.
+
+docs/performance.md, "The heap and the collector", has what each of these saves.
 """
 
 from __future__ import annotations
@@ -88,9 +85,9 @@ def tune() -> None:
 def settle() -> int:
     """Once the caches hold the cluster: keep every object there is out of later traversals
     (gc.freeze), then let the collector run. They are still freed by reference count when
-    the cache drops them. No collection first: at 50,000 pods it would hold the first session
-    back by about half a second, for the few reference cycles loading leaves (kept, then, for
-    the process's life). Returns how many objects are kept out."""
+    the cache drops them. No collection first: it would traverse the whole cache and hold the
+    first session back, for the few reference cycles loading leaves (kept, then, for the
+    process's life). Returns how many objects are kept out."""
     gc.freeze()
     gc.enable()
     return gc.get_freeze_count()

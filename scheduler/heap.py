@@ -7,15 +7,13 @@ does: RSS climbs while the memory Python's objects take stays flat (tracemalloc 
 and malloc_trim(0), which releases the free pages inside the heap too, gives it back. A
 container's memory limit counts these pages, so the scheduler trims about once a minute.
 
-Trimming alone did not stop the leader's climb (about 4 MiB in 10 minutes, seed 380). glibc
-gives an allocation of 128 KiB or more pages of its own, but each time such a block is freed
-it raises that threshold to the block's size, so later big blocks (TLS read buffers, list
-pages, watch chunks, a session's lists over every pod) come from the heap and, freed, leave
-holes that trimming cannot close. With the threshold pinned at 128 KiB the leader's RSS
-stayed within 1 MiB over 10 minutes of the same soak (89.7-90.7 MiB) and rose only when a
-connection opened (about 0.3 MiB each, its TLS buffer). It is pinned at 512 KiB since (see
-MMAP_THRESHOLD): a 20-minute soak (seed 410) then held the leader at 93.6-94.9 MiB once its
-sockets stopped opening, 11 minutes in.
+Trimming alone does not hold a long-lived leader's RSS flat. glibc gives an allocation of
+128 KiB or more pages of its own, but each time such a block is freed it raises that
+threshold to the block's size, so later big blocks (TLS read buffers, list pages, watch
+chunks, a session's lists over every pod) come from the heap and, freed, leave holes that
+trimming cannot close. So the threshold is pinned (MMAP_THRESHOLD says at what, and why);
+then RSS rises only when a connection opens (its TLS buffer) and stays flat once sockets
+stop opening. docs/performance.md, "The heap and the collector", has the soaks' figures.
 
 Elsewhere than glibc both do nothing.
 """
@@ -30,7 +28,7 @@ from typing import Protocol
 
 log = logging.getLogger(__name__)
 
-# Seconds between two trims; one costs a walk of the heap, about a millisecond here.
+# Seconds between two trims; one costs a walk of the heap.
 TRIM_EVERY = 60.0
 
 
@@ -42,10 +40,10 @@ M_MMAP_THRESHOLD = -3
 # leave holes among the pages that live objects hold: so the threshold is pinned. Pinned above
 # a TLS read: asyncio reads a TLS connection by asking for up to 256 KiB
 # (asyncio.sslproto.SSLProtocol.max_size), twice or more each time data comes, and a block
-# that size with pages of its own costs an mmap and an munmap each time, 33 us here against 4
-# from the heap. Pinned at 128 KiB, those reads were a tenth of muster's CPU per bound pod
-# (0.661 against 0.598 ms, 3 alternated pairs on muster sim). Blocks of 128 to 512 KiB now
-# come from the heap: the reads' live within a call; a TLS connection's own 256 KiB buffer
+# that size with pages of its own costs an mmap and an munmap each time, several times what
+# the heap costs: below a TLS read, those reads were a tenth of muster's CPU per bound pod
+# (docs/performance.md has the figures). Blocks of 128 to 512 KiB come from the heap: the
+# reads' live within a call; a TLS connection's own 256 KiB buffer
 # lives as long as the connection, and the hole it leaves when that closes is among the free
 # pages the minute's trim gives back (malloc_trim releases them inside the heap too).
 MMAP_THRESHOLD = 512 * 1024

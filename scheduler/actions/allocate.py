@@ -12,7 +12,7 @@ import enum
 from collections.abc import Mapping
 
 from scheduler.actions.allocate_arguments import AllocateArguments
-from scheduler.actions.eviction import retry_due
+from scheduler.actions.backoff import retry_due
 from scheduler.api.gang_state import (
     PLACED_STATUSES,
     gang_placed,
@@ -43,6 +43,7 @@ from scheduler.api.topology import (
     placed_nodes,
 )
 from scheduler.framework.action import Action
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.ordering import KeyHeap, OrderedHeap
 from scheduler.framework.session import Session
@@ -56,24 +57,25 @@ class Allocate(Action[AllocateArguments]):
 
     Jobs nominated by the previous session (preempt or reclaim released room for them)
     go first, before any queue order, so nobody else takes that room while it is freed.
-    A job that failed before waits out its backoff (see eviction.retry_due); a failed job
+    A job that failed before waits out its backoff (actions/backoff.py); a failed job
     never stops the jobs behind it, which are popped in turn."""
 
     name = "allocate"
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: Session, state: CycleState) -> None:
         args = self.arguments
         picker = NodePicker(
             session,
+            state,
             percentage=args.percentage_of_nodes_to_score,
             minimum=args.min_feasible_nodes_to_find,
         )
-        holds = session.holds
+        holds = state.holds
         holds.on_freed.append(picker.freed)
         # Gangs an autoscaler provisioned nodes for go first, the oldest first: placed whole
         # if they fit (once admitted), else the room they would take is held against every
         # other gang.
-        provisioned = session.scale_up.provisioned()
+        provisioned = state.scale_up.provisioned()
         actions = session.config.actions
         for key, request in provisioned.items():
             job = session.jobs[key]
@@ -82,17 +84,17 @@ class Allocate(Action[AllocateArguments]):
             if session.job_valid(job) is not None:
                 continue
             if may_place(job, actions):
-                self._allocate_job(session, picker, session.queues[job.queue], job)
+                self._allocate_job(session, state, picker, session.queues[job.queue], job)
             if not gang_placed(job):
                 holds.hold_provisioned(job, request.since)
-        starving = holds.holders()
+        starving = holds.holders(provisioned)
         by_queue, nominated, starved = self._jobs_by_queue(session, starving, provisioned)
         for job in sorted(nominated, key=session.job_key):
-            self._allocate_job(session, picker, session.queues[job.queue], job)
+            self._allocate_job(session, state, picker, session.queues[job.queue], job)
         # Starving gangs next, the longest starving first: each is placed whole if it
         # fits, else holds room (framework/holds.py) that the gangs after it cannot take.
         for job in sorted(starved, key=lambda j: (starving[j.key], j.key)):
-            self._allocate_job(session, picker, session.queues[job.queue], job)
+            self._allocate_job(session, state, picker, session.queues[job.queue], job)
             if not gang_placed(job):
                 holds.hold_for(job, starving[job.key])
         queues: OrderedHeap[QueueInfo] = OrderedHeap(
@@ -105,7 +107,7 @@ class Allocate(Action[AllocateArguments]):
                 self._hold_back(jobs, queue)
                 continue
             job = jobs.pop()
-            self._allocate_job(session, picker, queue, job)
+            self._allocate_job(session, state, picker, queue, job)
             if queue.fifo and session.result.attempts.get(job.key) is False:
                 # Nothing of the head of a fifo queue could be placed: the rest wait.
                 while jobs:
@@ -159,13 +161,15 @@ class Allocate(Action[AllocateArguments]):
         return ordered, nominated, starved
 
     @staticmethod
-    def _allocate_job(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
-        holds = session.holds
+    def _allocate_job(
+        session: Session, state: CycleState, picker: NodePicker, queue: QueueInfo, job: JobInfo
+    ) -> None:
+        holds = state.holds
         if not holds.holds:
-            _allocate(session, picker, queue, job)
+            _allocate(session, state, picker, queue, job)
             return
         with holds.lifted_for(job):
-            _allocate(session, picker, queue, job)
+            _allocate(session, state, picker, queue, job)
         if job.wait_reason == NOT_ENOUGH_RESOURCES and job.starving is None:
             # "Insufficient cpu" on nodes that show free cpu would puzzle: say who holds it.
             holders = holds.holders_named(job)
@@ -173,24 +177,27 @@ class Allocate(Action[AllocateArguments]):
                 job.wait_message += f" ({holders})"
 
 
-def _allocate(session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo) -> None:
+def _allocate(
+    session: Session, state: CycleState, picker: NodePicker, queue: QueueInfo, job: JobInfo
+) -> None:
     """Place the job whole (or pipelined onto room being released), or nothing of it."""
     if job.subgroup_policies:
-        _allocate_by_subgroup(session, picker, queue, job)
+        _allocate_by_subgroup(session, state, picker, queue, job)
         return
-    view = session.topology
+    view = state.topology
     spec = job.network_topology
     # A soft gang whose domains all refuse it falls through to the plain placement.
     if (
         view is not None
         and spec is not None
         and (spec.hard or view.prefer)
-        and _allocate_in_domain(session, picker, queue, job, view, spec)
+        and _allocate_in_domain(session, state, picker, queue, job, view, spec)
     ):
         return
     statement = Statement(session)
-    _place(session, picker, queue, job, session.sorted_tasks(job.pending_tasks()), statement)
-    if _keep(session, job, [statement]):
+    tasks = session.sorted_tasks(job.pending_tasks())
+    _place(session, state, picker, queue, job, tasks, statement)
+    if _keep(session, state, job, [statement]):
         return
     session.record_attempt(job, placed=False)
     # Said before the discard: what of the gang (minMember, which task) is short.
@@ -213,6 +220,7 @@ class _Outcome(enum.Enum):
 
 def _place(
     session: Session,
+    state: CycleState,
     picker: NodePicker,
     queue: QueueInfo,
     job: JobInfo,
@@ -227,7 +235,7 @@ def _place(
     # Asked once for the lot when the queue's answer adds up; else once per task. Capacity
     # an autoscaler provisioned for the gang exists for it alone: its queue's share of the
     # cluster, which that capacity swelled, does not hold it back.
-    queue_takes_all = job.key in session.scale_up.provisioned() or session.allocatable_all(
+    queue_takes_all = job.key in state.scale_up.provisioned() or session.allocatable_all(
         queue, tasks
     )
     for task in tasks:
@@ -252,7 +260,7 @@ def _place(
     return _Outcome.PLACED
 
 
-def _keep(session: Session, job: JobInfo, statements: list[Statement]) -> bool:
+def _keep(session: Session, state: CycleState, job: JobInfo, statements: list[Statement]) -> bool:
     """Commit the job's placements when its gang is ready, or keep them pipelined when it
     can start once releasing pods go; False when neither (the caller discards)."""
     if session.job_ready(job):
@@ -264,8 +272,7 @@ def _keep(session: Session, job: JobInfo, statements: list[Statement]) -> bool:
         # Room is promised on releasing resources: keep it, bind nothing yet. The
         # members placed on idle room hold it for this session and are pipelined when
         # it closes, so that none counts as running.
-        for statement in statements:
-            session.keep_pipelined(statement)
+        state.pipelined.extend(statements)
         session.record_attempt(job, placed=True)
         return True
     return False
@@ -273,6 +280,7 @@ def _keep(session: Session, job: JobInfo, statements: list[Statement]) -> bool:
 
 def _allocate_in_domain(
     session: Session,
+    state: CycleState,
     picker: NodePicker,
     queue: QueueInfo,
     job: JobInfo,
@@ -305,9 +313,9 @@ def _allocate_in_domain(
     for domain in candidates:
         statement = Statement(session)
         inner = picker.within(domain.name, view.node_list(domain))
-        outcome = _place(session, inner, queue, job, tasks, statement, explain=False)
+        outcome = _place(session, state, inner, queue, job, tasks, statement, explain=False)
         whole = outcome is _Outcome.PLACED or (joining and len(statement) > 0)
-        if whole and _keep(session, job, [statement]):
+        if whole and _keep(session, state, job, [statement]):
             return True
         inner.discard(statement)
         if outcome is _Outcome.QUEUE_FULL:
@@ -352,16 +360,16 @@ def _why_no_domain(
 
 
 def _allocate_by_subgroup(
-    session: Session, picker: NodePicker, queue: QueueInfo, job: JobInfo
+    session: Session, state: CycleState, picker: NodePicker, queue: QueueInfo, job: JobInfo
 ) -> None:
     """Place a gang with subgroups: inside one domain of its own networkTopology when it
     has one (tried in order, as a plain topology gang's), else over every node."""
-    view = session.topology
+    view = state.topology
     spec = job.network_topology
     if view is not None and spec is not None and (spec.hard or view.prefer):
         limit = view.limit(spec) if spec.hard else view.topology.highest_tier
         for domain in _gang_domains(view, job, limit):
-            if _place_subgroups(session, picker, queue, job, view, domain):
+            if _place_subgroups(session, state, picker, queue, job, view, domain):
                 return
             if job.wait_reason == QUEUE_SHARE_EXCEEDED:
                 session.record_attempt(job, placed=False)
@@ -374,7 +382,7 @@ def _allocate_by_subgroup(
                 f"no {what} holds the gang with its subgroups whole; {_subgroup_waits(job)}",
             )
             return
-    if _place_subgroups(session, picker, queue, job, view, None):
+    if _place_subgroups(session, state, picker, queue, job, view, None):
         return
     session.record_attempt(job, placed=False)
 
@@ -401,6 +409,7 @@ def _gang_domains(view: SessionTopology, job: JobInfo, limit: int) -> list[Domai
 
 def _place_subgroups(
     session: Session,
+    state: CycleState,
     picker: NodePicker,
     queue: QueueInfo,
     job: JobInfo,
@@ -430,7 +439,9 @@ def _place_subgroups(
             if needed <= 0 or job.wait_reason == QUEUE_SHARE_EXCEEDED:
                 break
             tried.add(group.key)
-            statement = _place_subgroup(session, picker, base, queue, job, group, view, bound)
+            statement = _place_subgroup(
+                session, state, picker, base, queue, job, group, view, bound
+            )
             if statement is not None:
                 statements.append(statement)
                 needed -= 1
@@ -438,7 +449,7 @@ def _place_subgroups(
     if pending_default and job.wait_reason != QUEUE_SHARE_EXCEEDED:
         statement = Statement(session)
         tasks = session.sorted_tasks(pending_default)
-        _place(session, base, queue, job, tasks, statement, explain=bound is None)
+        _place(session, state, base, queue, job, tasks, statement, explain=bound is None)
         statements.append(statement)
     for group in groups:
         if group.key in tried or not group.pending():
@@ -451,10 +462,10 @@ def _place_subgroups(
             continue
         if job.wait_reason == QUEUE_SHARE_EXCEEDED:
             break
-        statement = _place_subgroup(session, picker, base, queue, job, group, view, bound)
+        statement = _place_subgroup(session, state, picker, base, queue, job, group, view, bound)
         if statement is not None:
             statements.append(statement)
-    if _keep(session, job, statements):
+    if _keep(session, state, job, statements):
         return True
     short = gang_shortfall(job)
     picker.release(statements)
@@ -465,6 +476,7 @@ def _place_subgroups(
 
 def _place_subgroup(
     session: Session,
+    state: CycleState,
     root: NodePicker,
     base: NodePicker,
     queue: QueueInfo,
@@ -483,7 +495,7 @@ def _place_subgroup(
         for domain in _subgroup_domains(view, group, tasks, limit, bound):
             inner = root.within(domain.name, view.node_list(domain))
             statement = Statement(session)
-            _place(session, inner, queue, job, tasks, statement, explain=False)
+            _place(session, state, inner, queue, job, tasks, statement, explain=False)
             if group.whole(PLACED_STATUSES):
                 return statement
             root.release([statement])
@@ -495,7 +507,7 @@ def _place_subgroup(
             )
             return None
     statement = Statement(session)
-    _place(session, base, queue, job, tasks, statement, explain=False)
+    _place(session, state, base, queue, job, tasks, statement, explain=False)
     if group.whole(PLACED_STATUSES):
         return statement
     unplaced = next((t for t in tasks if t.status is TaskStatus.PENDING), tasks[0])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from scheduler.actions.eviction import Backoff
+from scheduler.actions.backoff import Backoff
 from scheduler.actions.predicate_cache import PredicateErrorCache
 from scheduler.framework.arguments import Count
 

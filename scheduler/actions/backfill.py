@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.actions.predicate_cache import PredicateErrorCache
 from scheduler.api.subgroups import subgroup_key
 from scheduler.framework.action import Action
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -17,8 +18,8 @@ class Backfill(Action[PredicateErrorCache]):
 
     name = "backfill"
 
-    def execute(self, session: Session) -> None:
-        picker = NodePicker(session)
+    def execute(self, session: Session, state: CycleState) -> None:
+        picker = NodePicker(session, state)
         jobs = session.active_jobs.values()
         for job in sorted(jobs, key=lambda j: (j.creation_timestamp, j.key)):
             pending = [task for task in job.pending_tasks() if task.best_effort]

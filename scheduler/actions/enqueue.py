@@ -20,6 +20,8 @@ from scheduler.api.reasons import (
 )
 from scheduler.api.resources import Resource
 from scheduler.framework.action import Action
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.holds import Holds
 from scheduler.framework.ordering import KeyHeap, OrderedHeap
 from scheduler.framework.session import Session
 
@@ -37,10 +39,10 @@ class Enqueue(Action[EnqueueArguments]):
 
     name = "enqueue"
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: Session, state: CycleState) -> None:
         args = self.arguments
-        factor = args.overcommit_factor or overcommit_of(session) or DEFAULT_OVERCOMMIT
-        timeout = session.inqueue_timeout = args.inqueue_timeout
+        factor = args.overcommit_factor or state.overcommit_factor or DEFAULT_OVERCOMMIT
+        timeout = state.inqueue_timeout = args.inqueue_timeout
         now = session.snapshot.now
         timing = timeout > 0 and now > 0
         if timing:
@@ -62,7 +64,7 @@ class Enqueue(Action[EnqueueArguments]):
                 session.job_enqueueable(job)
                 continue
             pending.setdefault(job.queue, []).append(job)
-        starving = session.holds.admitting = _longest_starving(session, pending)
+        starving = state.holds.admitting = _longest_starving(state.holds, pending)
         by_queue = {name: KeyHeap(session.job_key, jobs) for name, jobs in pending.items()}
         queues = OrderedHeap(session.compare_queues, (session.queues[name] for name in by_queue))
         while queues:
@@ -191,10 +193,9 @@ def _why_not_admitted(
     return ""
 
 
-def _longest_starving(session: Session, pending: dict[str, list[JobInfo]]) -> frozenset[str]:
+def _longest_starving(holds: Holds, pending: dict[str, list[JobInfo]]) -> frozenset[str]:
     """The Pending gangs starving longest, as many as may hold room at once: they are
     admitted whatever the cluster has free now (if it could ever hold them)."""
-    holds = session.holds
     found = []
     for jobs in pending.values():
         for job in jobs:
@@ -209,12 +210,3 @@ def _backing_off(session: Session, job: JobInfo, timeout: float) -> bool:
     """Whether a job sent back for not starting in time waits before it is admitted again."""
     since = session.snapshot.timed_out_at.get(job.key, job.timed_out_since)
     return since is not None and session.snapshot.now - since < timeout
-
-
-def overcommit_of(session: Session) -> float | None:
-    """The factor of Volcano's `overcommit` plugin, when the config lists it."""
-    for plugin in session.plugins:
-        factor = getattr(plugin.arguments, "overcommit_factor", None)
-        if plugin.name == "overcommit" and isinstance(factor, float):
-            return factor
-    return None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from scheduler.actions.backoff import retry_due
 from scheduler.actions.predicate_cache import PredicateErrorCache
 from scheduler.actions.protection import VictimGuard
 from scheduler.api.gang_state import VICTIM_STATUSES, gang_placed, may_place, subgroup_spares
@@ -35,21 +36,10 @@ from scheduler.api.topology import (
     leftover,
     placed_nodes,
 )
-from scheduler.framework.arguments import Arguments, Count, Duration, Seconds
+from scheduler.framework.arguments import Count, Duration
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
-
-# Volcano's defaults for retrying a gang that failed to place.
-DEFAULT_BACKOFF_BASE = 1.0
-DEFAULT_BACKOFF_MAX = 10.0
-
-
-class Backoff(Arguments):
-    """How long a gang that failed to place waits before it is tried again (allocate's
-    arguments; preempt and reclaim honour the same backoff)."""
-
-    backoff_base: Seconds = Field(DEFAULT_BACKOFF_BASE, alias="backoff-base")
-    backoff_max: Seconds = Field(DEFAULT_BACKOFF_MAX, alias="backoff-max")
 
 
 class EvictionArguments(PredicateErrorCache):
@@ -141,55 +131,46 @@ class ReclaimArguments(EvictionArguments):
 DEFAULT_MAX_DOMAINS = 8
 
 
-class GangPreemptArguments(EvictionArguments):
-    """gangpreempt's arguments, as Volcano 1.15 names them: `maxDomains` (HyperNodes a
-    gang's evictions are searched in, default 8) and `allowWholeBundle` (whether a
-    running gang may be evicted whole, default true); and `preemptMinRuntime`."""
+class GangEvictionArguments(EvictionArguments):
+    """What gangpreempt's and gangreclaim's arguments share, as Volcano 1.15 names them:
+    `maxDomains` (HyperNodes a gang's evictions are searched in, default 8) and
+    `allowWholeBundle` (whether a running gang may be evicted whole, default true)."""
 
     domain_limit: int = Field(DEFAULT_MAX_DOMAINS, alias="maxDomains", ge=1, strict=True)
     allow_whole_bundle: bool = Field(True, alias="allowWholeBundle", strict=True)
-    preempt_min_runtime: Duration = Field(0.0, alias="preemptMinRuntime")
 
     @property
     def whole_gangs(self) -> bool:
         """allowWholeBundle."""
         return self.allow_whole_bundle
+
+    @property
+    def max_domains(self) -> int | None:
+        """maxDomains."""
+        return self.domain_limit
+
+
+class GangPreemptArguments(GangEvictionArguments):
+    """gangpreempt's arguments: `maxDomains`, `allowWholeBundle` and `preemptMinRuntime`."""
+
+    preempt_min_runtime: Duration = Field(0.0, alias="preemptMinRuntime")
 
     @property
     def min_runtime(self) -> float:
         """preemptMinRuntime."""
         return self.preempt_min_runtime
 
-    @property
-    def max_domains(self) -> int | None:
-        """maxDomains."""
-        return self.domain_limit
 
-
-class GangReclaimArguments(EvictionArguments):
+class GangReclaimArguments(GangEvictionArguments):
     """gangreclaim's arguments: `maxDomains`, `allowWholeBundle` and `reclaimMinRuntime`."""
 
-    domain_limit: int = Field(DEFAULT_MAX_DOMAINS, alias="maxDomains", ge=1, strict=True)
-    allow_whole_bundle: bool = Field(True, alias="allowWholeBundle", strict=True)
     reclaim_min_runtime: Duration = Field(0.0, alias="reclaimMinRuntime")
-
-    @property
-    def whole_gangs(self) -> bool:
-        """allowWholeBundle."""
-        return self.allow_whole_bundle
 
     @property
     def min_runtime(self) -> float:
         """reclaimMinRuntime."""
         return self.reclaim_min_runtime
 
-    @property
-    def max_domains(self) -> int | None:
-        """maxDomains."""
-        return self.domain_limit
-
-
-_DEFAULT_BACKOFF = Backoff.model_validate({})
 
 # Which candidates a plugin tier allows (session.preemptable or session.reclaimable).
 VictimFilter = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
@@ -228,20 +209,6 @@ class _Choice:
         return (sum(len(u.tasks) for u in self.units), max(u.priority for u in self.units))
 
 
-def retry_due(session: Session, job: JobInfo) -> bool:
-    """Whether a job that failed to place before may be tried again now (exponential backoff).
-
-    Nominated jobs (holding released room) are always due."""
-    failures = session.snapshot.failures.get(job.key)
-    if failures is None or job.key in session.snapshot.nominated:
-        return True
-    settings = session.config.action_settings("allocate")
-    backoff = settings if isinstance(settings, Backoff) else _DEFAULT_BACKOFF
-    delay = min(backoff.backoff_max, backoff.backoff_base * 2 ** min(failures.count - 1, 30))
-    due: bool = session.snapshot.now >= failures.last + delay
-    return due
-
-
 def may_preempt(snapshot: ClusterSnapshot, job: JobInfo) -> bool:
     """preemptionPolicy: Never on the PodGroup's PriorityClass or on a pending pod forbids it."""
     known = snapshot.priority_classes.get(job.priority_class_name)
@@ -256,6 +223,7 @@ class GangEvictor:
     def __init__(
         self,
         session: Session,
+        state: CycleState,
         statement: Statement,
         *,
         in_scope: Callable[[JobInfo], bool],
@@ -268,7 +236,7 @@ class GangEvictor:
         guard: VictimGuard | None = None,
     ) -> None:
         self.session = session
-        self.guard = guard if guard is not None else VictimGuard(session)
+        self.guard = guard if guard is not None else VictimGuard(session, state)
         self.statement = statement
         # The nodes the gang may go on: every node, or one topology domain's.
         self.nodes = nodes if nodes is not None else session.node_list
@@ -474,6 +442,7 @@ def starving_gangs(session: Session) -> list[JobInfo]:
 
 def evict_for(
     session: Session,
+    state: CycleState,
     job: JobInfo,
     *,
     in_scope: Callable[[JobInfo], bool],
@@ -499,10 +468,11 @@ def evict_for(
 
     def attempt(nodes: list[NodeInfo] | None) -> bool | None:
         statement = Statement(session)
-        guard = VictimGuard(session, min_runtime)
+        guard = VictimGuard(session, state, min_runtime)
         spared.append(guard)
         evictor = GangEvictor(
             session,
+            state,
             statement,
             in_scope=in_scope,
             allowed=allowed,
@@ -524,8 +494,8 @@ def evict_for(
         # Placed without evicting anything: allocate places it, not eviction (None).
         return None if placed else False
 
-    with session.holds.lifted_for(job):
-        outcome = _attempt_in_domains(session, job, attempt, max_domains)
+    with state.holds.lifted_for(job):
+        outcome = _attempt_in_domains(state, job, attempt, max_domains)
     if outcome is True:
         return
     summary = "; ".join(g.summary() for g in spared if g.summary())
@@ -534,12 +504,12 @@ def evict_for(
 
 
 def _attempt_in_domains(
-    session: Session,
+    state: CycleState,
     job: JobInfo,
     attempt: Callable[[list[NodeInfo] | None], bool | None],
     max_domains: int | None,
 ) -> bool | None:
-    view = session.topology
+    view = state.topology
     spec = job.network_topology
     if view is None or spec is None or not (spec.hard or view.prefer):
         return attempt(None)

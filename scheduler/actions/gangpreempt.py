@@ -16,6 +16,7 @@ from __future__ import annotations
 from scheduler.actions.eviction import GangPreemptArguments
 from scheduler.actions.preempt import preempt_all
 from scheduler.framework.action import Action
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session
 
 
@@ -24,5 +25,5 @@ class GangPreempt(Action[GangPreemptArguments]):
 
     name = "gangpreempt"
 
-    def execute(self, session: Session) -> None:
-        preempt_all(session, self.arguments)
+    def execute(self, session: Session, state: CycleState) -> None:
+        preempt_all(session, state, self.arguments)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from scheduler.actions.eviction import GangReclaimArguments
 from scheduler.actions.reclaim import reclaim_all
 from scheduler.framework.action import Action
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session
 
 
@@ -19,5 +20,5 @@ class GangReclaim(Action[GangReclaimArguments]):
 
     name = "gangreclaim"
 
-    def execute(self, session: Session) -> None:
-        reclaim_all(session, self.arguments)
+    def execute(self, session: Session, state: CycleState) -> None:
+        reclaim_all(session, state, self.arguments)

@@ -14,6 +14,7 @@ from scheduler.actions.eviction import (
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.action import Action
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session
 
 
@@ -24,15 +25,16 @@ class Preempt(Action[PreemptArguments]):
 
     name = "preempt"
 
-    def execute(self, session: Session) -> None:
-        preempt_all(session, self.arguments)
+    def execute(self, session: Session, state: CycleState) -> None:
+        preempt_all(session, state, self.arguments)
 
 
-def preempt_all(session: Session, args: EvictionArguments) -> None:
+def preempt_all(session: Session, state: CycleState, args: EvictionArguments) -> None:
     """What preempt and gangpreempt do, with their arguments."""
     for job in preemptors(session):
         evict_for(
             session,
+            state,
             job,
             in_scope=functools.partial(_same_queue, job),
             allowed=session.preemptable,

@@ -27,6 +27,7 @@ from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.api.timestamps import parse_rfc3339
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session
 
 
@@ -35,6 +36,7 @@ class VictimGuard:
     """The protection rules for one eviction decision, with the budget figures it uses."""
 
     session: Session
+    state: CycleState
     min_runtime: float = 0.0
     # Per budget key, the victims this decision chose so far (not yet committed).
     chosen: Counter[str] = field(default_factory=Counter)
@@ -72,7 +74,7 @@ class VictimGuard:
             for budget in self._budgets(victim):
                 wanted[budget.key] += 1
                 budgets[budget.key] = budget
-        ledger = self.session.disruptions
+        ledger = self.state.disruptions
         for key, count in wanted.items():
             budget = budgets[key]
             refusal = budget.why_not()
@@ -90,9 +92,8 @@ class VictimGuard:
 
     def commit(self) -> None:
         """The decision was committed: its victims count for the rest of the session."""
-        ledger = self.session.disruptions
         for key, count in self.chosen.items():
-            ledger[key] = ledger.get(key, 0) + count
+            self.state.disruptions[key] = self.state.disruptions.get(key, 0) + count
         self.chosen.clear()
 
     def spare(self, why: str) -> None:

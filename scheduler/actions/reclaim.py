@@ -16,6 +16,7 @@ from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
 from scheduler.framework.action import Action
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session
 
 
@@ -30,11 +31,11 @@ class Reclaim(Action[ReclaimArguments]):
 
     name = "reclaim"
 
-    def execute(self, session: Session) -> None:
-        reclaim_all(session, self.arguments)
+    def execute(self, session: Session, state: CycleState) -> None:
+        reclaim_all(session, state, self.arguments)
 
 
-def reclaim_all(session: Session, args: EvictionArguments) -> None:
+def reclaim_all(session: Session, state: CycleState, args: EvictionArguments) -> None:
     """What reclaim and gangreclaim do, with their arguments."""
     for job in reclaimers(session):
         queue = session.queues[job.queue]
@@ -42,6 +43,7 @@ def reclaim_all(session: Session, args: EvictionArguments) -> None:
             continue
         evict_for(
             session,
+            state,
             job,
             in_scope=functools.partial(_reclaimable_from, session, queue),
             allowed=session.reclaimable,

@@ -95,7 +95,7 @@ POD_FIELDS: dict[str, FieldRule] = {
     "spec.subdomain": FieldRule(_IRRELEVANT),
     "spec.terminationGracePeriodSeconds": FieldRule(_IRRELEVANT),
     "spec.volumes": FieldRule(_IRRELEVANT, "sources other than claims; claims below"),
-    # Claims: kube-scheduler's VolumeBinding and VolumeZone (plugins/volumebinding.py).
+    # Claims: kube-scheduler's VolumeBinding and VolumeZone (nodefit/volumebinding.py).
     "spec.volumes.persistentVolumeClaim": FieldRule(
         _HONOURED,
         "VolumeBinding (bound volumes' node affinity; WaitForFirstConsumer claims to a node "
@@ -107,7 +107,7 @@ POD_FIELDS: dict[str, FieldRule] = {
         _HONOURED, "its claim <pod>-<volume>, as persistentVolumeClaim volumes"
     ),
     # Pod-to-pod: kube-scheduler's InterPodAffinity and PodTopologySpread
-    # (plugins/interpodaffinity.py, plugins/podtopologyspread.py); gang members placed in
+    # (nodefit/interpodaffinity.py, nodefit/podtopologyspread.py); gang members placed in
     # one session count for each other.
     f"{_POD_AFFINITY}.{_REQUIRED}": FieldRule(
         _HONOURED, "InterPodAffinity filter (namespaces, namespaceSelector, matchLabelKeys)"

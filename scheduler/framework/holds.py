@@ -46,9 +46,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from scheduler.api.gang_state import may_place, members_placed, placed_by_role
 from scheduler.api.job import JobInfo, Starving
@@ -63,18 +62,16 @@ from scheduler.api.reasons import (
 from scheduler.api.resources import Resource, describe
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339, parse_rfc3339
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
+from scheduler.framework.session import Session
 
 # How long a gang may wait before it starves, when neither its PodGroup nor the `sla`
 # plugin says: long enough that a busy cluster's normal turnover places it first.
 DEFAULT_WAITING_TIME = 60.0
 # How many starving gangs hold room at once (the longest starving; the others wait their
 # turn in the usual order). Every held cpu is idle until its gang fits, and muster does
-# not know how long jobs run: one holder at a time idled the least on bench/
-# starvation_bench.py's mixed trace while its big gangs waited less than without
-# holding (docs/performance.md); more help where starving gangs want different nodes.
+# not know how long jobs run, so holders are few: more help only where starving gangs
+# want different nodes (bench/starvation_bench.py --holding-gangs weighs the trade;
+# docs/performance.md, "Sharing over time", has its figures).
 DEFAULT_HOLDING_GANGS = 1
 
 
@@ -127,14 +124,22 @@ class StarvationPolicy:
 
 class Holds:
     """The holds of one session: made by allocate, read (and lifted for gangs of higher
-    priority) by allocate, preempt and reclaim, given back when the session closes."""
+    priority) by allocate, preempt and reclaim, given back when the session closes.
 
-    def __init__(self, session: Session, policy: StarvationPolicy) -> None:
+    A session policy: the cycle builder (framework/cycle.py) makes it, the cycle's state
+    carries it, and the sla plugin sets its starvation policy when the session opens."""
+
+    def __init__(self, session: Session, policy: StarvationPolicy | None = None) -> None:
         self.session = session
-        self.policy = policy
+        # How long gangs wait before they starve, and whether they hold room: these
+        # defaults without the sla plugin.
+        # Writer: plugins/sla.py. Readers: Holds itself, actions/enqueue.py.
+        self.policy: StarvationPolicy = policy if policy is not None else StarvationPolicy()
         self._holds: dict[str, Hold] = {}
         # The Pending gangs starving longest, which enqueue admits if the cluster and their
-        # queue could ever hold them, whatever is free or reserved now (set by enqueue).
+        # queue could ever hold them, whatever is free or reserved now.
+        # Writer: actions/enqueue.py. Readers: Holds itself (jumps_admission, which
+        # plugins/proportion.py and plugins/capacity.py ask).
         self.admitting: frozenset[str] = frozenset()
         # Called with every node whose room a lift gave back (node pickers re-offer it).
         self.on_freed: list[Callable[[NodeInfo], None]] = []
@@ -153,24 +158,26 @@ class Holds:
         wait = job.settings.waiting_time
         return created + (wait if wait is not None else self.policy.waiting_time)
 
-    def starving_gangs(self) -> list[tuple[float, JobInfo]]:
-        """Admitted, valid gangs short of their gang that starve, oldest starving first."""
+    def starving_gangs(self, provisioned: Collection[str]) -> list[tuple[float, JobInfo]]:
+        """Admitted, valid gangs short of their gang that starve, oldest starving first;
+        not those of `provisioned` (the keys of gangs whose capacity an autoscaler
+        provisioned, framework/scaleup.py: their room is held harder)."""
         found: list[tuple[float, JobInfo]] = []
         # Not the settled ones (framework/settled.py): the next whole session weighs them.
         for job in self.session.active_jobs.values():
-            since = self.starves(job)
+            since = self.starves(job, provisioned)
             if since is not None:
                 found.append((since, job))
         found.sort(key=lambda item: (item[0], item[1].key))
         return found
 
-    def starves(self, job: JobInfo) -> float | None:
+    def starves(self, job: JobInfo, provisioned: Collection[str]) -> float | None:
         """Since when the job starves, if it is an admitted, valid gang short of its gang
-        that starves; else None."""
+        that starves and not of `provisioned`; else None."""
         session = self.session
         if job.invalid is not None or job.shadow or job.queue not in session.queues:
             return None
-        if job.key in session.scale_up.provisioned():
+        if job.key in provisioned:
             return None  # its provisioned capacity is held harder (hold_provisioned)
         since = self.starving_since(job)
         if since is None or not may_place(job, session.config.actions) or not job.pending_tasks():
@@ -179,14 +186,14 @@ class Holds:
             return None
         return since
 
-    def holders(self) -> dict[str, float]:
+    def holders(self, provisioned: Collection[str]) -> dict[str, float]:
         """The starving gangs allocate serves first and that may hold room (key -> since
         when they starve): the longest starving, up to the policy's number, passing over
-        those of queues over their deserved share (they wait their queue's turn). The
-        other starving gangs are told why they do not hold yet."""
+        those of queues over their deserved share (they wait their queue's turn) and those
+        of `provisioned`. The other starving gangs are told why they do not hold yet."""
         chosen: dict[str, float] = {}
         allocated = self._allocated_by_queue()
-        for since, job in self.starving_gangs():
+        for since, job in self.starving_gangs(provisioned):
             if self._over_share(job.queue, allocated):
                 self._say(
                     job,
@@ -267,6 +274,12 @@ class Holds:
         hold = Hold(job, since, need, len(members), kind=HoldKind.PROVISIONED)
         hold.unplaced = len(members) - sum(pods for _, pods in layout.values())
         self._take(hold, layout)
+
+    def held_for(self, job: JobInfo) -> str:
+        """What the room held for the job holds now, in a condition's words ("" when no room
+        is held for it)."""
+        hold = next((hold for hold in self._holds.values() if hold.job is job), None)
+        return "" if hold is None else self.describe(hold)
 
     def describe(self, hold: Hold) -> str:
         """What a hold holds now, node by node, in a condition's words."""

@@ -1,55 +1,35 @@
 """The Plugin interface: one optional, typed method per extension point.
 
-A plugin implements only the points it cares about; the session asks which
-methods a plugin class overrides and combines them by tier (Session, in
-framework/session.py, writes the tier rules once). A plugin class declares its
-arguments model as its type parameter (`Plugin[BinpackArguments]`), and is checked
-when it is defined, as kube-scheduler's `var _ FilterPlugin = &Fit{}` is at compile
-time: a public method that looks like an extension point but is none (a misspelling
-the session would never call), or an override with the wrong parameters, is a
-TypeError. A new plugin object is made for every session, so its fields are that
-session's state and nothing leaks from one cycle into the next.
+A plugin implements only the points it cares about; the cycle builder
+(framework/cycle.py) asks which methods a plugin class overrides and registers them on the
+session, which combines them by tier (framework/session.py writes the tier rules once). A
+plugin class declares its arguments model as its type parameter
+(`Plugin[BinpackArguments]`), and is checked when it is defined, as kube-scheduler's
+`var _ FilterPlugin = &Fit{}` is at compile time: a public method that looks like an
+extension point but is none (a misspelling the session would never call), or an override
+with the wrong parameters, is a TypeError. A new plugin object is made for every session,
+so its fields are that session's state and nothing leaks from one cycle into the next;
+what it shares with the actions and other plugins goes through the cycle's state
+(framework/cycle_state.py), which it gets when the session opens.
 """
 
 from __future__ import annotations
 
 import difflib
-import enum
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
+from scheduler.framework.answers import SortKey, Vote, Waiting
 from scheduler.framework.arguments import A, Configurable
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.session import Session
 from scheduler.framework.status import OK, Status
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
-
-
-# A job's or task's place in an order: a number, or a tuple of numbers and strings.
-SortKey = float | str | tuple[float | str, ...]
-
-
-class Vote(enum.IntEnum):
-    """An answer to a yes/no question that a plugin may abstain from."""
-
-    REJECT = -1
-    ABSTAIN = 0
-    PERMIT = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """Why a job cannot be scheduled now: a CamelCase reason and a message for users."""
-
-    reason: str
-    message: str
 
 
 class Plugin(Configurable[A]):
@@ -69,14 +49,16 @@ class Plugin(Configurable[A]):
     def unused_points(self) -> frozenset[str]:
         """The extension points the class implements that these arguments do not need
         (the session never calls them): a score whose weight is 0, say. Asked once, when
-        the session is built."""
+        the cycle opens (framework/cycle.py)."""
         return frozenset()
 
-    # Lifecycle
-    def on_session_open(self, session: Session) -> None:
-        """Read the snapshot and set up this session's state."""
+    # Lifecycle: the session and the cycle's state come here; the extension points below
+    # read what the plugin kept of them.
+    def on_session_open(self, session: Session, state: CycleState) -> None:
+        """Read the snapshot, set up this session's state, and write the cycle state's
+        fields this plugin is the writer of."""
 
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: Session, state: CycleState) -> None:
         """Release per-session state."""
 
     # Ordering. The queue order compares two queues: negative when a comes first,

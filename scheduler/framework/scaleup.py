@@ -34,9 +34,8 @@ nothing, and deletes the requests it made before. A PodGroup annotated
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from scheduler.api.gang_state import gang_ready, may_place
 from scheduler.api.job import JobInfo, ScaleUpVerdict
@@ -70,9 +69,7 @@ from scheduler.framework.decisions import (
     ScaleUpReport,
     SessionResult,
 )
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
+from scheduler.framework.session import Session
 
 # Kueue's defaults (ProvisioningRequestConfig.spec.retryStrategy): 3 retries, waiting 60 s
 # before the first and twice as long before each next, at most 1800 s.
@@ -114,11 +111,16 @@ class ScaleUpPolicy:
 class ScaleUp:
     """One session's scale-up: which gangs have provisioned capacity (allocate serves them
     first and holds it), and, when the session closes, what to ask, retry, delete and
-    annotate."""
+    annotate.
+
+    A session policy: the cycle builder (framework/cycle.py) makes it, the cycle's state
+    carries it, and the scaleup plugin sets its policy when the session opens."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        # Set by the scaleup plugin when the session opens; None: muster asks for nothing.
+        # What muster asks and for whom; None (the scaleup plugin is not listed): muster
+        # asks for nothing, and deletes the requests it made before.
+        # Writer: plugins/scaleup.py. Readers: ScaleUp itself.
         self.policy: ScaleUpPolicy | None = None
         self._provisioned: dict[str, ScaleUpRequest] | None = None
 
@@ -144,9 +146,10 @@ class ScaleUp:
         self._provisioned = {request.key: request for request in found}
         return self._provisioned
 
-    def decide(self, result: SessionResult) -> None:
+    def decide(self, result: SessionResult, held_for: Callable[[JobInfo], str]) -> None:
         """What the session's end means for every gang's requests (the session is closing;
-        holds are still in place, to be said in the provisioned gangs' conditions)."""
+        holds are still in place, and `held_for` says what the room held for a gang holds,
+        for the provisioned gangs' conditions: framework/holds.py's Holds.held_for)."""
         session = self.session
         by_job = session.snapshot.scale_up_requests
         for key, requests in by_job.items():
@@ -163,14 +166,20 @@ class ScaleUp:
                 continue
             own = tuple(r for r in by_job.get(job.key, ()) if r.podgroup_uid == job.uid)
             if own or self._may_ask(job):
-                self._decide(job, own, result)
+                self._decide(job, own, result, held_for)
 
     # Per gang -------------------------------------------------------------------
     def _may_ask(self, job: JobInfo) -> bool:
         policy = self.policy
         return policy is not None and policy.covers(job)
 
-    def _decide(self, job: JobInfo, own: tuple[ScaleUpRequest, ...], result: SessionResult) -> None:
+    def _decide(
+        self,
+        job: JobInfo,
+        own: tuple[ScaleUpRequest, ...],
+        result: SessionResult,
+        held_for: Callable[[JobInfo], str],
+    ) -> None:
         policy = self.policy
         if gang_ready(job) or not job.pending_tasks():
             for request in own:
@@ -196,7 +205,7 @@ class ScaleUp:
                 self._annotate(job, request_name(job.name, 1), policy.class_name, result)
             return
         if not latest.state.ended:
-            self._say_standing(job, latest, result)
+            self._say_standing(job, latest, result, held_for)
             return
         if latest.attempt > policy.retry.limit:
             attempts = latest.attempt
@@ -271,13 +280,19 @@ class ScaleUp:
         )
         self._annotate(job, name, policy.class_name, result)
 
-    def _say_standing(self, job: JobInfo, request: ScaleUpRequest, result: SessionResult) -> None:
+    def _say_standing(
+        self,
+        job: JobInfo,
+        request: ScaleUpRequest,
+        result: SessionResult,
+        held_for: Callable[[JobInfo], str],
+    ) -> None:
         """The verdict on a gang whose latest request has not ended."""
         named = f"ProvisioningRequest {request.name} (attempt {request.attempt})"
         state = request.state
         if state is RequestState.PROVISIONED:
-            hold = next((h for h in self.session.holds.holds if h.job is job), None)
-            held = "" if hold is None else f": {self.session.holds.describe(hold)}"
+            holding = held_for(job)
+            held = f": {holding}" if holding else ""
             self._report(job, request, "provisioned", result)
             job.scale_up = ScaleUpVerdict(
                 "True",

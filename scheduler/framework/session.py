@@ -1,17 +1,18 @@
 """Session: one scheduling cycle over a snapshot, with plugin answers combined by tier.
 
-Plugins and actions talk to the rest of the cycle only through the session's declared
-channels: their answers at the extension points, `warn`, `report_queue_figures`, and
-the `record_*` methods that fill the SessionResult; nothing else writes the result
-while the session runs."""
+The session holds the snapshot, the config, the views of jobs, nodes and queues, the
+plugins' answers by extension point and tier (which the cycle builder, framework/cycle.py,
+registers), and what the cycle decides and learns (the SessionResult). Plugins and actions
+talk to the rest of the cycle only through its declared channels: their answers at the
+extension points, `warn`, `report_queue_figures`, the `record_*` methods that fill the
+SessionResult (nothing else writes the result while the cycle runs), and the typed fields
+of the cycle's state (framework/cycle_state.py)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from scheduler.api.gang_state import gang_placed
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
@@ -19,39 +20,22 @@ from scheduler.api.reasons import INVALID_PODGROUP
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus
-from scheduler.api.topology import SessionTopology
+from scheduler.framework.answers import Tiered, Vote, Waiting
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import (
     Bind,
     Evict,
-    HeldRoom,
     InvalidObjectReport,
     QueueFigures,
     SessionResult,
 )
-from scheduler.framework.holds import Holds, StarvationPolicy
-from scheduler.framework.plugin import EXTENSION_POINTS, Plugin, Vote, Waiting, implements
-from scheduler.framework.scaleup import ScaleUp
 from scheduler.framework.status import OK, Status
 
-if TYPE_CHECKING:
-    from scheduler.framework.statement import Statement
-
-Tiered = list[list[Callable[..., Any]]]
-
-
-class SpreadDomains(Protocol):
-    """Topology spread verdicts by domain (plugins/podtopologyspread.py answers them)."""
-
-    def refusing_domain(self, task: TaskInfo, node: NodeInfo) -> tuple[str, str] | None:
-        """The (topology key, value) whose skew refuses the task on the node, or None."""
-
-    def domain_refuses(self, task: TaskInfo, domain: tuple[str, str]) -> bool:
-        """Whether that domain still refuses the task."""
+_NO_TIERS: Tiered = []
 
 
 class Session:
-    """A snapshot being scheduled, the plugins that judge it, and what has been decided.
+    """A snapshot being scheduled, the plugin answers that judge it, and what has been decided.
 
     Tier rules follow Volcano: orderings take the first non-zero answer;
     filters, job-ready and allocatable need every plugin to agree; enqueueable
@@ -63,8 +47,13 @@ class Session:
         self,
         snapshot: ClusterSnapshot,
         config: SchedulerConfig,
-        plugin_types: Mapping[str, type[Plugin[Any]]],
+        points: Mapping[str, Tiered] | None = None,
+        *,
+        allocatable_adds_up: bool = True,
     ) -> None:
+        """`points`: per extension point, the plugins' answers tier by tier (none: every
+        question gets the answer of no plugin); `allocatable_adds_up`: whether every plugin
+        answering `allocatable` declares that its answer adds up (Plugin.allocatable_adds_up)."""
         self.snapshot = snapshot
         self.config = config
         self.jobs = snapshot.jobs
@@ -76,8 +65,6 @@ class Session:
             if settled
             else snapshot.jobs
         )
-        # Set by enqueue: how long an admitted gang may wait to start (0: for ever).
-        self.inqueue_timeout = 0.0
         self.nodes = snapshot.nodes
         self.queues = snapshot.queues
         # A stable node order, so that sampling and ties do not depend on dict history.
@@ -87,98 +74,20 @@ class Session:
         self._queue_figures: dict[str, QueueFigures] = {}
         # Jobs enqueue sent back to Pending this session, for its own later questions.
         self._timed_out: set[str] = set()
-        # Seconds spent per plugin opening and closing the session (for metrics).
-        self.plugin_seconds: dict[str, float] = {}
-        self.plugins: list[Plugin[Any]] = []
-        # Statements of gangs kept for pipelining (see keep_pipelined).
-        self._kept: list[Statement] = []
-        self._points: dict[str, Tiered] = {point: [] for point in EXTENSION_POINTS}
-        for tier in config.tiers:
-            for point in EXTENSION_POINTS:
-                self._points[point].append([])
-            for option in tier.plugins:
-                parsed = option.parsed_arguments
-                plugin = plugin_types[option.name](
-                    parsed if parsed is not None else option.arguments
-                )
-                self.plugins.append(plugin)
-                unused = plugin.unused_points()
-                for point, flag in EXTENSION_POINTS.items():
-                    if implements(plugin, point) and option.enabled(flag) and point not in unused:
-                        self._points[point][-1].append(getattr(plugin, point))
+        self._points: dict[str, Tiered] = dict(points) if points is not None else {}
         # Flattened lists for the hot paths that ignore tiers.
-        self._admits = [fn for tier in self._points["node_admits"] for fn in tier]
-        self._fits = [fn for tier in self._points["node_fits"] for fn in tier]
-        self._scores = [fn for tier in self._points["node_score"] for fn in tier]
-        self._on_allocate = [fn for tier in self._points["on_allocate"] for fn in tier]
-        # Whether every plugin asked `allocatable` adds up (Plugin.allocatable_adds_up).
-        self._allocatable_adds_up = all(
-            plugin.allocatable_adds_up
-            for plugin in self.plugins
-            if any(plugin.allocatable in tier for tier in self._points["allocatable"])
-        )
-        self._on_deallocate = [fn for tier in self._points["on_deallocate"] for fn in tier]
-        self._job_keys = [fn for tier in self._points["job_order"] for fn in tier]
-        self._task_keys = [fn for tier in self._points["task_order"] for fn in tier]
+        self._admits = self._flat("node_admits")
+        self._fits = self._flat("node_fits")
+        self._scores = self._flat("node_score")
+        self._on_allocate = self._flat("on_allocate")
+        self._allocatable_adds_up = allocatable_adds_up
+        self._on_deallocate = self._flat("on_deallocate")
+        self._job_keys = self._flat("job_order")
+        self._task_keys = self._flat("task_order")
         self._admit_cache: dict[tuple[PodPlacementSpec, str], Status] = {}
-        # Set by the network-topology-aware plugin when it opens: the session's domains
-        # and their free room. None without it: topology gangs are placed as any others.
-        self.topology: SessionTopology | None = None
-        # Set by nodeorder when ImageLocality scores this session: the nodes holding one
-        # of a pod's images, the only nodes its images score above its image-free twin.
-        self.image_holders: Callable[[tuple[str, ...]], frozenset[str]] | None = None
-        # Set by predicates when some pod of the session has DoNotSchedule spread: which
-        # topology domain refuses a pod, so the node picker sets a domain's nodes aside
-        # together instead of weighing each again after every placement.
-        self.spread_domains: SpreadDomains | None = None
-        # Room held for starving gangs (framework/holds.py): allocate makes the holds,
-        # every action honours them; the sla plugin sets the policy when it opens.
-        self.holds = Holds(self, StarvationPolicy())
-        # Asking an autoscaler for gangs' nodes (framework/scaleup.py); the scaleup plugin
-        # sets the policy when it opens, none without it.
-        self.scale_up = ScaleUp(self)
-        # Per PodDisruptionBudget ("namespace/name"), the victims of the evictions this
-        # session committed: what preempt and reclaim leave of its disruptionsAllowed.
-        self.disruptions: dict[str, int] = {}
-        for plugin in self.plugins:
-            # A monotonic clock, for metrics only: no decision reads it.
-            start = time.perf_counter()
-            plugin.on_session_open(self)
-            self.plugin_seconds[plugin.name] = time.perf_counter() - start
 
-    def keep_pipelined(self, statement: Statement) -> None:
-        """Keep a gang's uncommitted placements to the end of the session, when its
-        allocations become pipelined (it binds nothing until all of it can)."""
-        self._kept.append(statement)
-
-    def close(self) -> SessionResult:
-        """Let plugins release their state; the caller reads `result` and job statuses."""
-        self._result.holds = [
-            HeldRoom(
-                hold.job.key,
-                hold.since,
-                {name: amount for name, amount in hold.amounts.items() if not amount.is_empty()},
-                hold.kind.value,
-            )
-            for hold in self.holds.holds
-        ]
-        self._result.starving = sum(
-            1
-            for job in self.active_jobs.values()
-            if job.starving is not None and not gang_placed(job)
-        ) + sum(total.starving for total in self.snapshot.settled_totals.values())
-        self.scale_up.decide(self._result)
-        self.holds.release_all()
-        for statement in self._kept:
-            statement.keep_pipelined()
-        self._kept.clear()
-        # The cache keeps these nominated, so the next session serves them first.
-        self._result.nominated = [key for key, job in self.jobs.items() if job.pipelined]
-        for plugin in self.plugins:
-            start = time.perf_counter()
-            plugin.on_session_close(self)
-            self.plugin_seconds[plugin.name] += time.perf_counter() - start
-        return self._result
+    def _flat(self, point: str) -> list[Callable[..., Any]]:
+        return [fn for tier in self._points.get(point, _NO_TIERS) for fn in tier]
 
     # What the session decided and learnt ------------------------------------
     @property
@@ -220,7 +129,7 @@ class Session:
 
     # Orderings ------------------------------------------------------------
     def _first_nonzero(self, point: str, a: Any, b: Any) -> int:
-        for tier in self._points[point]:
+        for tier in self._points.get(point, _NO_TIERS):
             for fn in tier:
                 answer: int = fn(a, b)
                 if answer:
@@ -305,7 +214,7 @@ class Session:
             verdict: Waiting | None = Waiting(INVALID_PODGROUP, str(job.invalid))
         else:
             verdict = None
-            for tier in self._points["job_valid"]:
+            for tier in self._points.get("job_valid", _NO_TIERS):
                 for fn in tier:
                     verdict = fn(job)
                     if verdict is not None:
@@ -318,20 +227,20 @@ class Session:
 
     def enqueued(self, job: JobInfo) -> None:
         """Tell plugins a job became Inqueue."""
-        for tier in self._points["on_enqueue"]:
+        for tier in self._points.get("on_enqueue", _NO_TIERS):
             for fn in tier:
                 fn(job)
 
     def dequeued(self, job: JobInfo) -> None:
         """Tell plugins an Inqueue job went back to Pending."""
-        for tier in self._points["on_dequeue"]:
+        for tier in self._points.get("on_dequeue", _NO_TIERS):
             for fn in tier:
                 fn(job)
 
     def _all_agree(self, point: str, *args: Any) -> bool:
         # Plain loops: this runs for every task placed (allocatable), where a
         # generator's frame costs more than the answers.
-        for tier in self._points[point]:
+        for tier in self._points.get(point, _NO_TIERS):
             for fn in tier:
                 if not fn(*args):
                     return False
@@ -344,7 +253,7 @@ class Session:
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Whether the queue may take the task's request now; a plugin's reason for a
         refusal is recorded on the task's job."""
-        for tier in self._points["allocatable"]:
+        for tier in self._points.get("allocatable", _NO_TIERS):
             for fn in tier:
                 answer: bool | Waiting = fn(queue, task)
                 if isinstance(answer, Waiting):
@@ -367,7 +276,7 @@ class Session:
         for task in tasks:
             total.add(task.request)
         probe.request = total
-        for tier in self._points["allocatable"]:
+        for tier in self._points.get("allocatable", _NO_TIERS):
             for fn in tier:
                 # A refusal's reason is not recorded: the tasks are asked one by one next.
                 if fn(queue, probe) is not True:
@@ -376,7 +285,7 @@ class Session:
 
     def overused(self, queue: QueueInfo) -> bool:
         """Whether any plugin finds the queue over its share."""
-        return any(fn(queue) for tier in self._points["overused"] for fn in tier)
+        return any(fn(queue) for tier in self._points.get("overused", _NO_TIERS) for fn in tier)
 
     def reclaim_allowed(
         self, reclaimer: TaskInfo, queue: QueueInfo, taken: Resource, unit: Resource
@@ -394,10 +303,10 @@ class Session:
 
     def job_starving(self, job: JobInfo) -> bool:
         """Whether any plugin finds the job short of what it needs."""
-        return any(fn(job) for tier in self._points["job_starving"] for fn in tier)
+        return any(fn(job) for tier in self._points.get("job_starving", _NO_TIERS) for fn in tier)
 
     def _vote(self, point: str, job: JobInfo) -> bool:
-        for tier in self._points[point]:
+        for tier in self._points.get(point, _NO_TIERS):
             permitted = False
             for fn in tier:
                 vote: Vote | Waiting = fn(job)
@@ -423,7 +332,7 @@ class Session:
         return self._vote("job_pipelined", job)
 
     def _victims(self, point: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        for tier in self._points[point]:
+        for tier in self._points.get(point, _NO_TIERS):
             chosen: set[str] | None = None
             for fn in tier:
                 answer: list[TaskInfo] | None = fn(actor, candidates)

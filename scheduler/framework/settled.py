@@ -45,6 +45,7 @@ from scheduler.api.reasons import (
 from scheduler.api.snapshot import SettledJob
 from scheduler.api.task import TaskStatus
 from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.job_status import phase_after
 from scheduler.framework.session import Session
 
@@ -89,25 +90,25 @@ def settles(config: SchedulerConfig) -> bool:
     return set(config.actions) <= SETTLING_ACTIONS and plugins <= SETTLING_PLUGINS
 
 
-def settled_jobs(session: Session) -> dict[str, SettledJob]:
+def settled_jobs(session: Session, state: CycleState) -> dict[str, SettledJob]:
     """The jobs of the session's snapshot to keep settled after it (those it found
     settled, and those it settles now), with what the session found of them."""
     snapshot = session.snapshot
     if not settles(session.config):
         return {}
     found = {key: known for key, known in snapshot.settled.items() if key in snapshot.jobs}
-    # From the result: the session has released its holds by now (Session.close).
+    # From the result: the cycle has released its holds by now (framework/cycle.py).
     held = {hold.job for hold in session.result.holds}
     clock = _Clock(
         horizon=snapshot.now + WHOLE_SESSION_SECONDS,
-        timeout=session.inqueue_timeout,
+        timeout=state.inqueue_timeout,
         admitted=frozenset(session.result.admitted),
         dequeued=frozenset(session.result.dequeued),
     )
     for key, job in session.active_jobs.items():
         if key in held or key in snapshot.nominated:
             continue
-        if _may_settle(session, job, clock):
+        if _may_settle(session, state, job, clock):
             starving = job.starving is not None and not gang_placed(job)
             found[key] = SettledJob(phase_after(job), starving)
     return found
@@ -125,7 +126,7 @@ class _Clock:
     dequeued: frozenset[str]
 
 
-def _may_settle(session: Session, job: JobInfo, clock: _Clock) -> bool:
+def _may_settle(session: Session, state: CycleState, job: JobInfo, clock: _Clock) -> bool:
     queue = session.queues.get(job.queue)
     if (queue is not None and queue.fifo) or job.subgroup_policies or job.network_topology:
         return False
@@ -136,14 +137,14 @@ def _may_settle(session: Session, job: JobInfo, clock: _Clock) -> bool:
             return False  # not tried (backoff), or waits on what other gangs do
     elif job.wait_reason and job.wait_reason not in _ROOM_OR_OWN_CHANGE:
         return False
-    return not _clock_due(session, job, clock)
+    return not _clock_due(session, state, job, clock)
 
 
-def _clock_due(session: Session, job: JobInfo, clock: _Clock) -> bool:
+def _clock_due(session: Session, state: CycleState, job: JobInfo, clock: _Clock) -> bool:
     """Whether a rule of the clock changes the job's answer before the horizon."""
     horizon, timeout = clock.horizon, clock.timeout
     if job.pending_tasks():
-        starts = session.holds.starts_starving(job)
+        starts = state.holds.starts_starving(job)
         if starts is not None and session.snapshot.now < starts <= horizon:
             return True
     if timeout <= 0 or job.count(*_STARTED) > 0:

@@ -26,8 +26,8 @@ from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.cycle import close_cycle, open_cycle
 from scheduler.framework.decisions import Evict, HeldRoom, SessionResult
-from scheduler.framework.session import Session as FrameworkSession
 from scheduler.inspect.cluster import (
     Observed,
     Options,
@@ -64,7 +64,8 @@ def gangs_ahead(world: World, config: SchedulerConfig, key: str, now: float) -> 
     job = snapshot.jobs.get(key)
     if job is None:
         return []
-    session = FrameworkSession(snapshot, config, PLUGINS)
+    cycle = open_cycle(snapshot, config, PLUGINS)
+    session = cycle.session
     ahead = [
         other
         for other in snapshot.jobs.values()
@@ -74,7 +75,7 @@ def gangs_ahead(world: World, config: SchedulerConfig, key: str, now: float) -> 
         and session.compare_jobs(other, job) < 0
     ]
     ahead.sort(key=session.job_key)
-    session.close()
+    close_cycle(cycle)
     return ahead
 
 

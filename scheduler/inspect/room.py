@@ -20,8 +20,8 @@ from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import ALLOCATED_STATUSES, TaskInfo, TaskStatus
 from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.cycle import close_cycle, open_cycle
 from scheduler.framework.decisions import Evict
-from scheduler.framework.session import Session as FrameworkSession
 from scheduler.inspect.cluster import Session, run_session
 from scheduler.inspect.config import EVICTING_ACTIONS, Configuration
 from scheduler.inspect.figures import amount
@@ -86,7 +86,8 @@ def otherwise_fitting_nodes(
 ) -> list[NodeInfo]:
     """The nodes that would take one of the tasks if nothing ran on them: the session's
     static filters admit the task and the node's allocatable holds its request."""
-    session = FrameworkSession(snapshot, config, PLUGINS)
+    cycle = open_cycle(snapshot, config, PLUGINS)
+    session = cycle.session
     try:
         return [
             node
@@ -97,7 +98,7 @@ def otherwise_fitting_nodes(
             )
         ]
     finally:
-        session.close()
+        close_cycle(cycle)
 
 
 def holders_on(

@@ -1,4 +1,5 @@
-"""Plugins: the scheduling policies, one module each, registered by name."""
+"""Plugins: the registry of scheduling policies, one module each, by name (the filter and
+score rules of kube-scheduler's they call are nodefit/)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ deserved too. Without it, spec.parent is not read (the queue gets a warning).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -28,14 +28,14 @@ from scheduler.api.names import ROOT_QUEUE
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import CPU, MEMORY, UNLIMITED, Resource, describe
 from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.framework.answers import Vote, Waiting
 from scheduler.framework.arguments import Arguments, Count
 from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.decisions import QueueFigures
 from scheduler.framework.holds import Holds
-from scheduler.framework.plugin import Plugin, Vote, Waiting
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
 
 NAME = "capacity"
 
@@ -144,9 +144,9 @@ class CapacityPlugin(Plugin[CapacityArguments]):
         self.total = Resource()
 
     # Building the session's figures -------------------------------------------
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: Session, state: CycleState) -> None:
         self.jobs = session.jobs
-        self.holds = session.holds
+        self.holds = state.holds
         self.hierarchy = hierarchy_enabled(session.config)
         for node in session.node_list:
             self.total.add(node.allocatable)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.api.job import JobInfo
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo
+from scheduler.framework.answers import SortKey
 from scheduler.framework.arguments import NoArguments
-from scheduler.framework.plugin import Plugin, SortKey
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
 
 
 def dominant_share(allocated: Resource, total: Resource) -> float:
@@ -41,7 +41,7 @@ class DrfPlugin(Plugin[NoArguments]):
         self.shares: dict[str, float] = {}
         self.jobs: Mapping[str, JobInfo] = {}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: Session, state: CycleState) -> None:
         self.jobs = session.jobs
         for node in session.node_list:
             self.total.add(node.allocatable)

@@ -13,8 +13,9 @@ from scheduler.api.job import JobInfo
 from scheduler.api.reasons import FIELD_NOT_HONOURED, NOT_ENOUGH_TASKS
 from scheduler.api.subgroups import missing_subgroups
 from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.framework.answers import SortKey, Vote, Waiting
 from scheduler.framework.arguments import NoArguments
-from scheduler.framework.plugin import Plugin, SortKey, Vote, Waiting
+from scheduler.framework.plugin import Plugin
 
 # Members that count as the gang's pods: all but the failed.
 _LIVE = tuple(status for status in TaskStatus if status is not TaskStatus.FAILED)

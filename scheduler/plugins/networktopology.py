@@ -2,8 +2,8 @@
 subGroupPolicy's), and packs HyperNodes.
 
 It resolves the session's topology (HyperNodes, or the node-label tiers of its
-arguments when the cluster has none) and hands it to the actions through
-`session.topology`; allocate, preempt and reclaim then place a topology gang (or
+arguments when the cluster has none) and hands it to the actions through the cycle
+state's `topology`; allocate, preempt and reclaim then place a topology gang (or
 subgroup) domain by domain (actions/allocate.py, actions/eviction.py). Arguments, as in
 Volcano plus muster's label tiers:
 
@@ -64,8 +64,10 @@ from scheduler.api.topology import (
     allocated_domain,
     resolve_cached,
 )
+from scheduler.framework.answers import Waiting
 from scheduler.framework.arguments import Arguments, Count, Names, Weight, gather_prefixed
-from scheduler.framework.plugin import Plugin, Waiting
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 
 MAX_NODE_SCORE = 100.0
@@ -188,7 +190,7 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
             return frozenset()
         return frozenset({"node_score"})
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: Session, state: CycleState) -> None:
         """Resolve the topology, name its problems, and mark networkTopology honoured."""
         snapshot = session.snapshot
         args = self.arguments
@@ -200,7 +202,7 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
             weights=self._weights,
             evict_domains=args.evict_max_hypernodes,
         )
-        session.topology = self._view
+        state.topology = self._view
         for problem in topology.problems:
             session.warn(problem.kind, problem.name, problem.reason, problem.message)
         honoured = (NETWORK_TOPOLOGY_FIELD, SUBGROUP_TOPOLOGY_FIELD)
@@ -245,7 +247,7 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArguments]):
         for name, held in tiers_of.items():
             self._missing[name] = sum(w for t, w in weights.items() if t not in held)
 
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: Session, state: CycleState) -> None:
         """Name the HyperNode each topology gang's placed members are in, and drop the
         session's view."""
         view = self._view

@@ -10,8 +10,8 @@ Each scorer gives 0..100; the plugin returns their weighted sum:
   tolerate) / (the most such taints any node of the session has for the pod)
 - image locality: the sizes of the pod's images the node holds, each scaled by the share
   of nodes holding it, mapped from 23 MB..1000 MB per container onto 0..100
-- pod affinity and topology spread (interpodaffinity.py, podtopologyspread.py), only in
-  sessions where some pod uses them
+- pod affinity and topology spread (nodefit/interpodaffinity.py,
+  nodefit/podtopologyspread.py), only in sessions where some pod uses them
 
 "requested" is what the node's pods use plus this pod. As in kube-scheduler,
 least- and most-allocated count a pod with no cpu (memory) request as
@@ -49,23 +49,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus, Toleration
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.plugin import Plugin
-from scheduler.plugins.matching import (
+from scheduler.framework.session import Session
+from scheduler.nodefit.matching import (
     SCORED_EFFECT,
     scoring_tolerations,
     term_matches,
     untolerated_preferences,
 )
+from scheduler.nodefit.podtopologyspread import PodTopology
 from scheduler.plugins.nodeorder_arguments import NodeOrderArguments
-from scheduler.plugins.podtopologyspread import PodTopology
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
 
 # kube-scheduler's DefaultMilliCPURequest and DefaultMemoryRequest.
 DEFAULT_MILLI_CPU = 100
@@ -242,7 +241,7 @@ class NodeOrderPlugin(Plugin[NodeOrderArguments]):
         self._taints_or_images = False
         self._nodes: Sequence[NodeInfo] = ()
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: Session, state: CycleState) -> None:
         """Index the placed pods when some pod's affinity or spread is to be scored, the
         PreferNoSchedule taints when TaintToleration scores, and the pending pods' images
         when ImageLocality does."""
@@ -259,7 +258,7 @@ class NodeOrderPlugin(Plugin[NodeOrderArguments]):
         self._images = self._place_by_images(session) if self.image_locality_weight else None
         self._taints_or_images = self._soft_taints is not None or self._images is not None
         if self._images is not None:
-            session.image_holders = self._images.holders
+            state.image_holders = self._images.holders
 
     def on_allocate(self, task: TaskInfo) -> None:
         """A placed pod counts for its neighbours' pod affinity and spread scores."""

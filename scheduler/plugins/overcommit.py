@@ -2,7 +2,8 @@
 
 muster's enqueue always checks that the cluster can hold an admitted gang's
 minResources, up to `overcommit-factor` times its allocatable; listing this plugin
-(as Volcano's stock config does) sets that factor. It has no extension points.
+(as Volcano's stock config does) sets that factor, which it hands to enqueue through the
+cycle's state when the session opens. It has no extension points.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from scheduler.framework.arguments import Arguments, Factor
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
 
 # Volcano's default: admit up to 1.2x the cluster's allocatable.
 DEFAULT_FACTOR = 1.2
@@ -27,3 +30,6 @@ class OvercommitPlugin(Plugin[OvercommitArguments]):
     """Carries the overcommit factor to the enqueue action."""
 
     name = "overcommit"
+
+    def on_session_open(self, session: Session, state: CycleState) -> None:
+        state.overcommit_factor = self.arguments.overcommit_factor

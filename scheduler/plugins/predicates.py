@@ -4,28 +4,27 @@ Static checks (node_admits, cached by the session per placement spec and node)
 run in kube-scheduler's filter order: NodeUnschedulable, TaintToleration,
 NodeAffinity. Dynamic checks (node_fits) follow NodePorts, then
 NodeResourcesFit, then (in sessions where some pod uses them) PodTopologySpread and
-InterPodAffinity (podtopologyspread.py, interpodaffinity.py). Each reason string
-is the one `kubectl describe pod` shows for kube-scheduler, so users read the same
+InterPodAffinity (nodefit/podtopologyspread.py, nodefit/interpodaffinity.py). Each reason
+string is the one `kubectl describe pod` shows for kube-scheduler, so users read the same
 words from muster.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.api.node import NodeInfo, Taint
 from scheduler.api.snapshot import NO_STORAGE, ClusterSnapshot
 from scheduler.api.task import TaskInfo
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
-from scheduler.plugins.matching import first_untolerated, required_affinity_matches, tolerated
-from scheduler.plugins.podtopologyspread import PodTopology
+from scheduler.nodefit.matching import first_untolerated, required_affinity_matches, tolerated
+from scheduler.nodefit.podtopologyspread import PodTopology
+from scheduler.nodefit.storagefilters import StorageFilters
 from scheduler.plugins.predicates_arguments import PredicatesArguments as PredicatesArguments
-from scheduler.plugins.storagefilters import StorageFilters
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -53,7 +52,7 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
     _storage = StorageFilters(NO_STORAGE, {}, PredicatesArguments.model_validate({}))
     _pods = PodTopology(ClusterSnapshot())
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: Session, state: CycleState) -> None:
         """Storage filters over the session's PVCs, PVs, StorageClasses and CSINodes."""
         self._storage = StorageFilters(session.snapshot.storage, session.nodes, self.arguments)
         args = self.arguments
@@ -62,9 +61,9 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
             affinity=args.pod_affinity_enable,
             spread=args.pod_topology_spread_enable,
         )
-        session.spread_domains = self._pods.spread
+        state.spread_domains = self._pods.spread
 
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: Session, state: CycleState) -> None:
         """Hand each bind the PreBind of its pod's claims (the binder applies it)."""
         result = session.result
         result.binds[:] = self._storage.with_claim_bindings(result.binds)

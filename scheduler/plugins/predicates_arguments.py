@@ -9,7 +9,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from scheduler.framework.arguments import Count
-from scheduler.plugins.storagefilters import VolumePredicateArguments
+from scheduler.nodefit.storagefilters import VolumePredicateArguments
 
 _PROPORTIONAL = (
     "was removed from predicates in Volcano 1.13: the cpu and memory it kept per GPU are "

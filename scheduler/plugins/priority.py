@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo
+from scheduler.framework.answers import SortKey
 from scheduler.framework.arguments import NoArguments
-from scheduler.framework.plugin import Plugin, SortKey
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
 
 
 class PriorityPlugin(Plugin[NoArguments]):
@@ -27,7 +27,7 @@ class PriorityPlugin(Plugin[NoArguments]):
         super().__init__(arguments)
         self.jobs: dict[str, JobInfo] = {}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: Session, state: CycleState) -> None:
         self.jobs = session.jobs
 
     def job_order(self, job: JobInfo) -> SortKey:

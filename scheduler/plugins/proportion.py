@@ -15,7 +15,7 @@ and every ancestor stays within its capability; a Pending job is admitted
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.api.gang_state import STARTED_PHASES
 from scheduler.api.job import JobInfo
@@ -33,13 +33,13 @@ from scheduler.api.reasons import (
 )
 from scheduler.api.resources import UNLIMITED, Resource, describe, share_of
 from scheduler.api.task import TaskInfo
+from scheduler.framework.answers import Vote, Waiting
 from scheduler.framework.arguments import NoArguments
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.decisions import QueueFigures
 from scheduler.framework.holds import Holds
-from scheduler.framework.plugin import Plugin, Vote, Waiting
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
 
 # What a Queue that sets spec.deserved is told: proportion computes deserved itself.
 DESERVED_NOT_HONOURED = (
@@ -135,9 +135,9 @@ class ProportionPlugin(Plugin[NoArguments]):
         # the queues' guarantees and capabilities), asked once per Pending job.
         self._capabilities: dict[str, Resource] = {}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: Session, state: CycleState) -> None:
         self.jobs = session.jobs
-        self.holds = session.holds
+        self.holds = state.holds
         for node in session.node_list:
             self.total.add(node.allocatable)
         for name, queue in session.queues.items():

@@ -11,12 +11,12 @@ ended is made again (`retryStrategy`, Kueue's names and defaults). A PodGroup an
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator, model_validator
 
 from scheduler.api.provisioning import BEST_EFFORT_ATOMIC
 from scheduler.framework.arguments import Arguments
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.scaleup import (
     DEFAULT_BACKOFF_BASE,
@@ -25,9 +25,7 @@ from scheduler.framework.scaleup import (
     RetryPolicy,
     ScaleUpPolicy,
 )
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
+from scheduler.framework.session import Session
 
 # The upstream schema's rules for spec.provisioningClassName and spec.parameters.
 _CLASS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -122,5 +120,5 @@ class ScaleUpPlugin(Plugin[ScaleUpArguments]):
 
     name = "scaleup"
 
-    def on_session_open(self, session: Session) -> None:
-        session.scale_up.policy = self.arguments.policy()
+    def on_session_open(self, session: Session, state: CycleState) -> None:
+        state.scale_up.policy = self.arguments.policy()

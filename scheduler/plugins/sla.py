@@ -13,22 +13,23 @@ starving gang be admitted (enqueue) whatever the cluster's free room.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
 from scheduler.api.job import JobInfo
 from scheduler.api.timestamps import parse_rfc3339
+from scheduler.framework.answers import SortKey, Vote
 from scheduler.framework.arguments import Arguments, Duration
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.holds import (
     DEFAULT_HOLDING_GANGS,
     DEFAULT_WAITING_TIME,
+    Holds,
     StarvationPolicy,
 )
-from scheduler.framework.plugin import Plugin, SortKey, Vote
-
-if TYPE_CHECKING:
-    from scheduler.framework.session import Session
+from scheduler.framework.plugin import Plugin
+from scheduler.framework.session import Session
 
 
 class SlaArguments(Arguments):
@@ -47,12 +48,13 @@ class SlaPlugin(Plugin[SlaArguments]):
 
     def __init__(self, arguments: SlaArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
-        self._session: Session | None = None
+        # The session's holds, whose starvation policy this plugin sets when it opens.
+        self._holds: Holds | None = None
 
-    def on_session_open(self, session: Session) -> None:
-        self._session = session
+    def on_session_open(self, session: Session, state: CycleState) -> None:
+        self._holds = state.holds
         args = self.arguments
-        session.holds.policy = StarvationPolicy(
+        state.holds.policy = StarvationPolicy(
             waiting_time=args.waiting_time,
             hold=args.hold_resources,
             holding_gangs=args.holding_gangs,
@@ -67,7 +69,7 @@ class SlaPlugin(Plugin[SlaArguments]):
         return created + (wait if wait is not None else self.arguments.waiting_time)
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
-        session = self._session
-        if session is None or session.holds.starving_since(job) is None:
+        holds = self._holds
+        if holds is None or holds.starving_since(job) is None:
             return Vote.ABSTAIN
         return Vote.PERMIT

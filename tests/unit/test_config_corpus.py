@@ -7,7 +7,7 @@ Each file says what to expect in its first lines:
     # notes: KEY, KEY                   ...and the log notes say each KEY changes nothing
     # expect: refused: KEY; WORDS       the refusal names KEY and says WORDS
 What each honoured value does is proven where it is implemented (tests/unit/plugins,
-tests/unit/actions, tests/unit/framework)."""
+tests/unit/nodefit, tests/unit/actions, tests/unit/framework)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from scheduler.engine import schedule
 from scheduler.framework.job_status import phase_after
 from tests.unit.actions.eviction_helpers import config, evicted_by_job
 from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot, task
-from tests.unit.plugins.topology_helpers import (
+from tests.unit.nodefit.topology_helpers import (
     HOST,
     anti_affinity,
     gang_topology,

@@ -8,8 +8,10 @@ from scheduler.actions import ACTIONS
 from scheduler.api.queue import QueueInfo
 from scheduler.api.task import TaskInfo
 from scheduler.engine import default_config, schedule
+from scheduler.framework.answers import Waiting
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, parse_config
-from scheduler.framework.plugin import Plugin, Waiting
+from scheduler.framework.cycle import open_cycle
+from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 from scheduler.plugins import PLUGINS
 from tests.unit.builders import binds_per_job, gang, node, queue, resources, snapshot
@@ -22,7 +24,7 @@ def session_with(
     snap = snapshot(
         [node("n1", cpu=16)], [job], [queue("capped", capability=resources(cpu=capped_cpu))]
     )
-    return Session(snap, config or default_config(), plugins)
+    return open_cycle(snap, config or default_config(), plugins).session
 
 
 def members(session: Session) -> list[TaskInfo]:

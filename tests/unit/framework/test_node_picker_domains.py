@@ -17,7 +17,7 @@ from scheduler.framework.decisions import SessionResult
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from tests.unit.builders import gang, snapshot
-from tests.unit.plugins.topology_helpers import (
+from tests.unit.nodefit.topology_helpers import (
     ZONE,
     constraint,
     gang_topology,

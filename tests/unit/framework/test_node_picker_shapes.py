@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from scheduler.api.job import JobInfo
 from scheduler.api.resources import Resource
+from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo
 from scheduler.engine import default_config
+from scheduler.framework.cycle import open_cycle
 from scheduler.framework.node_picker import NodePicker
-from scheduler.framework.session import Session
 from scheduler.plugins import PLUGINS
 from tests.unit.builders import gang, node, snapshot
+
+
+def picker_over(snap: ClusterSnapshot) -> NodePicker:
+    """A node picker of a cycle opened over the snapshot with the default config."""
+    cycle = open_cycle(snap, default_config(), PLUGINS)
+    return NodePicker(cycle.session, cycle.state)
 
 
 def members_sharing_objects(job: JobInfo) -> list[TaskInfo]:
@@ -29,7 +36,7 @@ def test_a_gang_mate_asking_more_does_not_take_the_small_ones_shape() -> None:
     small, big, later = members_sharing_objects(job)
     big.request = Resource(64_000, 0)
     nodes = [node("n1", cpu=4), node("n2", cpu=4)]
-    picker = NodePicker(Session(snapshot(nodes, [job]), default_config(), PLUGINS))
+    picker = picker_over(snapshot(nodes, [job]))
     first = picker.pick(small)
     assert first is not None
     picker.reconsider(small, first)
@@ -41,7 +48,7 @@ def test_a_gang_mate_asking_more_does_not_take_the_small_ones_shape() -> None:
 def test_alike_gang_mates_share_one_shape_heap() -> None:
     job = gang("g", 4, cpu=1)
     members = members_sharing_objects(job)
-    picker = NodePicker(Session(snapshot([node("n1", cpu=8)], [job]), default_config(), PLUGINS))
+    picker = picker_over(snapshot([node("n1", cpu=8)], [job]))
     for member in members:
         chosen = picker.pick(member)
         assert chosen is not None
@@ -56,9 +63,7 @@ def test_a_node_given_back_for_an_earlier_task_returns_to_that_tasks_shape() -> 
     small_job, big_job = gang("s", 2, cpu=1), gang("b", 1, cpu=2)
     small, mate = members_sharing_objects(small_job)
     (big,) = big_job.tasks.values()
-    picker = NodePicker(
-        Session(snapshot([node("n1", cpu=4)], [small_job, big_job]), default_config(), PLUGINS)
-    )
+    picker = picker_over(snapshot([node("n1", cpu=4)], [small_job, big_job]))
     assert picker.pick(small) is not None
     chosen = picker.pick(big)
     assert chosen is not None

@@ -13,9 +13,11 @@ from scheduler.api.job import JobInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.task import TaskInfo
 from scheduler.framework.action import Action
+from scheduler.framework.answers import Vote, Waiting
 from scheduler.framework.arguments import Arguments, NoArguments
 from scheduler.framework.config import parse_config
-from scheduler.framework.plugin import Plugin, Vote, Waiting, check_extension_points
+from scheduler.framework.cycle import open_cycle
+from scheduler.framework.plugin import Plugin, check_extension_points
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.plugins import PLUGINS
@@ -61,6 +63,19 @@ def test_an_extension_point_overridden_with_other_parameters_is_refused() -> Non
     assert "the extension point is node_fits(self, task: 'TaskInfo', node: 'NodeInfo')" in str(
         raised.value
     )
+
+
+def test_a_session_hook_that_does_not_take_the_cycle_state_is_refused() -> None:
+    with pytest.raises(TypeError) as raised:
+
+        class _SessionOnly(Plugin[NoArguments]):
+            name = "session-only"
+
+            def on_session_open(self, session: Session) -> None:  # type: ignore[override]
+                return None
+
+    assert "the extension point is on_session_open(self, session: 'Session', " in str(raised.value)
+    assert "state: 'CycleState')" in str(raised.value)
 
 
 def test_private_helpers_and_unrelated_public_methods_are_allowed() -> None:
@@ -111,7 +126,7 @@ def _session(plugins: Mapping[str, type[Plugin[Any]]]) -> Session:
         f"  - name: {name}\n" for name in plugins
     )
     config = parse_config(text, known_actions={"allocate"}, known_plugins=plugins)
-    return Session(snapshot([node("n1"), node("n2")], [gang("a", 2)]), config, plugins)
+    return open_cycle(snapshot([node("n1"), node("n2")], [gang("a", 2)]), config, plugins).session
 
 
 def test_a_rejecting_vote_that_says_why_is_recorded_on_the_job_by_the_session() -> None:

@@ -8,8 +8,10 @@ from typing import Any
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
+from scheduler.framework.answers import Vote
 from scheduler.framework.config import parse_config
-from scheduler.framework.plugin import Plugin, Vote
+from scheduler.framework.cycle import open_cycle
+from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 from scheduler.framework.status import OK, Status, unresolvable
 from tests.unit.builders import gang, node, snapshot
@@ -28,7 +30,7 @@ def session_with(tiers: list[list[str]], plugins: Mapping[str, type[Plugin]]) ->
         "- plugins:\n" + "".join(f"  - name: {p}\n" for p in tier) for tier in tiers
     )
     config = parse_config(text, known_actions={"allocate"}, known_plugins=plugins)
-    return Session(snapshot([node("n1")], [gang("a", 1), gang("b", 1)]), config, plugins)
+    return open_cycle(snapshot([node("n1")], [gang("a", 1), gang("b", 1)]), config, plugins).session
 
 
 def jobs(session: Session) -> tuple[JobInfo, JobInfo]:
@@ -119,6 +121,8 @@ def test_a_disabled_extension_point_is_not_asked() -> None:
     plugins = {"b_first": keyed("b_first", "b")}
     text = "actions: allocate\ntiers:\n- plugins:\n  - name: b_first\n    enableJobOrder: false\n"
     config = parse_config(text, known_actions={"allocate"}, known_plugins=plugins)
-    session = Session(snapshot([node("n1")], [gang("a", 1), gang("b", 1)]), config, plugins)
+    session = open_cycle(
+        snapshot([node("n1")], [gang("a", 1), gang("b", 1)]), config, plugins
+    ).session
     a, b = jobs(session)
     assert session.compare_jobs(a, b) == -1  # falls back to creation order / name

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from scheduler.api.task import TaskStatus
 from scheduler.engine import default_config
+from scheduler.framework.cycle import open_cycle
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.plugins import PLUGINS
@@ -17,7 +18,7 @@ def world() -> Session:
     running = running_gang("run", 3, on=["n0", "n1", "n2"])
     pending = gang("wait", 4, cpu=0.5, memory="1Gi")
     snap = snapshot([node(f"n{i}", cpu=4, memory="8Gi") for i in range(3)], [running, pending])
-    return Session(snap, default_config(), PLUGINS)
+    return open_cycle(snap, default_config(), PLUGINS).session
 
 
 def fingerprint(session: Session) -> object:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.node_picker import Symmetry
+from scheduler.framework.pod_shapes import Symmetry
 from tests.unit.builders import task
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.engine import default_config, schedule
-from scheduler.framework.session import Session
+from scheduler.framework.cycle import open_cycle
 from scheduler.plugins import PLUGINS
 from tests.unit.builders import binds_per_queue as placed
 from tests.unit.builders import gang, node, queue, resources, snapshot
@@ -40,7 +40,7 @@ def test_deserved_of_a_subtree_is_poured_into_its_children_by_weight() -> None:
     queues = [queue("eng", 1), queue("ml", 3, parent="eng"), queue("web", 1, parent="eng")]
     jobs, _ = saturating(["ml", "web"])
     snap = snapshot([node(f"n{i}", cpu=4) for i in range(10)], jobs, queues)
-    session = Session(snap, default_config(), PLUGINS)
+    session = open_cycle(snap, default_config(), PLUGINS).session
     assert session.queue_figures["eng"].deserved.cpu == 40_000
     assert session.queue_figures["ml"].deserved.cpu == 30_000
     assert session.queue_figures["web"].deserved.cpu == 10_000
@@ -67,7 +67,7 @@ def test_guarantee_of_a_child_holds_within_its_parent() -> None:
     ]
     jobs, _ = saturating(["ml", "web"])
     snap = snapshot([node(f"n{i}", cpu=4) for i in range(10)], jobs, queues)
-    session = Session(snap, default_config(), PLUGINS)
+    session = open_cycle(snap, default_config(), PLUGINS).session
     assert session.queue_figures["ml"].deserved.cpu >= 30_000
 
 

@@ -11,7 +11,7 @@ from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import SchedulerConfig
-from scheduler.framework.session import Session
+from scheduler.framework.cycle import open_cycle
 from scheduler.plugins import PLUGINS
 from scheduler.plugins.networktopology import NetworkTopologyArguments, NetworkTopologyPlugin
 from tests.unit.builders import gang, node, running_gang, snapshot
@@ -203,8 +203,8 @@ def test_fading_weighs_higher_tiers_less() -> None:
         node("b1", cpu=2, labels={RACK: "b2", "zone": "z2"}),
     ]
     snap = snapshot(nodes, [running_gang("busy", 1, on=["b1"]), gang("lone", 1)])
-    session = Session(snap, config("{}"), PLUGINS)
-    plugin.on_session_open(session)
+    cycle = open_cycle(snap, config("{}"), PLUGINS)
+    plugin.on_session_open(cycle.session, cycle.state)
     lone = next(iter(snap.jobs["default/lone"].tasks.values()))
     # fading 0: only racks count; a and b are alike (zone z2 is fuller but weighs nothing)
     assert plugin.node_score(lone, snap.nodes["a0"]) == plugin.node_score(lone, snap.nodes["b0"])
@@ -214,7 +214,7 @@ def test_fading_weighs_higher_tiers_less() -> None:
             "tiers": [{"tier": 1, "nodeLabel": RACK}, {"tier": 2, "nodeLabel": "zone"}],
         }
     )
-    halves.on_session_open(session)
+    halves.on_session_open(cycle.session, cycle.state)
     assert halves.node_score(lone, snap.nodes["b0"]) > halves.node_score(lone, snap.nodes["a0"])
 
 

@@ -22,7 +22,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo, TaskStatus, pod_images
 from scheduler.build import core
 from scheduler.engine import load_config, schedule
-from scheduler.framework.session import Session
+from scheduler.framework.cycle import open_cycle
 from scheduler.plugins import PLUGINS, nodeorder
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from tests.unit.builders import gang, node, snapshot, task
@@ -57,8 +57,7 @@ tiers:
 {_arguments_yaml(arguments)}
 """
     )
-    session = Session(snapshot(nodes, list(jobs)), config, PLUGINS)
-    plugin = session.plugins[0]
+    plugin = open_cycle(snapshot(nodes, list(jobs)), config, PLUGINS).plugins[0]
     assert isinstance(plugin, NodeOrderPlugin)
     return plugin
 

@@ -16,9 +16,9 @@ from scheduler.api.snapshot import build_snapshot
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import SessionResult
-from scheduler.plugins.storagefilters import shape_score
+from scheduler.nodefit.storagefilters import shape_score
 from tests.unit.builders import gang, node, snapshot
-from tests.unit.plugins.test_volumebinding import STATIC, claim, volume
+from tests.unit.nodefit.test_volumebinding import STATIC, claim, volume
 
 NS = "ns"
 

@@ -7,7 +7,7 @@ from scheduler.api.queue import QueueState
 from scheduler.api.resources import Resource, limit_from_list
 from scheduler.api.task import TaskStatus
 from scheduler.engine import default_config, schedule
-from scheduler.framework.session import Session
+from scheduler.framework.cycle import open_cycle
 from scheduler.plugins import PLUGINS
 from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot
 
@@ -78,9 +78,9 @@ def test_queue_of_higher_priority_is_served_before_a_queue_with_a_smaller_share(
     high = queue("high", priority=10)
     running = running_gang("held", 2, queue="high", on=["n1"])
     waiting = gang("low-job", 2, queue="low")
-    session = Session(
+    session = open_cycle(
         snapshot([node("n1", cpu=8)], [running, waiting], [low, high]), default_config(), PLUGINS
-    )
+    ).session
     assert session.compare_queues(high, low) < 0
     assert session.compare_queues(low, high) > 0
     # Equal priorities fall back to the share: the empty queue first.

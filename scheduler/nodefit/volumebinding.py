@@ -17,7 +17,7 @@ For each claim of a pod (persistentVolumeClaim volumes, and generic ephemeral vo
 
 What it decides for the pods it places is returned as ClaimBindings for the binder's
 PreBind. Pure: reads a StorageView, keeps the session's chosen volumes. The predicates
-plugin calls it through plugins/storagefilters.py.
+plugin calls it through nodefit/storagefilters.py.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from scheduler.api.task import (
 )
 from scheduler.framework.decisions import ClaimBinding
 from scheduler.framework.status import OK, Status, unresolvable
-from scheduler.plugins.matching import term_matches
+from scheduler.nodefit.matching import term_matches
 
 REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"

@@ -15,10 +15,10 @@ from scheduler.api.task import TaskInfo
 from scheduler.framework.arguments import Arguments, Count
 from scheduler.framework.decisions import DEFAULT_CLAIMS_TIMEOUT, Bind
 from scheduler.framework.status import OK, Status
-from scheduler.plugins.nodevolumelimits import CSIVolumeLimits
-from scheduler.plugins.volumebinding import VolumeBinding
-from scheduler.plugins.volumerestrictions import ReadWriteOncePod
-from scheduler.plugins.volumezone import volume_zone_verdict
+from scheduler.nodefit.nodevolumelimits import CSIVolumeLimits
+from scheduler.nodefit.volumebinding import VolumeBinding
+from scheduler.nodefit.volumerestrictions import ReadWriteOncePod
+from scheduler.nodefit.volumezone import volume_zone_verdict
 
 
 class ShapePoint(BaseModel):

@@ -12,10 +12,10 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import StorageView, storage_view
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.status import Code, Status
-from scheduler.plugins.nodevolumelimits import REASON_MAX_VOLUME_COUNT, CSIVolumeLimits
-from scheduler.plugins.volumerestrictions import REASON_RWOP_CONFLICT, ReadWriteOncePod
+from scheduler.nodefit.nodevolumelimits import REASON_MAX_VOLUME_COUNT, CSIVolumeLimits
+from scheduler.nodefit.volumerestrictions import REASON_RWOP_CONFLICT, ReadWriteOncePod
 from tests.unit.builders import node
-from tests.unit.plugins.test_volumebinding import claim, pod, storage_class
+from tests.unit.nodefit.test_volumebinding import claim, pod, storage_class
 
 DRIVER = "csi.example.com"
 

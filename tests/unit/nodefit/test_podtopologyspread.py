@@ -11,10 +11,10 @@ import pytest
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.engine import load_config, schedule
 from scheduler.framework.status import Code
-from scheduler.plugins.interpodaffinity import PlacedPods
-from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.nodefit.interpodaffinity import PlacedPods
+from scheduler.nodefit.podtopologyspread import PodTopologySpread
 from tests.unit.builders import gang, node, snapshot
-from tests.unit.plugins.topology_helpers import (
+from tests.unit.nodefit.topology_helpers import (
     HOST,
     ZONE,
     cluster,

@@ -9,7 +9,7 @@ from scheduler.api import wire
 from scheduler.api.snapshot import PlacementFailures
 from scheduler.cache.wiring import world_kinds
 from scheduler.cache.world import World
-from tests.unit.plugins.test_volumebinding import claim, storage_class, volume
+from tests.unit.nodefit.test_volumebinding import claim, storage_class, volume
 
 
 def world() -> World:

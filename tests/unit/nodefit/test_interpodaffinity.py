@@ -12,9 +12,9 @@ from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.cache.world import World
 from scheduler.engine import load_config, schedule
 from scheduler.framework.status import Code
-from scheduler.plugins.interpodaffinity import InterPodAffinity, PlacedPods
+from scheduler.nodefit.interpodaffinity import InterPodAffinity, PlacedPods
 from tests.unit.builders import gang, node, snapshot
-from tests.unit.plugins.topology_helpers import (
+from tests.unit.nodefit.topology_helpers import (
     HOST,
     ZONE,
     affinity,

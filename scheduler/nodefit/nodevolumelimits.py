@@ -19,7 +19,7 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import StorageView
 from scheduler.api.task import TaskInfo
 from scheduler.framework.status import OK, Status, unschedulable
-from scheduler.plugins.volumebinding import claim_class
+from scheduler.nodefit.volumebinding import claim_class
 
 REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 _EXCEEDED = unschedulable(REASON_MAX_VOLUME_COUNT)

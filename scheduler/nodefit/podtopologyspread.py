@@ -16,13 +16,13 @@ from scheduler.api.node import NodeInfo
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import SpreadConstraint, TaskInfo, TaskStatus
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
-from scheduler.plugins.interpodaffinity import (
+from scheduler.nodefit.interpodaffinity import (
     InterPodAffinity,
     PlacedPods,
     TopologyPair,
     selector_anchors,
 )
-from scheduler.plugins.matching import first_untolerated, required_affinity_matches
+from scheduler.nodefit.matching import first_untolerated, required_affinity_matches
 
 REASON_SKEW = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = (

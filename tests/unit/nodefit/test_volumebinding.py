@@ -15,8 +15,8 @@ from scheduler.api.task import TaskInfo, TaskStatus, label_selector
 from scheduler.engine import schedule
 from scheduler.framework.decisions import ClaimBinding
 from scheduler.framework.status import Code, Status
-from scheduler.plugins.storagefilters import StorageFilters, VolumePredicateArguments
-from scheduler.plugins.volumebinding import (
+from scheduler.nodefit.storagefilters import StorageFilters, VolumePredicateArguments
+from scheduler.nodefit.volumebinding import (
     REASON_BIND_CONFLICT,
     REASON_NODE_CONFLICT,
     REASON_PV_NOT_EXIST,
@@ -24,7 +24,7 @@ from scheduler.plugins.volumebinding import (
     VolumeBinding,
     claim_class,
 )
-from scheduler.plugins.volumezone import REASON_ZONE_CONFLICT
+from scheduler.nodefit.volumezone import REASON_ZONE_CONFLICT
 from tests.unit.builders import node
 
 ZONE = "topology.kubernetes.io/zone"
