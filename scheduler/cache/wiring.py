@@ -8,12 +8,11 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from scheduler.api import hypernode, provisioning, wire
+from scheduler.api import hypernode, paths, provisioning, wire
 from scheduler.api.hypernode import HyperNode
 from scheduler.api.partition import NodePartition
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
-from scheduler.effects import paths
 from scheduler.kube.client import KubeClient
 from scheduler.metrics import Metrics
 

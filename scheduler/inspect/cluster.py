@@ -20,14 +20,13 @@ import msgspec
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
-from scheduler.api import wire
+from scheduler.api import paths, wire
 from scheduler.api.errors import ConfigError
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.reflector import ObjectList
 from scheduler.cache.wiring import world_kinds
 from scheduler.cache.world import World
-from scheduler.effects import paths
 from scheduler.engine import schedule
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import SessionResult
