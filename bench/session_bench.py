@@ -48,6 +48,9 @@ from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodTopologySpec, TaskInfo, TaskStatus, topology_spec
 from scheduler.build import core
+from scheduler.cache.kinds import nodes as cached_nodes
+from scheduler.cache.kinds import podgroups, queues
+from scheduler.cache.kinds import pods as cached_pods
 from scheduler.cache.world import World
 from scheduler.engine import default_config, load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig
@@ -296,21 +299,21 @@ def _gang(world: World, name: str, size: int, cpu: str, created: str) -> None:
         "spec": {"minMember": size, "queue": "default"},
     }
     group["metadata"]["creationTimestamp"] = created  # type: ignore[index]
-    world.upsert_podgroup(wire.from_dict(group, wire.PodGroup))
+    podgroups.upsert(world, wire.from_dict(group, wire.PodGroup))
     for member in range(size):
-        world.upsert_pod(wire.decode_pod(_pod(f"{name}-{member}", name, cpu)))
+        cached_pods.upsert(world, wire.decode_pod(_pod(f"{name}-{member}", name, cpu)))
 
 
 def full_cluster(nodes: int, backlog: int, gang: int) -> World:
     """Nodes with 1 cpu free each (a foreign pod runs on 31), and `backlog` pods of ours in
     gangs of `gang` 2-cpu pods, created an hour before EPOCH: nothing of it can move."""
     world = World(frozenset({"muster"}))
-    world.upsert_queue(wire.from_dict({"metadata": {"name": "default"}}, wire.Queue))
+    queues.upsert(world, wire.from_dict({"metadata": {"name": "default"}}, wire.Queue))
     for index in range(nodes):
         node = _node(index)
-        world.upsert_node(node)
+        cached_nodes.upsert(world, node)
         filler = _pod(f"filler-{index}", "", "31", node=node.metadata.name, scheduler="other")
-        world.upsert_pod(wire.decode_pod(filler))
+        cached_pods.upsert(world, wire.decode_pod(filler))
     for group in range(backlog // gang):
         _gang(world, f"backlog-{group:06d}", gang, "2", "2027-01-15T07:00:00Z")
     return world

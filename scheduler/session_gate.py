@@ -6,8 +6,8 @@ cost a whole session every period. Changes that only move what statuses report
 (pods starting or ending, PodGroup statuses written back) get a session at most every
 STATUS_REFRESH_SECONDS, and no sooner than STATUS_SHARE times the last session lasted:
 such a session decides nothing new, and over a large cluster it is not free.
-A bind answered, and its pod's watch event, change neither (the world does not count
-them: cache/world.py), so a backlog being bound asks for none until its pods start (on a
+A bind answered, and its pod's watch event, change neither (the cache does not count
+them: cache/kinds/pods.py), so a backlog being bound asks for none until its pods start (on a
 server with no kubelets, such sessions would be a large share of a run's CPU).
 Time-based rules (the Inqueue timeout, placement backoff) get one every RESYNC_SECONDS.
 A replica that has just taken the lease does not wait out the rest of its period (`pause`):

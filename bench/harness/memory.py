@@ -10,6 +10,9 @@ import msgspec
 
 from harness.workload import Workload, pod_manifest, podgroup_manifest
 from scheduler.api import wire
+from scheduler.cache.kinds import nodes as cached_nodes
+from scheduler.cache.kinds import podgroups
+from scheduler.cache.kinds import pods as cached_pods
 from scheduler.cache.world import World
 from scheduler.sim.nodes import NodePool, node_objects
 
@@ -49,13 +52,13 @@ def cache_bytes(workload: Workload) -> dict[str, float]:
         world = World(frozenset({workload.scheduler_name}))
         base = tracemalloc.get_traced_memory()[0]
         for raw in nodes:
-            world.upsert_node(decode_node.decode(raw))
+            cached_nodes.upsert(world, decode_node.decode(raw))
         after_nodes = tracemalloc.get_traced_memory()[0]
         for raw in groups:
-            world.upsert_podgroup(decode_group.decode(raw))
+            podgroups.upsert(world, decode_group.decode(raw))
         after_groups = tracemalloc.get_traced_memory()[0]
         for raw in pods:
-            world.upsert_pod(decode_pod.decode(raw))
+            cached_pods.upsert(world, decode_pod.decode(raw))
         gc.collect()
         after_pods = tracemalloc.get_traced_memory()[0]
     finally:

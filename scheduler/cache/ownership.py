@@ -17,14 +17,25 @@ The rule, in order:
 A pod counts for rule 1 and 2 by the PodGroup it names in `scheduling.k8s.io/group-name`
 (muster's own pods also by their owner, as muster's controller names PodGroups). Pods of
 any scheduler that sit on a node still count for that node's room.
+
+`Owners` keeps the rule applied as pods come and go: it counts, per PodGroup, the pods of
+each side that name it, and when the first or the last of a side comes or goes it asks the
+rule again and moves the PodGroup in or out of the World's jobs. Another scheduler's
+PodGroup is kept aside, never scheduled, reported on or counted in a queue.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from scheduler.api import wire
+from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import SCHEDULER_NAME_ANNOTATION
+
+if TYPE_CHECKING:
+    from scheduler.cache.world import World
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +55,86 @@ class Ownership:
         if named:
             return named in self.scheduler_names
         return self.claim_without_pods
+
+
+class Owners:
+    """Which PodGroups of a World are muster's jobs, kept as their pods come and go."""
+
+    def __init__(self, world: World, rule: Ownership) -> None:
+        self.world = world
+        self.rule = rule
+        # Which PodGroup each pod names, and whether the pod is muster's (by uid); and per
+        # PodGroup, how many pods of muster's and of other schedulers name it.
+        self._membership: dict[str, tuple[str, bool]] = {}
+        self._members: dict[str, list[int]] = {}
+
+    def owns(self, key: str, group: wire.PodGroup) -> bool:
+        """Whether PodGroup `key` is muster's, with the pods that name it now."""
+        ours, theirs = self._members.get(key, (0, 0))
+        return self.rule.owns(group.metadata.annotations, ours, theirs)
+
+    def set_membership(self, uid: str, key: str, *, ours: bool) -> None:
+        """Pod `uid` names PodGroup `key` ("" for none) and is, or is not, muster's."""
+        previous = self._membership.get(uid)
+        now = (key, ours) if key else None
+        if previous == now:
+            return
+        if previous is not None:
+            del self._membership[uid]
+            left, was_ours = previous
+            counts = self._members[left]
+            side = 0 if was_ours else 1
+            counts[side] -= 1
+            if counts == [0, 0]:
+                del self._members[left]
+            if not counts[side]:  # the last of its side: the PodGroup may change hands
+                self._recheck(left)
+        if now is not None:
+            self._membership[uid] = now
+            counts = self._members.setdefault(key, [0, 0])
+            side = 0 if ours else 1
+            counts[side] += 1
+            if counts[side] == 1:  # the first of its side
+                self._recheck(key)
+
+    def adopt(self, key: str, group: wire.PodGroup, *, spec_changed: bool) -> None:
+        """Make (or remake) the job of a PodGroup of ours, its members and orphans in it."""
+        world = self.world
+        live = world.live
+        job = JobInfo.read(
+            group, live.priority_of(group.spec.priority_class_name), world.default_queue
+        )
+        if job.invalid is not None:
+            world.invalid[("PodGroup", key)] = job.invalid
+        else:
+            live.resolve_priority(job)
+            world.invalid.pop(("PodGroup", key), None)
+        old = live.jobs.get(key)
+        if spec_changed:
+            live.failures.pop(key, None)
+        if job.phase not in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):
+            live.admitted_at.pop(key, None)
+        members = list(old.tasks.values()) if old is not None else []
+        members.extend(t for t in live.orphans.values() if t.job == key)
+        live.jobs[key] = job
+        for task in members:
+            live.orphans.pop(task.uid, None)
+            job.add_task(task)
+
+    def disown(self, key: str) -> None:
+        """A PodGroup is not (or no longer) ours: no job, nothing kept about it."""
+        if key not in self.world.live.jobs:
+            return
+        self.world.drop_job(key)
+
+    def _recheck(self, key: str) -> None:
+        """The pods naming PodGroup `key` changed side: it may have become ours or theirs."""
+        world = self.world
+        group = world.podgroups.get(key)
+        if group is None:
+            return
+        if not self.owns(key, group):
+            self.disown(key)
+        elif key not in world.live.jobs:
+            world.generation += 1
+            self.adopt(key, group, spec_changed=True)

@@ -1,4 +1,8 @@
-"""Which kinds keep a World current: one Reflector per kind, its restarts counted on Metrics."""
+"""Which kinds keep a World current: one handler per kind (cache/kinds/), each run by a
+Reflector whose restarts, failures and undecodable objects are counted on Metrics.
+
+`muster status|explain|whatif` list and apply the same handlers, in the same order.
+"""
 
 from __future__ import annotations
 
@@ -8,151 +12,50 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from scheduler.api import hypernode, provisioning, wire
-from scheduler.api.hypernode import HyperNode
 from scheduler.api.partition import NodePartition
+from scheduler.cache.kinds import (
+    hypernodes,
+    namespaces,
+    nodes,
+    poddisruptionbudgets,
+    podgroups,
+    pods,
+    priorityclasses,
+    provisioningrequests,
+    queues,
+    storage,
+)
+from scheduler.cache.kinds.base import Handler
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
-from scheduler.effects import paths
 from scheduler.kube.client import KubeClient
 from scheduler.metrics import Metrics
 
-# HyperNodes (network topology), from Volcano's CRD or muster's crds/hypernode.yaml.
-HYPERNODES_PATH = f"/apis/{hypernode.API_VERSION}/hypernodes"
+# Every kind the scheduler lists and watches cluster-wide, one line each, in the order a
+# World built from one listing applies them (inspect/cluster.py): nodes before the pods on
+# them, priority classes before the PodGroups that name them, pods last.
+HANDLERS: tuple[Handler[Any], ...] = (
+    nodes.HANDLER,
+    priorityclasses.HANDLER,
+    queues.HANDLER,
+    podgroups.HANDLER,
+    storage.CLAIMS,
+    storage.VOLUMES,
+    storage.CLASSES,
+    storage.CSINODES,
+    poddisruptionbudgets.HANDLER,
+    namespaces.HANDLER,
+    hypernodes.HANDLER,
+    provisioningrequests.HANDLER,
+    pods.HANDLER,
+)
 
 
 def world_kinds(world: World, partition: NodePartition | None = None) -> list[Kind[Any]]:
-    """Every kind the scheduler lists and watches cluster-wide, with the World methods
-    that store and forget it; with a partition, only its nodes and queues."""
+    """Every kind of HANDLERS bound to `world`; with a partition, only its nodes and queues
+    are listed and watched."""
     selector = partition.selector if partition is not None else ""
-
-    def namespaced(obj: Any) -> str:
-        return f"{obj.metadata.namespace}/{obj.metadata.name}"
-
-    def delete_podgroup(key: str) -> None:
-        namespace, _, name = key.partition("/")
-        world.delete_podgroup(namespace, name)
-
-    return [
-        Kind(
-            "node",
-            "/api/v1/nodes",
-            wire.Node,
-            lambda o: o.metadata.name,
-            world.upsert_node,
-            world.delete_node,
-            selector=selector,
-        ),
-        Kind(
-            "priorityclass",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            wire.PriorityClass,
-            lambda o: o.metadata.name,
-            world.upsert_priority_class,
-            world.delete_priority_class,
-        ),
-        Kind(
-            "queue",
-            f"{paths.GROUP_PATH}/queues",
-            wire.Queue,
-            lambda o: o.metadata.name,
-            world.upsert_queue,
-            world.delete_queue,
-            selector=selector,
-        ),
-        Kind(
-            "podgroup",
-            f"{paths.GROUP_PATH}/podgroups",
-            wire.PodGroup,
-            namespaced,
-            world.upsert_podgroup,
-            delete_podgroup,
-        ),
-        # Storage, for pods with claims (VolumeBinding and its kin): decoded into the few
-        # fields the volume plugins read.
-        Kind(
-            "persistentvolumeclaim",
-            "/api/v1/persistentvolumeclaims",
-            wire.PersistentVolumeClaim,
-            namespaced,
-            world.upsert_claim,
-            world.delete_claim,
-        ),
-        Kind(
-            "persistentvolume",
-            "/api/v1/persistentvolumes",
-            wire.PersistentVolume,
-            lambda o: o.metadata.name,
-            world.upsert_volume,
-            world.delete_volume,
-        ),
-        Kind(
-            "storageclass",
-            "/apis/storage.k8s.io/v1/storageclasses",
-            wire.StorageClass,
-            lambda o: o.metadata.name,
-            world.upsert_storage_class,
-            world.delete_storage_class,
-        ),
-        Kind(
-            "csinode",
-            "/apis/storage.k8s.io/v1/csinodes",
-            wire.CSINode,
-            lambda o: o.metadata.name,
-            world.upsert_csinode,
-            world.delete_csinode,
-        ),
-        # PodDisruptionBudgets, which preempt and reclaim plan their victims against.
-        Kind(
-            "poddisruptionbudget",
-            "/apis/policy/v1/poddisruptionbudgets",
-            wire.PodDisruptionBudget,
-            namespaced,
-            world.upsert_budget,
-            world.delete_budget,
-        ),
-        # Namespace labels, for pod affinity terms' namespaceSelector.
-        Kind(
-            "namespace",
-            "/api/v1/namespaces",
-            wire.Namespace,
-            lambda o: o.metadata.name,
-            world.upsert_namespace,
-            world.delete_namespace,
-        ),
-        # HyperNodes, for gangs with a network topology. Optional: most clusters do not
-        # have the CRD, and a cluster without it simply has none.
-        Kind(
-            "hypernode",
-            HYPERNODES_PATH,
-            HyperNode,
-            lambda o: o.metadata.name,
-            world.upsert_hypernode,
-            world.delete_hypernode,
-            optional=True,
-        ),
-        # muster's ProvisioningRequests (scale-up), from cluster-autoscaler's CRD or muster's
-        # crds/provisioningrequest.yaml. Optional: a cluster with no autoscaler has none.
-        Kind(
-            "provisioningrequest",
-            provisioning.PATH,
-            provisioning.ProvisioningRequest,
-            namespaced,
-            world.upsert_provisioning_request,
-            world.delete_provisioning_request,
-            optional=True,
-        ),
-        # Pods are keyed by uid: a pod recreated under the same name is another pod.
-        Kind(
-            "pod",
-            "/api/v1/pods",
-            wire.Pod,
-            lambda o: o.metadata.uid,
-            world.upsert_pod,
-            world.delete_pod,
-            decode=wire.decode_pod,
-        ),
-    ]
+    return [handler.bind(world, selector) for handler in HANDLERS]
 
 
 # Objects per list page. Bigger than client-go's 500: a 50,000-pod cluster lists in 10

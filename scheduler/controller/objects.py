@@ -18,9 +18,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
+from scheduler.api import paths
 from scheduler.api.errors import ApiError
 from scheduler.api.names import QUEUE_NAME_ANNOTATION
-from scheduler.effects import paths
 from scheduler.effects.queues import create_queue_if_missing
 from scheduler.effects.recorder import event_name
 from scheduler.kube.client import KubeClient

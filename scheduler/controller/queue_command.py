@@ -12,8 +12,8 @@ import asyncio
 import sys
 from typing import Any
 
+from scheduler.api import paths
 from scheduler.controller.queues import STATE_ANNOTATION
-from scheduler.effects import paths
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.errors import NotFound, StatusError, TransportError

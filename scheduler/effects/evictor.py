@@ -33,7 +33,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from scheduler.effects import paths
+from scheduler.api import paths
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import Evict
 from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient

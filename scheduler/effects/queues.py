@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from scheduler.api import paths
 from scheduler.api.names import GROUP, VERSION
-from scheduler.effects import paths
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import Conflict, StatusError, TransportError
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from scheduler.effects import paths
+from scheduler.api import paths
 from scheduler.kube.client import KubeClient
 from scheduler.kube.clock import now_rfc3339
 from scheduler.kube.errors import StatusError, TransportError

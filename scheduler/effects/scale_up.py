@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from scheduler.api import provisioning
+from scheduler.api import paths, provisioning
 from scheduler.api.names import GROUP, VERSION
 from scheduler.api.provisioning import (
     ATTEMPT_LABEL,
@@ -40,7 +40,6 @@ from scheduler.api.provisioning import (
     MANAGED_BY_LABEL,
 )
 from scheduler.api.reasons import SCALE_UP_WRITE_FAILED
-from scheduler.effects import paths
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import (
     AnnotatePod,

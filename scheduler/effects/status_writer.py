@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable, Collection
 from functools import partial
 from typing import Any
 
+from scheduler.api import paths
 from scheduler.api.hypernode import API_VERSION as HYPERNODE_API_VERSION
 from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, GROUP, VERSION
 from scheduler.api.reasons import FIELD_NOT_HONOURED
-from scheduler.effects import paths
 from scheduler.effects.lanes import KeyedLane
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import (

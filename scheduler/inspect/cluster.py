@@ -20,14 +20,13 @@ import msgspec
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
-from scheduler.api import wire
+from scheduler.api import paths, wire
 from scheduler.api.errors import ConfigError
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.cache.reflector import ObjectList
-from scheduler.cache.wiring import world_kinds
+from scheduler.cache.wiring import HANDLERS
 from scheduler.cache.world import World
-from scheduler.effects import paths
 from scheduler.engine import schedule
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import SessionResult
@@ -227,15 +226,15 @@ async def _list(
 async def list_cluster(client: KubeClient) -> ClusterObjects:
     """List every kind the scheduler watches (GETs only), decoded as its reflectors do."""
     objects = ClusterObjects()
-    for kind in world_kinds(World(frozenset(), DEFAULT_QUEUE)):
+    for handler in HANDLERS:
         try:
-            listed = await _list(client, kind.path, kind.wire_type, kind.decode)
+            listed = await _list(client, handler.path, handler.wire_type, handler.decode)
         except NotFound:
-            if not kind.optional:
+            if not handler.optional:
                 raise
             # A kind the cluster does not serve (HyperNodes without their CRD): none.
             listed = []
-        objects.of_kind(kind.name).extend(listed)
+        objects.of_kind(handler.name).extend(listed)
     return objects
 
 
@@ -255,9 +254,9 @@ def build_world(
     world = World(frozenset(scheduler_names), default_queue)
     # the scheduler's own kinds, in its order (nodes before the pods on them, priority
     # classes before the PodGroups that name them)
-    for kind in world_kinds(world):
-        for item in objects.of_kind(kind.name):
-            kind.upsert(item)
+    for handler in HANDLERS:
+        for item in objects.of_kind(handler.name):
+            handler.upsert(world, item)
     return world
 
 

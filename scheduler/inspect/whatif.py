@@ -28,6 +28,7 @@ from scheduler.api.priority import PriorityRefused, admit_priority
 from scheduler.api.snapshot import PriorityClassInfo, shadow_key
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339
+from scheduler.cache.kinds import podgroups, pods
 from scheduler.cache.world import World
 from scheduler.framework.decisions import Evict, ScaleUpReport
 from scheduler.inspect.cluster import (
@@ -105,7 +106,7 @@ def add_manifests(
     created = format_rfc3339(now)
     existing_pods = {f"{t.namespace}/{t.name}" for t in world.tasks.values()}
     groups: list[wire.PodGroup] = []
-    pods: list[wire.Pod] = []
+    new_pods: list[wire.Pod] = []
     for index, doc in enumerate(docs):
         kind, api = doc.get("kind"), doc.get("apiVersion")
         name = (doc.get("metadata") or {}).get("name")
@@ -134,7 +135,7 @@ def add_manifests(
             else:
                 body["spec"] = dict(body.get("spec") or {})
                 _admit_priority(world, body)
-                pods.append(wire.from_dict(body, wire.Pod))
+                new_pods.append(wire.from_dict(body, wire.Pod))
         except msgspec.ValidationError as error:
             raise ManifestError(f"{label}: {error}") from error
     for group in groups:
@@ -147,11 +148,11 @@ def add_manifests(
         except InvalidObject as error:
             raise ManifestError(str(error)) from error
         submission.podgroups.append(key)
-    for pod in pods:
+    for pod in new_pods:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         if key in existing_pods or key in submission.pods:
             raise ManifestError(f"Pod {key} exists already; give the new one another name")
-        if not world.keeps(pod):
+        if not pods.keeps(world, pod):
             names = ", ".join(sorted(world.scheduler_names))
             raise ManifestError(
                 f"Pod {key}: spec.schedulerName {pod.spec.scheduler_name!r} is not one the "
@@ -165,9 +166,9 @@ def add_manifests(
         if not pod.metadata.annotations.get(GROUP_NAME_ANNOTATION):
             submission.bare.append(shadow_key(task))
     for group in groups:
-        world.upsert_podgroup(group)
-    for pod in pods:
-        world.upsert_pod(pod)
+        podgroups.upsert(world, group)
+    for pod in new_pods:
+        pods.upsert(world, pod)
     return submission
 
 

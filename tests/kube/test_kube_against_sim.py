@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler.api import wire
+from scheduler.cache.kinds import pods
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
 from scheduler.kube.client import KubeClient
@@ -126,14 +127,7 @@ def test_reflector_relists_after_history_is_compacted_and_forgets_deleted_object
 ) -> None:
     async def work(client: KubeClient) -> None:
         world = World()
-        kind: Kind[wire.Pod] = Kind(
-            "pod",
-            "/api/v1/pods",
-            wire.Pod,
-            lambda o: o.metadata.uid,
-            world.upsert_pod,
-            world.delete_pod,
-        )
+        kind: Kind[wire.Pod] = pods.HANDLER.bind(world)
         relists: list[str] = []
         reflector = Reflector(client, kind, watch_timeout=5, on_restart=relists.append)
         loop = asyncio.get_running_loop()

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.cache.wiring import HANDLERS
 from scheduler.controller.follow import FOLLOWED
 from tests.manifests.conftest import KUSTOMIZATIONS, WEBHOOKS, find, render
 
@@ -15,7 +16,7 @@ Grant = tuple[str, str, str]  # (API group, resource, verb)
 # Every request `muster scheduler` sends, by where it is sent from. Keep this in step
 # with the code: a new request needs its grant here and in deploy/.../rbac.yaml.
 CLUSTER_WIDE: dict[str, set[Grant]] = {
-    "cache/reflector.py: list then watch, per kind": {
+    "cache/reflector.py: list then watch, per kind of cache/wiring.py": {
         (group, resource, verb)
         for group, resource in (
             ("", "pods"),
@@ -162,6 +163,26 @@ def test_the_cluster_role_grants_exactly_what_the_scheduler_uses() -> None:
     granted = set(grants(role["rules"]))
     assert needed(CLUSTER_WIDE) - granted == set(), "the scheduler would be forbidden these"
     assert granted - needed(CLUSTER_WIDE) == set(), "granted but never used"
+
+
+def collection(path: str) -> tuple[str, str]:
+    """The API group and resource of a collection's path ("/api/v1/pods": core pods)."""
+    parts = path.strip("/").split("/")
+    return ("", parts[2]) if parts[0] == "api" else (parts[1], parts[3])
+
+
+def test_every_kind_the_cache_watches_and_only_those_are_listed_and_watched_above() -> None:
+    # A kind registered in cache/wiring.py without its grant would be forbidden on a cluster.
+    watched = {collection(handler.path) for handler in HANDLERS}
+    granted = {
+        (group, resource)
+        for use, grants in CLUSTER_WIDE.items()
+        if use.startswith("cache/")
+        for group, resource, _verb in grants
+    }
+    assert watched == granted
+    for group, resource in watched:
+        assert {(group, resource, "list"), (group, resource, "watch")} <= needed(CLUSTER_WIDE)
 
 
 def test_the_lease_role_grants_exactly_leader_election_in_muster_system() -> None:

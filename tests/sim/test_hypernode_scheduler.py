@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 import yaml
 
-from scheduler.cache.wiring import HYPERNODES_PATH
+from scheduler.cache.kinds import hypernodes
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound
 from scheduler.server import SchedulerOptions, SchedulerProcess
@@ -25,6 +25,8 @@ from tests.e2e.harness import free_port
 from tests.sim.conftest import sim_config
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
+
+HYPERNODES_PATH = hypernodes.HANDLER.path
 
 
 def hypernode(name: str, tier: int, members: list[dict[str, Any]]) -> dict[str, Any]:

@@ -144,7 +144,7 @@ def test_cache_counts_failures_clears_them_on_success_and_when_room_frees() -> N
     snap = world.snapshot(NOW + 2)
     assert snap.failures == {"ns/a": PlacementFailures(2, NOW + 1)}
     assert snap.now == NOW + 2
-    world._room_freed()
+    world.room_freed()
     assert world.snapshot().failures == {}
 
 

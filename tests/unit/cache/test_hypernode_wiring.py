@@ -12,7 +12,8 @@ import msgspec
 import pytest
 
 from scheduler.api.hypernode import HyperNode
-from scheduler.cache.wiring import HYPERNODES_PATH, world_kinds
+from scheduler.cache.kinds import hypernodes
+from scheduler.cache.wiring import world_kinds
 from scheduler.cache.world import World
 from scheduler.inspect.cluster import build_world, list_cluster
 from scheduler.kube.errors import NotFound
@@ -24,7 +25,7 @@ def kinds(world: World) -> dict[str, Any]:
 
 def test_hypernodes_are_listed_cluster_wide_from_topology_volcano_sh() -> None:
     kind = kinds(World())["hypernode"]
-    assert kind.path == "/apis/topology.volcano.sh/v1alpha1/hypernodes" == HYPERNODES_PATH
+    assert kind.path == "/apis/topology.volcano.sh/v1alpha1/hypernodes" == hypernodes.HANDLER.path
     assert kind.wire_type is HyperNode
 
 
@@ -59,7 +60,7 @@ class ListingClient:
 
 def every_kind_empty(overrides: Mapping[str, list[Any]] | None = None) -> dict[str, list[Any]]:
     served: dict[str, list[Any]] = {kind.path: [] for kind in world_kinds(World())}
-    del served[HYPERNODES_PATH]
+    del served[hypernodes.HANDLER.path]
     return served | dict(overrides or {})
 
 
@@ -72,7 +73,7 @@ def test_inspect_reads_a_cluster_without_the_hypernode_crd_as_one_without_hypern
 
 def test_inspect_reads_the_hypernodes_of_a_cluster_that_has_them() -> None:
     rack = {"metadata": {"name": "rack-a"}, "spec": {"tier": 1}}
-    client: Any = ListingClient(every_kind_empty({HYPERNODES_PATH: [rack]}))
+    client: Any = ListingClient(every_kind_empty({hypernodes.HANDLER.path: [rack]}))
     world = build_world(asyncio.run(list_cluster(client)))
     assert world.snapshot().hypernodes["rack-a"].tier == 1
 

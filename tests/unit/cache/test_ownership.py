@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler.api import wire
+from scheduler.cache.kinds import nodes, podgroups, pods, queues
 from scheduler.cache.world import World
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
@@ -27,15 +28,15 @@ def podgroup(name: str, min_member: int, *, scheduler: str = "") -> wire.PodGrou
 
 def cluster(*, claim_without_pods: bool = True) -> World:
     world = World(claim_podgroups_without_pods=claim_without_pods)
-    world.upsert_queue(wire.from_dict({"metadata": {"name": "default"}}, wire.Queue))
-    world.upsert_node(node("n1", cpu="8"))
+    queues.upsert(world, wire.from_dict({"metadata": {"name": "default"}}, wire.Queue))
+    nodes.upsert(world, node("n1", cpu="8"))
     return world
 
 
 def add_gang(world: World, name: str, size: int, scheduler: str = "muster") -> None:
-    world.upsert_podgroup(podgroup(name, size))
+    podgroups.upsert(world, podgroup(name, size))
     for index in range(size):
-        world.upsert_pod(pod(f"{name}-{index}", group=name, scheduler=scheduler))
+        pods.upsert(world, pod(f"{name}-{index}", group=name, scheduler=scheduler))
 
 
 def reported(result: SessionResult) -> set[str]:
@@ -63,8 +64,8 @@ def test_a_podgroup_whose_pods_name_another_scheduler_gets_no_status_and_no_bind
 
 def test_pods_of_another_scheduler_on_a_node_still_take_its_room() -> None:
     world = cluster()
-    world.upsert_podgroup(podgroup("theirs", 1))
-    world.upsert_pod(pod("t-0", group="theirs", scheduler=OTHER, node="n1", cpu="7"))
+    podgroups.upsert(world, podgroup("theirs", 1))
+    pods.upsert(world, pod("t-0", group="theirs", scheduler=OTHER, node="n1", cpu="7"))
     add_gang(world, "mine", 2)
 
     result = schedule(world.snapshot())
@@ -87,7 +88,7 @@ def test_a_podgroup_without_pods_is_ours_by_its_annotation_or_the_claim_flag(
     annotation: str, claim: bool, ours: bool
 ) -> None:
     world = cluster(claim_without_pods=claim)
-    world.upsert_podgroup(podgroup("empty", 2, scheduler=annotation))
+    podgroups.upsert(world, podgroup("empty", 2, scheduler=annotation))
 
     result = schedule(world.snapshot())
 
@@ -97,40 +98,40 @@ def test_a_podgroup_without_pods_is_ours_by_its_annotation_or_the_claim_flag(
 
 def test_the_first_pod_of_another_scheduler_takes_a_claimed_podgroup_away_for_good() -> None:
     world = cluster()
-    world.upsert_podgroup(podgroup("g", 2))
+    podgroups.upsert(world, podgroup("g", 2))
     assert world.is_ours("ns", "g")
 
-    world.upsert_pod(pod("g-0", group="g", scheduler=OTHER))
+    pods.upsert(world, pod("g-0", group="g", scheduler=OTHER))
     assert not world.is_ours("ns", "g")
     assert reported(schedule(world.snapshot())) == set()
 
-    world.delete_pod("uid-g-0")
+    pods.delete(world, "uid-g-0")
     assert world.is_ours("ns", "g"), "with no pods left it is unmarked again: claimed"
 
 
 def test_a_podgroup_with_pods_of_both_is_ours_and_counts_only_ours() -> None:
     world = cluster()
-    world.upsert_podgroup(podgroup("mixed", 1))
-    world.upsert_pod(pod("theirs", group="mixed", scheduler=OTHER))
+    podgroups.upsert(world, podgroup("mixed", 1))
+    pods.upsert(world, pod("theirs", group="mixed", scheduler=OTHER))
     assert not world.is_ours("ns", "mixed")
 
-    world.upsert_pod(pod("mine", group="mixed"))
+    pods.upsert(world, pod("mine", group="mixed"))
     assert world.is_ours("ns", "mixed")
     result = schedule(world.snapshot())
 
     assert [b.name for b in result.binds] == ["mine"]
 
-    world.delete_pod("uid-mine")
+    pods.delete(world, "uid-mine")
     assert not world.is_ours("ns", "mixed")
 
 
 def test_pods_that_arrive_before_their_podgroup_decide_whose_it_is() -> None:
     world = cluster()
-    world.upsert_pod(pod("t-0", group="late", scheduler=OTHER))
-    world.upsert_pod(pod("m-0", group="early"))
+    pods.upsert(world, pod("t-0", group="late", scheduler=OTHER))
+    pods.upsert(world, pod("m-0", group="early"))
 
-    world.upsert_podgroup(podgroup("late", 1))
-    world.upsert_podgroup(podgroup("early", 1))
+    podgroups.upsert(world, podgroup("late", 1))
+    podgroups.upsert(world, podgroup("early", 1))
 
     assert not world.is_ours("ns", "late")
     assert world.is_ours("ns", "early")
@@ -146,7 +147,7 @@ def test_an_invalid_podgroup_of_another_scheduler_gets_no_event() -> None:
         },
         wire.PodGroup,
     )
-    world.upsert_pod(pod("t-0", group="bad", scheduler=OTHER))
-    world.upsert_podgroup(bad)
+    pods.upsert(world, pod("t-0", group="bad", scheduler=OTHER))
+    podgroups.upsert(world, bad)
 
     assert reported(schedule(world.snapshot())) == set()

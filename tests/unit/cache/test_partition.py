@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 from scheduler.api import wire
 from scheduler.api.partition import NodePartition
+from scheduler.cache.kinds import nodes, podgroups, pods, queues
 from scheduler.cache.wiring import world_kinds
 from scheduler.cache.world import World
 from scheduler.engine import schedule
@@ -68,12 +69,12 @@ def queue(name: str) -> wire.Queue:
 
 def test_a_partition_places_and_reports_only_the_gangs_of_its_queues() -> None:
     world = World(partitioned=True)
-    world.upsert_queue(queue("pool-a"))  # the only queue the selector lists
-    world.upsert_node(node("a-1"))
+    queues.upsert(world, queue("pool-a"))  # the only queue the selector lists
+    nodes.upsert(world, node("a-1"))
     for name, queue_name in (("ours", "pool-a"), ("theirs", "pool-b"), ("unqueued", "")):
-        world.upsert_podgroup(podgroup(name, 1, queue=queue_name))
-        world.upsert_pod(pod(f"{name}-0", group=name))
-    world.upsert_pod(pod("orphan", group="no-such-group"))
+        podgroups.upsert(world, podgroup(name, 1, queue=queue_name))
+        pods.upsert(world, pod(f"{name}-0", group=name))
+    pods.upsert(world, pod("orphan", group="no-such-group"))
     result = schedule(world.snapshot())
     assert [b.name for b in result.binds] == ["ours-0"]
     assert {u.name for u in result.podgroups} <= {"ours"}
@@ -82,11 +83,11 @@ def test_a_partition_places_and_reports_only_the_gangs_of_its_queues() -> None:
 
 def test_without_a_partition_every_gang_is_the_instances() -> None:
     world = World()
-    world.upsert_queue(queue("default"))
-    world.upsert_node(node("n-1"))
-    world.upsert_podgroup(podgroup("unqueued", 1))
-    world.upsert_pod(pod("unqueued-0", group="unqueued"))
-    world.upsert_pod(pod("orphan", group="no-such-group"))
+    queues.upsert(world, queue("default"))
+    nodes.upsert(world, node("n-1"))
+    podgroups.upsert(world, podgroup("unqueued", 1))
+    pods.upsert(world, pod("unqueued-0", group="unqueued"))
+    pods.upsert(world, pod("orphan", group="no-such-group"))
     result = schedule(world.snapshot())
     assert [b.name for b in result.binds] == ["unqueued-0"]
     assert [m.name for m in result.unschedulable] == ["orphan"]
@@ -94,9 +95,9 @@ def test_without_a_partition_every_gang_is_the_instances() -> None:
 
 def test_a_partition_reports_only_its_own_invalid_podgroups() -> None:
     world = World(partitioned=True)
-    world.upsert_queue(queue("pool-a"))
-    world.upsert_node(node("a-1"))
-    world.upsert_podgroup(podgroup("bad", -1, queue="pool-b"))  # invalid, and not ours
-    world.upsert_podgroup(podgroup("ours-bad", -1, queue="pool-a"))
+    queues.upsert(world, queue("pool-a"))
+    nodes.upsert(world, node("a-1"))
+    podgroups.upsert(world, podgroup("bad", -1, queue="pool-b"))  # invalid, and not ours
+    podgroups.upsert(world, podgroup("ours-bad", -1, queue="pool-a"))
     reported = {r.name for r in schedule(world.snapshot()).invalid if r.kind == "PodGroup"}
     assert reported == {"ns/ours-bad"}

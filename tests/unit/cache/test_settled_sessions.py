@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.api.job import JobInfo
+from scheduler.cache.kinds import nodes, podgroups, pods
 from scheduler.cache.world import World
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML
@@ -23,9 +24,9 @@ CREATED = "2027-01-15T08:00:00Z"  # NOW less a few seconds: nobody starves
 def gang(world: World, name: str, size: int, cpu: str, **spec: Any) -> None:
     group = podgroup(name, size, **spec)
     group.metadata.creation_timestamp = CREATED
-    world.upsert_podgroup(group)
+    podgroups.upsert(world, group)
     for member in range(size):
-        world.upsert_pod(pod(f"{name}-{member}", group=name, cpu=cpu))
+        pods.upsert(world, pod(f"{name}-{member}", group=name, cpu=cpu))
 
 
 def queue_figures(update: QueueStatusUpdate) -> tuple[object, ...]:
@@ -59,7 +60,7 @@ def fingerprint(job: JobInfo) -> tuple[object, ...]:
 def too_big_waits() -> World:
     """One 4-cpu node, a gang of two 3-cpu pods that cannot fit, left settled."""
     world = ready_world()
-    world.upsert_node(node("n1", cpu="4"))
+    nodes.upsert(world, node("n1", cpu="4"))
     gang(world, "big", 2, "3")
     first = session(world, NOW)
     assert first.binds == [] and "ns/big" in first.settled
@@ -83,14 +84,14 @@ def test_a_gang_that_cannot_fit_is_left_out_until_room_appears() -> None:
 
 def test_room_freed_brings_a_settled_gang_back() -> None:
     world = too_big_waits()
-    world.upsert_node(node("n2", cpu="8"))  # a node comes: room appears
+    nodes.upsert(world, node("n2", cpu="8"))  # a node comes: room appears
     placed = session(world, NOW + 1)
     assert sorted(b.name for b in placed.binds) == ["big-0", "big-1"]
 
 
 def test_an_event_about_a_settled_gang_brings_it_back() -> None:
     world = too_big_waits()
-    world.upsert_pod(pod("big-1", group="big", cpu="1"))  # its pod shrank: 3 + 1 fit
+    pods.upsert(world, pod("big-1", group="big", cpu="1"))  # its pod shrank: 3 + 1 fit
     again = session(world, NOW + 1)
     assert sorted(b.name for b in again.binds) == ["big-0", "big-1"]
 
@@ -106,7 +107,7 @@ def test_a_session_over_settled_gangs_places_what_a_whole_one_places(backlog: in
     def world_with_backlog() -> World:
         world = ready_world()
         for index in range(4):
-            world.upsert_node(node(f"n{index}", cpu="4"))
+            nodes.upsert(world, node(f"n{index}", cpu="4"))
         for index in range(backlog):
             gang(world, f"wide-{index:02d}", 3, "3")  # 9 cpu a gang: never together
         for index in range(4):
@@ -147,7 +148,7 @@ def test_an_evicting_config_settles_nothing_and_never_changes_the_cache() -> Non
 def test_a_node_written_again_unchanged_keeps_gangs_settled() -> None:
     world = too_big_waits()
     generation = world.generation
-    world.upsert_node(node("n1", cpu="4"))  # a kubelet's status report, nothing new
+    nodes.upsert(world, node("n1", cpu="4"))  # a kubelet's status report, nothing new
     assert world.generation == generation
     assert "ns/big" in world.snapshot(NOW + 1).settled
 
@@ -156,8 +157,8 @@ def test_a_gang_holding_room_is_never_settled_so_later_gangs_never_take_its_room
     # One 4-cpu node with 2 cpu used; a gang of two 2-cpu pods created an hour ago starves
     # and holds the 2 free cpu. Were it settled, the next session would hold nothing for it.
     world = ready_world()
-    world.upsert_node(node("n1", cpu="4"))
-    world.upsert_pod(pod("busy", node="n1", cpu="2", phase="Running", scheduler="other"))
+    nodes.upsert(world, node("n1", cpu="4"))
+    pods.upsert(world, pod("busy", node="n1", cpu="2", phase="Running", scheduler="other"))
     gang(world, "big", 2, "2")
     big = world.live.jobs["ns/big"]
     big.creation_timestamp = "2027-01-15T07:00:00Z"

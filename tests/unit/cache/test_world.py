@@ -6,6 +6,14 @@ from typing import Any
 
 from scheduler.api import wire
 from scheduler.api.task import TaskStatus
+from scheduler.cache.kinds import (
+    nodes,
+    poddisruptionbudgets,
+    podgroups,
+    pods,
+    priorityclasses,
+    queues,
+)
 from scheduler.cache.world import World
 from scheduler.engine import schedule
 
@@ -54,7 +62,7 @@ def node(name: str, cpu: str = "4") -> wire.Node:
 def ready_world() -> World:
     """A world with the default queue, as the scheduler creates it at start."""
     world = World()
-    world.upsert_queue(wire.from_dict({"metadata": {"name": "default"}}, wire.Queue))
+    queues.upsert(world, wire.from_dict({"metadata": {"name": "default"}}, wire.Queue))
     return world
 
 
@@ -70,9 +78,9 @@ def podgroup(name: str, min_member: int, **spec: Any) -> wire.PodGroup:
 
 def test_pods_of_other_schedulers_count_on_their_node_only() -> None:
     world = World()
-    world.upsert_node(node("n1"))
-    world.upsert_pod(pod("theirs", scheduler="default-scheduler", node="n1", phase="Running"))
-    world.upsert_pod(pod("unplaced", scheduler="default-scheduler"))
+    nodes.upsert(world, node("n1"))
+    pods.upsert(world, pod("theirs", scheduler="default-scheduler", node="n1", phase="Running"))
+    pods.upsert(world, pod("unplaced", scheduler="default-scheduler"))
     snap = world.snapshot()
     assert snap.nodes["n1"].used.cpu == 1000
     assert snap.jobs == {}
@@ -81,9 +89,9 @@ def test_pods_of_other_schedulers_count_on_their_node_only() -> None:
 
 def test_pod_arriving_before_its_podgroup_waits_then_joins() -> None:
     world = World()
-    world.upsert_pod(pod("a", group="g"))
+    pods.upsert(world, pod("a", group="g"))
     assert list(world.snapshot().orphans) == ["uid-a"]
-    world.upsert_podgroup(podgroup("g", 1))
+    podgroups.upsert(world, podgroup("g", 1))
     snap = world.snapshot()
     assert snap.orphans == {}
     assert list(snap.jobs["ns/g"].tasks) == ["uid-a"]
@@ -91,43 +99,43 @@ def test_pod_arriving_before_its_podgroup_waits_then_joins() -> None:
 
 def test_deleted_podgroup_turns_its_pods_into_orphans() -> None:
     world = World()
-    world.upsert_podgroup(podgroup("g", 1))
-    world.upsert_pod(pod("a", group="g"))
-    world.delete_podgroup("ns", "g")
+    podgroups.upsert(world, podgroup("g", 1))
+    pods.upsert(world, pod("a", group="g"))
+    podgroups.delete(world, "ns/g")
     assert list(world.snapshot().orphans) == ["uid-a"]
 
 
 def test_podgroup_update_keeps_its_members() -> None:
     world = World()
-    world.upsert_podgroup(podgroup("g", 2))
-    world.upsert_pod(pod("a", group="g"))
-    world.upsert_pod(pod("b", group="g"))
-    world.upsert_podgroup(podgroup("g", 3))
+    podgroups.upsert(world, podgroup("g", 2))
+    pods.upsert(world, pod("a", group="g"))
+    pods.upsert(world, pod("b", group="g"))
+    podgroups.upsert(world, podgroup("g", 3))
     job = world.snapshot().jobs["ns/g"]
     assert job.min_member == 3 and len(job.tasks) == 2
 
 
 def test_pod_on_a_node_not_seen_yet_is_counted_when_the_node_arrives() -> None:
     world = World()
-    world.upsert_pod(pod("early", node="n1", phase="Running", scheduler="other"))
-    world.upsert_node(node("n1"))
+    pods.upsert(world, pod("early", node="n1", phase="Running", scheduler="other"))
+    nodes.upsert(world, node("n1"))
     assert world.snapshot().nodes["n1"].used.cpu == 1000
 
 
 def test_node_update_keeps_the_pods_on_it() -> None:
     world = World()
-    world.upsert_node(node("n1"))
-    world.upsert_pod(pod("a", node="n1", phase="Running"))
-    world.upsert_node(node("n1", cpu="8"))
+    nodes.upsert(world, node("n1"))
+    pods.upsert(world, pod("a", node="n1", phase="Running"))
+    nodes.upsert(world, node("n1", cpu="8"))
     snap = world.snapshot()
     assert snap.nodes["n1"].idle.cpu == 7000
 
 
 def test_deleted_pod_frees_its_node_and_shadow_job() -> None:
     world = World()
-    world.upsert_node(node("n1"))
-    world.upsert_pod(pod("a", node="n1", phase="Running"))
-    world.delete_pod("uid-a")
+    nodes.upsert(world, node("n1"))
+    pods.upsert(world, pod("a", node="n1", phase="Running"))
+    pods.delete(world, "uid-a")
     snap = world.snapshot()
     assert snap.nodes["n1"].used.cpu == 0 and snap.jobs == {}
 
@@ -135,9 +143,9 @@ def test_deleted_pod_frees_its_node_and_shadow_job() -> None:
 def binding_world() -> World:
     """Pod a of gang g placed on n1 and its bind sent (uid-a Binding)."""
     world = ready_world()
-    world.upsert_node(node("n1", cpu="1"))
-    world.upsert_podgroup(podgroup("g", 1))
-    world.upsert_pod(pod("a", group="g"))
+    nodes.upsert(world, node("n1", cpu="1"))
+    podgroups.upsert(world, podgroup("g", 1))
+    pods.upsert(world, pod("a", group="g"))
     (bind,) = schedule(world.snapshot(), copy=False).binds
     world.assume_bound(bind.uid, bind.node)
     return world
@@ -146,10 +154,10 @@ def binding_world() -> World:
 def test_assumed_bind_holds_the_room_until_the_watch_confirms() -> None:
     world = binding_world()
     # A stale watch event (still pending, no node) must not undo the assumption.
-    world.upsert_pod(pod("a", group="g"))
+    pods.upsert(world, pod("a", group="g"))
     assert schedule(world.snapshot()).binds == []
     assert world.snapshot().nodes["n1"].idle.cpu == 0
-    world.upsert_pod(pod("a", group="g", node="n1"))
+    pods.upsert(world, pod("a", group="g", node="n1"))
     assert world.snapshot().jobs["ns/g"].tasks["uid-a"].status is TaskStatus.BOUND
 
 
@@ -159,7 +167,7 @@ def test_a_bind_answered_and_its_watch_event_ask_for_no_session() -> None:
         before = (world.generation, world.status_generation)
         if answer_first:
             world.confirm_bound("uid-a")
-        world.upsert_pod(pod("a", group="g", node="n1"))
+        pods.upsert(world, pod("a", group="g", node="n1"))
         world.confirm_bound("uid-a")
         # Neither changes what a PodGroup or Queue status counts (Binding and Bound are
         # both placed, not started), so neither asks for a session.
@@ -174,16 +182,16 @@ def test_a_bound_pod_that_starts_or_changes_its_labels_asks_for_a_status_session
     ):
         world = binding_world()
         world.confirm_bound("uid-a")
-        world.upsert_pod(pod("a", group="g", node="n1"))
+        pods.upsert(world, pod("a", group="g", node="n1"))
         before = world.status_generation
-        world.upsert_pod(changed)
+        pods.upsert(world, changed)
         assert world.status_generation == before + 1
 
 
 def test_failed_bind_returns_the_pod_to_pending() -> None:
     world = ready_world()
-    world.upsert_node(node("n1", cpu="1"))
-    world.upsert_pod(pod("a"))
+    nodes.upsert(world, node("n1", cpu="1"))
+    pods.upsert(world, pod("a"))
     world.assume_bound("uid-a", "n1")
     world.forget_bound("uid-a")
     snap = world.snapshot()
@@ -196,28 +204,28 @@ def test_invalid_objects_are_reported_and_dropped_until_fixed() -> None:
     bad = wire.from_dict(
         {"metadata": {"name": "bad"}, "status": {"allocatable": {"cpu": "lots"}}}, wire.Node
     )
-    world.upsert_node(bad)
+    nodes.upsert(world, bad)
     (error,) = world.snapshot().invalid
     assert "status.allocatable.cpu='lots'" in str(error)
-    world.upsert_node(node("bad"))
+    nodes.upsert(world, node("bad"))
     assert world.snapshot().invalid == []
     assert "bad" in world.snapshot().nodes
 
 
 def test_priority_class_arriving_late_updates_job_priority() -> None:
     world = World()
-    world.upsert_podgroup(podgroup("g", 1, priorityClassName="high"))
+    podgroups.upsert(world, podgroup("g", 1, priorityClassName="high"))
     assert world.snapshot().jobs["ns/g"].priority == 0
-    world.upsert_priority_class(
-        wire.from_dict({"metadata": {"name": "high"}, "value": 1000}, wire.PriorityClass)
+    priorityclasses.upsert(
+        world, wire.from_dict({"metadata": {"name": "high"}, "value": 1000}, wire.PriorityClass)
     )
     assert world.snapshot().jobs["ns/g"].priority == 1000
 
 
 def test_snapshot_is_a_copy_sessions_may_change() -> None:
     world = World()
-    world.upsert_node(node("n1"))
-    world.upsert_pod(pod("a"))
+    nodes.upsert(world, node("n1"))
+    pods.upsert(world, pod("a"))
     schedule(world.snapshot(), copy=False)
     assert world.snapshot().nodes["n1"].used.cpu == 0
 
@@ -237,18 +245,18 @@ def budget_object(
 
 def test_budgets_reach_sessions_by_namespace_and_a_change_asks_for_one() -> None:
     world = ready_world()
-    world.upsert_budget(budget_object("web", 1))
+    poddisruptionbudgets.upsert(world, budget_object("web", 1))
     generation = world.generation
     (seen,) = world.snapshot().budgets["ns"]
     assert (seen.key, seen.allowed, seen.processed) == ("ns/web", 1, True)
     assert seen.covers("ns", {"app": "web"}) and not seen.covers("other", {"app": "web"})
-    world.upsert_budget(budget_object("web", 1))
+    poddisruptionbudgets.upsert(world, budget_object("web", 1))
     assert world.generation == generation  # the same figures: nothing to decide again
-    world.upsert_budget(budget_object("web", 0, generation=2, observed=1))
+    poddisruptionbudgets.upsert(world, budget_object("web", 0, generation=2, observed=1))
     (changed,) = world.snapshot().budgets["ns"]
     assert world.generation > generation
     assert (changed.allowed, changed.processed) == (0, False)
-    world.delete_budget("ns/web")
+    poddisruptionbudgets.delete(world, "ns/web")
     assert world.snapshot().budgets == {}
 
 
@@ -265,10 +273,10 @@ def test_an_eviction_refusal_reaches_the_next_sessions_until_evictions_go() -> N
 
 def test_a_podgroup_annotation_change_asks_for_a_session() -> None:
     world = ready_world()
-    world.upsert_podgroup(podgroup("pg", 2))
+    podgroups.upsert(world, podgroup("pg", 2))
     generation = world.generation
     annotated = podgroup("pg", 2)
     annotated.metadata.annotations["volcano.sh/sla-waiting-time"] = "5s"
-    world.upsert_podgroup(annotated)
+    podgroups.upsert(world, annotated)
     assert world.generation > generation
     assert world.snapshot().jobs["ns/pg"].settings.waiting_time == 5.0

@@ -10,6 +10,7 @@ import pytest
 
 from scheduler.api.hypernode import HyperNode, MemberSelector
 from scheduler.api.task import TaskStatus
+from scheduler.cache.kinds import hypernodes, nodes, pods
 from scheduler.cache.world import World
 from scheduler.engine import schedule
 from tests.unit.cache.test_world import node, pod, ready_world
@@ -37,7 +38,7 @@ def unusable(name: str) -> HyperNode:
 
 def test_an_upserted_hypernode_is_in_every_snapshot() -> None:
     world = World()
-    world.upsert_hypernode(hypernode("rack-a", "n1", "n2"))
+    hypernodes.upsert(world, hypernode("rack-a", "n1", "n2"))
     info = world.snapshot().hypernodes["rack-a"]
     assert info.tier == 1
     assert info.members == (
@@ -49,30 +50,30 @@ def test_an_upserted_hypernode_is_in_every_snapshot() -> None:
 
 def test_a_changed_hypernode_replaces_the_old_one() -> None:
     world = World()
-    world.upsert_hypernode(hypernode("rack-a", "n1"))
-    world.upsert_hypernode(hypernode("rack-a", "n1", "n3"))
+    hypernodes.upsert(world, hypernode("rack-a", "n1"))
+    hypernodes.upsert(world, hypernode("rack-a", "n1", "n3"))
     members = world.snapshot().hypernodes["rack-a"].members
     assert [m.exact_name for m in members] == ["n1", "n3"]
 
 
 def test_a_deleted_hypernode_leaves_the_snapshots() -> None:
     world = World()
-    world.upsert_hypernode(hypernode("rack-a", "n1"))
-    world.upsert_hypernode(hypernode("rack-b", "n2"))
-    world.delete_hypernode("rack-a")
+    hypernodes.upsert(world, hypernode("rack-a", "n1"))
+    hypernodes.upsert(world, hypernode("rack-b", "n2"))
+    hypernodes.delete(world, "rack-a")
     assert sorted(world.snapshot().hypernodes) == ["rack-b"]
     assert world.counts()["hypernode"] == 1
 
 
 def test_snapshots_share_one_read_only_mapping_until_a_hypernode_changes() -> None:
     world = World()
-    world.upsert_hypernode(hypernode("rack-a", "n1"))
+    hypernodes.upsert(world, hypernode("rack-a", "n1"))
     first, second = world.snapshot(), world.snapshot()
     assert first.hypernodes is second.hypernodes
     assert first.clone().hypernodes is first.hypernodes
     with pytest.raises(TypeError):
         first.hypernodes["rack-z"] = first.hypernodes["rack-a"]  # type: ignore[index]
-    world.upsert_hypernode(hypernode("rack-b", "n2"))
+    hypernodes.upsert(world, hypernode("rack-b", "n2"))
     third = world.snapshot()
     assert third.hypernodes is not first.hypernodes
     assert sorted(first.hypernodes) == ["rack-a"]  # a session's view does not move under it
@@ -81,22 +82,22 @@ def test_snapshots_share_one_read_only_mapping_until_a_hypernode_changes() -> No
 
 def test_a_status_only_update_changes_nothing_a_session_reads() -> None:
     world = World()
-    world.upsert_hypernode(hypernode("rack-a", "n1"))
-    generation, view = world.generation, world.hypernodes()
-    world.upsert_hypernode(hypernode("rack-a", "n1", node_count=1))
+    hypernodes.upsert(world, hypernode("rack-a", "n1"))
+    generation, view = world.generation, world.hypernodes.view()
+    hypernodes.upsert(world, hypernode("rack-a", "n1", node_count=1))
     assert world.generation == generation
-    assert world.hypernodes() is view
+    assert world.hypernodes.view() is view
 
 
 def test_a_topology_change_bumps_the_generation_and_retries_failed_gangs_at_once() -> None:
     world = ready_world()
-    world.upsert_node(node("n1", cpu="1"))
-    world.upsert_pod(pod("big", cpu="2"))
+    nodes.upsert(world, node("n1", cpu="1"))
+    pods.upsert(world, pod("big", cpu="2"))
     snapshot = world.snapshot()
     world.record_session(schedule(snapshot, copy=False), now=1.0)
     assert world.live.failures, "the pod that does not fit failed its placement"
     generation = world.generation
-    world.upsert_hypernode(hypernode("rack-a", "n1"))
+    hypernodes.upsert(world, hypernode("rack-a", "n1"))
     assert world.generation > generation
     assert not world.live.failures
     assert world.tasks["uid-big"].status is TaskStatus.PENDING
@@ -104,8 +105,8 @@ def test_a_topology_change_bumps_the_generation_and_retries_failed_gangs_at_once
 
 def test_an_unusable_hypernode_is_reported_and_not_used() -> None:
     world = World()
-    world.upsert_hypernode(hypernode("rack-a", "n1"))
-    world.upsert_hypernode(unusable("rack-a"))
+    hypernodes.upsert(world, hypernode("rack-a", "n1"))
+    hypernodes.upsert(world, unusable("rack-a"))
     snapshot = world.snapshot()
     assert "rack-a" not in snapshot.hypernodes
     (error,) = snapshot.invalid
@@ -119,7 +120,7 @@ def test_an_unusable_hypernode_is_reported_and_not_used() -> None:
 
 def test_an_unusable_hypernode_becomes_an_invalid_object_report_of_the_session() -> None:
     world = ready_world()
-    world.upsert_hypernode(unusable("rack-a"))
+    hypernodes.upsert(world, unusable("rack-a"))
     reports = [r for r in schedule(world.snapshot()).invalid if r.kind == "HyperNode"]
     assert [(r.name, r.reason) for r in reports] == [("rack-a", "InvalidObject")]
     assert "spec.members[0].selector" in reports[0].message
@@ -127,8 +128,8 @@ def test_an_unusable_hypernode_becomes_an_invalid_object_report_of_the_session()
 
 def test_a_fixed_hypernode_is_no_longer_reported() -> None:
     world = World()
-    world.upsert_hypernode(unusable("rack-a"))
-    world.upsert_hypernode(hypernode("rack-a", "n1"))
+    hypernodes.upsert(world, unusable("rack-a"))
+    hypernodes.upsert(world, hypernode("rack-a", "n1"))
     snapshot = world.snapshot()
     assert snapshot.invalid == []
     assert "rack-a" in snapshot.hypernodes
@@ -136,6 +137,6 @@ def test_a_fixed_hypernode_is_no_longer_reported() -> None:
 
 def test_a_deleted_unusable_hypernode_is_no_longer_reported() -> None:
     world = World()
-    world.upsert_hypernode(unusable("rack-a"))
-    world.delete_hypernode("rack-a")
+    hypernodes.upsert(world, unusable("rack-a"))
+    hypernodes.delete(world, "rack-a")
     assert world.snapshot().invalid == []

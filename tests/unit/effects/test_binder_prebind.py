@@ -12,6 +12,7 @@ import pytest
 
 from scheduler.api import wire
 from scheduler.api.task import TaskStatus
+from scheduler.cache.kinds import nodes, pods, storage
 from scheduler.cache.world import World
 from scheduler.effects import binder as binder_module
 from scheduler.effects.binder import SELECTED_NODE, Binder
@@ -65,21 +66,21 @@ class FakeClient:
             if self.storage == "resets":
                 # Our patch comes back through the watch; then the provisioner gives up.
                 world = self.world
-                world.upsert_claim(claim(name, annotations={SELECTED_NODE: "n1"}))
+                storage.upsert_claim(world, claim(name, annotations={SELECTED_NODE: "n1"}))
                 asyncio.get_running_loop().call_later(
-                    0.05, lambda: world.upsert_claim(claim(name, annotations={}))
+                    0.05, lambda: storage.upsert_claim(world, claim(name, annotations={}))
                 )
             elif self.storage == "lags":
                 # The claim is bound, but later than the next session.
                 world = self.world
                 asyncio.get_running_loop().call_later(
-                    0.05, lambda: world.upsert_claim(claim(name, volume=f"pvc-uid-{name}"))
+                    0.05, lambda: storage.upsert_claim(world, claim(name, volume=f"pvc-uid-{name}"))
                 )
             else:
-                self.world.upsert_claim(claim(name, volume=f"pvc-uid-{name}"))
+                storage.upsert_claim(self.world, claim(name, volume=f"pvc-uid-{name}"))
         elif "/persistentvolumes/" in path and self.storage == "binds":
             ref = body["spec"]["claimRef"]
-            self.world.upsert_claim(claim(ref["name"], volume=path.rsplit("/", 1)[-1]))
+            storage.upsert_claim(self.world, claim(ref["name"], volume=path.rsplit("/", 1)[-1]))
 
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, *, gate: Gate | None = None
@@ -115,14 +116,14 @@ class FakeRecorder:
 
 def pending_world() -> World:
     world = World(frozenset({"muster"}))
-    world.upsert_node(wire.from_dict({"metadata": {"name": "n1"}}, wire.Node))
+    nodes.upsert(world, wire.from_dict({"metadata": {"name": "n1"}}, wire.Node))
     for name in ("data", "logs"):
-        world.upsert_claim(claim(name))
+        storage.upsert_claim(world, claim(name))
     body = {
         "metadata": {"name": "p", "namespace": "ns", "uid": "uid-p"},
         "spec": {"schedulerName": "muster", "containers": [{"name": "c"}]},
     }
-    world.upsert_pod(wire.decode_pod(msgspec.json.encode(body)))
+    pods.upsert(world, wire.decode_pod(msgspec.json.encode(body)))
     return world
 
 
@@ -296,7 +297,9 @@ def test_a_bind_refused_403_by_a_restarted_servers_authorizer_keeps_its_room_and
 def test_retries_end_when_the_node_is_gone_and_the_pod_is_pending_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    world, client = run_flaky(monkeypatch, failures=5, during_failure=lambda w: w.delete_node("n1"))
+    world, client = run_flaky(
+        monkeypatch, failures=5, during_failure=lambda w: nodes.delete(w, "n1")
+    )
     assert len(client.calls) == 1
     task = world.tasks["uid-p"]
     assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
@@ -348,7 +351,7 @@ def test_a_bind_waiting_for_its_claims_holds_no_worker() -> None:
         "metadata": {"name": "q", "namespace": "ns", "uid": "uid-q"},
         "spec": {"schedulerName": "muster", "containers": [{"name": "c"}]},
     }
-    world.upsert_pod(wire.decode_pod(msgspec.json.encode(body)))
+    pods.upsert(world, wire.decode_pod(msgspec.json.encode(body)))
 
     async def main() -> None:
         binder = Binder(client, world, FakeRecorder(), Metrics(), concurrency=1)  # type: ignore[arg-type]
@@ -376,7 +379,7 @@ def test_a_pod_deleted_while_its_claims_wait_ends_the_wait_without_an_event() ->
     world = pending_world()
     client.world = world
     recorder = FakeRecorder()
-    client.after_each = lambda: world.delete_pod("uid-p")
+    client.after_each = lambda: pods.delete(world, "uid-p")
 
     async def main() -> None:
         binder = Binder(client, world, recorder, Metrics(), concurrency=1)  # type: ignore[arg-type]
@@ -398,7 +401,7 @@ def test_on_shutdown_a_bind_waiting_to_be_sent_again_is_given_up_and_a_fenced_on
         "metadata": {"name": "q", "namespace": "ns", "uid": "uid-q"},
         "spec": {"schedulerName": "muster", "containers": [{"name": "c"}]},
     }
-    world.upsert_pod(wire.decode_pod(msgspec.json.encode(second)))
+    pods.upsert(world, wire.decode_pod(msgspec.json.encode(second)))
     client = FlakyBinds(1, lambda: world)
 
     async def main() -> None:

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from scheduler.api import wire
+from scheduler.cache.kinds import nodes, pods
 from scheduler.cache.world import World
 from scheduler.effects import recorder as recorder_module
 from scheduler.effects.apply import Effects
@@ -56,13 +57,13 @@ class Events:
 
 def pending_world() -> World:
     world = World(frozenset({"muster"}))
-    world.upsert_node(wire.from_dict({"metadata": {"name": "n1"}}, wire.Node))
+    nodes.upsert(world, wire.from_dict({"metadata": {"name": "n1"}}, wire.Node))
     for index in range(PODS):
         body = {
             "metadata": {"name": f"p{index}", "namespace": "ns", "uid": f"uid-{index}"},
             "spec": {"schedulerName": "muster", "containers": [{"name": "c"}]},
         }
-        world.upsert_pod(wire.decode_pod(msgspec.json.encode(body)))
+        pods.upsert(world, wire.decode_pod(msgspec.json.encode(body)))
     return world
 
 

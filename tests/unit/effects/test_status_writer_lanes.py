@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from scheduler.api.job import PodGroupPhase
+from scheduler.cache.kinds import pods
 from scheduler.cache.world import World
 from scheduler.effects.apply import Effects
 from scheduler.effects.status_writer import StatusWriter
@@ -182,7 +183,7 @@ def test_the_writes_waiting_are_on_the_metrics() -> None:
         metrics = Metrics()
         world = World(frozenset({"muster"}))
         for i in range(20):
-            world.upsert_pod(pod(f"p{i}", uid=f"uid-{i}"))  # pending: their conditions go out
+            pods.upsert(world, pod(f"p{i}", uid=f"uid-{i}"))  # pending: their conditions go out
         effects = Effects.connected(
             client,  # type: ignore[arg-type]
             world,

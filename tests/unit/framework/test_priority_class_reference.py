@@ -8,6 +8,7 @@ import pytest
 
 from scheduler.api import wire
 from scheduler.api.snapshot import build_snapshot
+from scheduler.cache.kinds import podgroups, priorityclasses, queues
 from scheduler.cache.world import World
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
@@ -68,12 +69,12 @@ def test_a_podgroup_naming_no_priority_class_says_so(
 
 def test_the_unknown_class_gets_the_global_default_and_the_cache_follows_its_creation() -> None:
     world = World(frozenset({"default-scheduler"}), "default")
-    world.upsert_queue(QUEUE)
-    world.upsert_priority_class(priority_class("base", 7, default=True))
-    world.upsert_podgroup(podgroup("later"))
+    queues.upsert(world, QUEUE)
+    priorityclasses.upsert(world, priority_class("base", 7, default=True))
+    podgroups.upsert(world, podgroup("later"))
     job = world.live.jobs["ns/g"]
     assert (job.priority, job.unhonoured) == (7, ("spec.priorityClassName",))
 
-    world.upsert_priority_class(priority_class("later", 50))
+    priorityclasses.upsert(world, priority_class("later", 50))
 
     assert (job.priority, job.unhonoured) == (50, ())

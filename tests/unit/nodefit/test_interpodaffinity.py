@@ -9,6 +9,7 @@ import pytest
 
 from scheduler.api import wire
 from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.cache.kinds import namespaces
 from scheduler.cache.world import World
 from scheduler.engine import load_config, schedule
 from scheduler.framework.status import Code
@@ -410,12 +411,12 @@ def test_plain_pod_is_kept_off_the_node_of_a_running_pods_anti_affinity() -> Non
 
 def test_namespace_labels_from_the_world_decide_a_namespace_selector() -> None:
     world = World()
-    world.upsert_namespace(
-        wire.Namespace(metadata=wire.ObjectMeta(name="team-a", labels={"team": "a"}))
+    namespaces.upsert(
+        world, wire.Namespace(metadata=wire.ObjectMeta(name="team-a", labels={"team": "a"}))
     )
     generation = world.generation
-    world.upsert_namespace(
-        wire.Namespace(metadata=wire.ObjectMeta(name="team-a", labels={"team": "a"}))
+    namespaces.upsert(
+        world, wire.Namespace(metadata=wire.ObjectMeta(name="team-a", labels={"team": "a"}))
     )
     assert world.generation == generation  # an unchanged namespace is not a change
     snap = world.snapshot()
@@ -429,7 +430,7 @@ def test_namespace_labels_from_the_world_decide_a_namespace_selector() -> None:
     assert InterPodAffinity(PlacedPods(snap)).filter(incoming, snap.nodes["z1-0"]).reasons == (
         ANTI,
     )
-    world.delete_namespace("team-a")
+    namespaces.delete(world, "team-a")
     later = world.snapshot()
     later.nodes = snap.nodes
     assert InterPodAffinity(PlacedPods(later)).filter(incoming, snap.nodes["z1-0"]).ok

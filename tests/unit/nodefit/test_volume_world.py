@@ -7,6 +7,7 @@ from typing import Any
 
 from scheduler.api import wire
 from scheduler.api.snapshot import PlacementFailures
+from scheduler.cache.kinds import storage
 from scheduler.cache.wiring import world_kinds
 from scheduler.cache.world import World
 from tests.unit.nodefit.test_volumebinding import claim, storage_class, volume
@@ -18,10 +19,10 @@ def world() -> World:
 
 def test_a_session_sees_the_storage_objects_by_their_keys() -> None:
     subject = world()
-    subject.upsert_claim(claim("data"))
-    subject.upsert_volume(volume("pv-1"))
-    subject.upsert_storage_class(storage_class("wfc"))
-    subject.upsert_csinode(wire.from_dict({"metadata": {"name": "n1"}}, wire.CSINode))
+    storage.upsert_claim(subject, claim("data"))
+    storage.upsert_volume(subject, volume("pv-1"))
+    storage.upsert_storage_class(subject, storage_class("wfc"))
+    storage.upsert_csinode(subject, wire.from_dict({"metadata": {"name": "n1"}}, wire.CSINode))
     view = subject.snapshot().storage
     assert list(view.claims) == ["ns/data"]
     assert list(view.volumes) == ["pv-1"]
@@ -31,10 +32,10 @@ def test_a_session_sees_the_storage_objects_by_their_keys() -> None:
 
 def test_sessions_share_one_view_until_a_storage_object_changes() -> None:
     subject = world()
-    subject.upsert_claim(claim("data"))
+    storage.upsert_claim(subject, claim("data"))
     first = subject.snapshot().storage
     assert subject.snapshot().storage is first
-    subject.upsert_claim(claim("more"))
+    storage.upsert_claim(subject, claim("more"))
     second = subject.snapshot().storage
     assert second is not first and sorted(second.claims) == ["ns/data", "ns/more"]
     # the view an earlier session holds does not change under it
@@ -43,8 +44,8 @@ def test_sessions_share_one_view_until_a_storage_object_changes() -> None:
 
 def test_a_deleted_claim_leaves_the_view() -> None:
     subject = world()
-    subject.upsert_claim(claim("data"))
-    subject.delete_claim("ns/data")
+    storage.upsert_claim(subject, claim("data"))
+    storage.delete_claim(subject, "ns/data")
     assert dict(subject.snapshot().storage.claims) == {}
 
 
@@ -53,7 +54,7 @@ def test_a_claim_event_wakes_the_loop_and_retries_failed_gangs_at_once() -> None
     subject = world()
     subject.live.failures["ns/g"] = PlacementFailures(3, 100.0)
     before = subject.generation
-    subject.upsert_volume(volume("pv-1"))
+    storage.upsert_volume(subject, volume("pv-1"))
     assert subject.generation > before
     assert subject.live.failures == {}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
 import msgspec
@@ -9,8 +11,10 @@ import pytest
 
 from scheduler.api import wire
 from scheduler.api.hypernode import HyperNode
+from scheduler.cache import kinds
+from scheduler.cache.kinds.base import Handler
 from scheduler.cache.reflector import Kind
-from scheduler.cache.wiring import world_kinds, world_reflectors
+from scheduler.cache.wiring import HANDLERS, world_kinds, world_reflectors
 from scheduler.cache.world import World
 from scheduler.metrics import Metrics
 
@@ -95,6 +99,16 @@ WATCHED = [
 
 def test_exactly_the_kinds_sessions_read_are_watched() -> None:
     assert sorted(kinds_by_name(world())) == WATCHED
+
+
+def test_every_handler_a_kind_module_declares_is_registered_once() -> None:
+    declared = [
+        value
+        for info in pkgutil.iter_modules(kinds.__path__)
+        for value in vars(importlib.import_module(f"{kinds.__name__}.{info.name}")).values()
+        if isinstance(value, Handler)
+    ]
+    assert sorted(h.name for h in declared) == sorted(h.name for h in HANDLERS) == WATCHED
 
 
 def test_pods_are_keyed_by_uid_and_podgroups_by_namespace_and_name() -> None:

@@ -1,4 +1,9 @@
-"""API paths of the objects muster writes."""
+"""Where the API server serves the objects muster reads and writes by name.
+
+Plain strings made from the API groups and versions of api/: the cache, the effects, the
+controller and the inspect commands all address the same objects, and none of them should
+import another for it.
+"""
 
 from __future__ import annotations
 
