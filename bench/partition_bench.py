@@ -41,9 +41,9 @@ from harness.observe import BindWatcher, cpu_seconds
 from harness.runners import free_port
 from harness.workload import Workload, pod_manifest
 
+from muster_sim.cluster.nodes import POOL_LABEL
+from muster_sim.validation.pods import parse_quantity
 from scheduler.kube.client import KubeClient
-from scheduler.sim.admission import parse_quantity
-from scheduler.sim.nodes import POOL_LABEL
 
 POOLS = ("pool-a", "pool-b")
 NAMESPACE = "partition-bench"

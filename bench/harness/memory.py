@@ -9,9 +9,9 @@ import uuid
 import msgspec
 
 from harness.workload import Workload, pod_manifest, podgroup_manifest
+from muster_sim.cluster.nodes import NodePool, node_objects
 from scheduler.api import wire
 from scheduler.cache.world import World
-from scheduler.sim.nodes import NodePool, node_objects
 
 
 def _as_served(manifest: dict[str, object], serial: int) -> bytes:

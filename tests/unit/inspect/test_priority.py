@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from muster_sim.errors import ApiError
+from muster_sim.validation import pods as admission
 from scheduler.api.priority import PriorityRefused, admit_priority
-from scheduler.sim import admission
-from scheduler.sim.errors import ApiError
 
 CLASSES = {
     "high": {"metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"},
