@@ -23,9 +23,9 @@ from muster_sim.access.kubeconfig import write_kubeconfig
 from muster_sim.access.rbac import RbacAuthorizer, bootstrap_policy
 from muster_sim.access.tls import ClientCert, ServingCert, make_ca
 from muster_sim.access.tokens import ServiceAccountTokens
-from muster_sim.apiserver.resources import Registry
+from muster_sim.apiserver.resources import CRDS, Registry
 from muster_sim.apiserver.store import Store, WatchWindow
-from muster_sim.apiserver.verbs import CRDS, ApiServer, now_rfc3339
+from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cluster.autoscaler.scaler import (
     CRD_NAME,
     Autoscaler,
@@ -40,6 +40,7 @@ from muster_sim.errors import ApiError
 from muster_sim.http.app import HttpApi
 from muster_sim.http.audit import AuditLog
 from muster_sim.http.faults import FaultConfig, FaultInjector
+from muster_sim.timestamps import now_rfc3339
 
 log = logging.getLogger("muster.sim")
 T = TypeVar("T")

@@ -9,6 +9,11 @@ from muster_sim.errors import ApiError
 
 Obj = dict[str, Any]
 
+# The Content-Types a PATCH names its format with.
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
 # patchMergeKey of the list fields muster and its neighbours patch; a list field not
 # named here is replaced whole, as for a field without the tag in the Go types.
 # Only the lists whose Go type carries `patchStrategy:"merge"` (k8s.io/api core/v1 types.go);

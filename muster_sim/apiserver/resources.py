@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from muster_sim.errors import qualified_resource
+from muster_sim.errors import ApiError, qualified_resource
 from muster_sim.validation.pod_templates import PodTemplateStrategy
 from muster_sim.validation.rbac import RbacValidator
 from muster_sim.validation.volumes import (
@@ -29,6 +29,14 @@ from muster_sim.validation.workloads import (
 Obj = dict[str, Any]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+# The storage keys (Kind.key) of the kinds whose rules the API server applies by name.
+PODS = "pods"
+NAMESPACES = "namespaces"
+NODES = "nodes"
+CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
+PDBS = "poddisruptionbudgets.policy"
 
 
 class ObjectValidator(Protocol):
@@ -295,6 +303,13 @@ class Registry:
         """The kind served at group/version/plural, if any."""
         return self._by_gvr.get((group, version, plural))
 
+    def kind(self, group: str, version: str, plural: str) -> Kind:
+        """The kind served at group/version/plural, or 404 for a path that names none."""
+        found = self.lookup(group, version, plural)
+        if found is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        return found
+
     def by_key(self, key: str) -> Kind | None:
         """The preferred-version kind for a storage key."""
         for kind in self._by_gvr.values():
@@ -358,6 +373,14 @@ class Registry:
                 {g[1] for g in self._by_gvr if g[0] == group},
                 key=lambda v: self._versions[group].index(v) if v in self._versions[group] else 99,
             )
+
+
+def as_version(kind: Kind, obj: Obj) -> Obj:
+    """The object as `kind`'s version serves it: a CRD served at several versions stores
+    one, and without a conversion webhook the real server only rewrites apiVersion."""
+    if kind.from_crd and obj.get("apiVersion") != kind.api_version:
+        return dict(obj, apiVersion=kind.api_version)
+    return obj
 
 
 def apply_schema_defaults(value: Any, schema: Obj | None) -> Any:

@@ -1,6 +1,6 @@
 """sim's disruption controller: kube-controller-manager's, which computes each
-PodDisruptionBudget's status from the pods it selects, and the Eviction subresource's
-budget check, which reads that status as kube-apiserver does.
+PodDisruptionBudget's status from the pods it selects (the Eviction API's check that reads
+it is apiserver/budgets.py).
 
 The controller (on by default; `--no-disruption-controller` turns it off, as on a
 cluster whose kube-controller-manager does not run) sets `expectedPods`,
@@ -10,11 +10,6 @@ cluster whose kube-controller-manager does not run) sets `expectedPods`,
 it expects only pods that have a controller), `observedGeneration` and the
 DisruptionAllowed condition, anew on every event of a pod in the budget's namespace and
 on every change of its spec.
-
-The check (`check_eviction`) is kube-apiserver's: a budget whose status is behind its
-generation refuses with "still being processed"; one that allows no disruption refuses
-with its healthy counts; else its `disruptionsAllowed` is decremented and the pod is
-recorded in `disruptedPods` (not on a dry run).
 """
 
 from __future__ import annotations
@@ -22,18 +17,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from muster_sim.apiserver.budgets import disruption_allowed, pod_ready
+from muster_sim.apiserver.resources import PDBS, PODS
 from muster_sim.apiserver.store import Event, Store, name_of, namespace_of
-from muster_sim.errors import ApiError, forbidden, internal_error, too_many_requests
 from muster_sim.selectors import label_selector_matches
-from muster_sim.timestamps import now_rfc3339
 
 Obj = dict[str, Any]
-
-PODS = "pods"
-PDBS = "poddisruptionbudgets.policy"
-# kube-apiserver's words for a refused eviction (pkg/registry/core/pod/storage/eviction.go).
-REFUSED = "Cannot evict pod as it would violate the pod's disruption budget."
-DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 
 
 class DisruptionController:
@@ -60,7 +49,7 @@ class DisruptionController:
         allowed = max(0, healthy - desired) if expected > 0 else 0
         generation = pdb["metadata"].get("generation", 1)
         old = dict(pdb.get("status") or {})
-        condition = _condition(allowed, generation, old)
+        condition = disruption_allowed(allowed, generation, old)
         status: Obj = {
             "observedGeneration": generation,
             "disruptionsAllowed": allowed,
@@ -128,100 +117,8 @@ def counts(store: Store, pdb: Obj) -> tuple[int, int, int, dict[str, str]]:
     return healthy, desired, expected, disrupted
 
 
-def check_eviction(store: Store, pod: Obj, pdb: Obj, *, dry_run: bool) -> None:
-    """kube-apiserver's budget check for evicting `pod`: an ApiError when the budget
-    refuses; else the budget is charged (unless `dry_run`)."""
-    status = pdb.get("status") or {}
-    name = name_of(pdb)
-    generation = pdb["metadata"].get("generation", 1)
-    if status.get("observedGeneration", 0) < generation:
-        raise refused(f"The disruption budget {name} is still being processed by the server.")
-    allowed = status.get("disruptionsAllowed", 0)
-    if allowed < 0:
-        raise forbidden(
-            "policy", "poddisruptionbudgets", name, "pdb disruptions allowed is negative"
-        )
-    # kube's IfHealthyBudget: an unhealthy pod may go while the budget is met, and costs
-    # it nothing.
-    if not pod_ready(pod) and status.get("currentHealthy", 0) >= status.get("desiredHealthy", 0):
-        return
-    if allowed == 0:
-        raise refused(
-            f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} healthy "
-            f"pods and has {status.get('currentHealthy', 0)} currently"
-        )
-    if dry_run:
-        return
-    new = dict(pdb)
-    new["metadata"] = dict(pdb["metadata"])
-    charged = dict(status)
-    charged["disruptionsAllowed"] = allowed - 1
-    charged["disruptedPods"] = {**(status.get("disruptedPods") or {}), name_of(pod): now_rfc3339()}
-    if allowed - 1 == 0:
-        charged["conditions"] = [_condition(0, generation, status)]
-    new["status"] = charged
-    store.put(PDBS, new, "MODIFIED")
-
-
-def budgets_of(store: Store, pod: Obj) -> list[Obj]:
-    """The budgets in the pod's namespace whose selector matches it; an InternalError when
-    more than one does, as the Eviction API answers."""
-    labels = pod["metadata"].get("labels") or {}
-    found = [
-        pdb
-        for pdb in store.items(PDBS, namespace_of(pod))
-        if (pdb.get("spec") or {}).get("selector") is not None
-        and label_selector_matches(pdb["spec"]["selector"], labels)
-    ]
-    if len(found) > 1:
-        raise internal_error(
-            "This pod has more than one PodDisruptionBudget, which the eviction subresource "
-            "does not support."
-        )
-    return found
-
-
-def pod_ready(pod: Obj) -> bool:
-    """Whether the pod's Ready condition is True."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
-
-
 def scaled(value: Any, total: int) -> int:
     """An IntOrString budget figure: an integer, or a percentage of `total` rounded up."""
     if isinstance(value, str) and value.endswith("%"):
         return math.ceil(total * int(value[:-1]) / 100)
     return int(value)
-
-
-def refused(cause: str) -> ApiError:
-    """The Eviction API's 429 for a budget's refusal, with its cause."""
-    return too_many_requests(
-        REFUSED,
-        retry_after=0,
-        details={"causes": [{"reason": DISRUPTION_BUDGET_CAUSE, "message": cause}]},
-    )
-
-
-def _since(old: Obj, status: str) -> str:
-    previous = next(
-        (c for c in old.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None
-    )
-    if previous is not None and previous.get("status") == status:
-        return str(previous["lastTransitionTime"])
-    return now_rfc3339()
-
-
-def _condition(allowed: int, generation: int, old: Obj) -> Obj:
-    status = "True" if allowed > 0 else "False"
-    since = _since(old, status)
-    return {
-        "type": "DisruptionAllowed",
-        "status": status,
-        "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-        "message": "",
-        "observedGeneration": generation,
-        "lastTransitionTime": since,
-    }

@@ -13,11 +13,14 @@ import contextlib
 import re
 from typing import Any
 
+from muster_sim.apiserver.options import DeleteOptions
+from muster_sim.apiserver.resources import NODES, PODS
 from muster_sim.apiserver.store import Event
-from muster_sim.apiserver.verbs import NODES, PODS, ApiServer, DeleteOptions, now_rfc3339
+from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cluster.recorder import record_event
 from muster_sim.errors import ApiError
 from muster_sim.selectors import node_selector_matches
+from muster_sim.timestamps import now_rfc3339
 
 Obj = dict[str, Any]
 

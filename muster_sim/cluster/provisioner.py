@@ -18,8 +18,9 @@ import logging
 from decimal import Decimal
 from typing import Any
 
-from muster_sim.apiserver.store import Event, name_of, namespace_of
-from muster_sim.apiserver.verbs import NODES, ApiServer, clone
+from muster_sim.apiserver.resources import NODES
+from muster_sim.apiserver.store import Event, clone, name_of, namespace_of
+from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cluster.recorder import record_event
 from muster_sim.errors import ApiError
 from muster_sim.selectors import label_selector_matches

@@ -6,8 +6,9 @@ import logging
 import time
 from typing import Any
 
-from muster_sim.apiserver.verbs import ApiServer, now_rfc3339
+from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.errors import ApiError
+from muster_sim.timestamps import now_rfc3339
 
 Obj = dict[str, Any]
 

@@ -17,14 +17,10 @@ from muster_sim.access import impersonation
 from muster_sim.access.authn import ANONYMOUS, ANONYMOUS_PATHS, Authenticator, UserInfo
 from muster_sim.access.rbac import Attributes, RbacAuthorizer, forbidden_error, request_attributes
 from muster_sim.access.tokens import ServiceAccountTokens
-from muster_sim.apiserver.resources import Kind
-from muster_sim.apiserver.verbs import (
-    ApiServer,
-    DeleteOptions,
-    ListOptions,
-    WriteOptions,
-    dry_run_of,
-)
+from muster_sim.apiserver.admission_plugins import taint_new_node
+from muster_sim.apiserver.options import DeleteOptions, ListOptions, WriteOptions, dry_run_of
+from muster_sim.apiserver.resources import Kind, as_version
+from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.errors import (
     ApiError,
     bad_request,
@@ -36,7 +32,6 @@ from muster_sim.http import audit, discovery
 from muster_sim.http.faults import FaultInjector
 from muster_sim.http.watch import WatchRequest, WatchStream
 from muster_sim.selectors import both, parse_field_selector, parse_label_selector
-from muster_sim.validation import pods as admission
 
 Obj = dict[str, Any]
 
@@ -153,7 +148,7 @@ class HttpApi:
         self.authorizer = authorizer
         self.tokens = tokens or ServiceAccountTokens(api.store)
         self.server_address = server_address
-        self.watches = WatchStream(api.store, bookmark_interval, api._as_version)
+        self.watches = WatchStream(api.store, bookmark_interval, as_version)
         # After a restart (monotonic times): until `_authorizer_warm` users outside
         # system:masters get 403, until `_crds_served` resources from CRDs get 404.
         self._authorizer_warm = 0.0
@@ -450,7 +445,7 @@ class HttpApi:
                 pending.name = str((body.get("metadata") or {}).get("name") or "")
             if name is None:
                 if kind.key == "nodes" and isinstance(body, dict):
-                    admission.taint_new_node(body)
+                    taint_new_node(body)
                 write = WriteOptions.from_query(query, "CreateOptions", user)
                 created = await api.create_admitted(kind, ns, body, write)
                 return _with_warnings(json_response(created, 201), write)

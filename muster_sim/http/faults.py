@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from muster_sim.cluster.disruption import refused
+from muster_sim.apiserver.budgets import refused
 from muster_sim.errors import ApiError, internal_error, too_many_requests
 
 Obj = dict[str, Any]

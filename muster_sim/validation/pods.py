@@ -1,14 +1,14 @@
-"""Defaulting, validation and the Priority admission the real server applies to writes."""
+"""A pod's defaults and validation as kube-apiserver applies them: SetDefaults_Pod (and the
+DefaultTolerationSeconds admission), ValidatePodSpec's container and resource checks, and what
+an update may change; also a pod template's spec, which gets the same defaults and checks."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from muster_sim.errors import FieldError, bad_request, forbidden, invalid
-from scheduler.api import priority
+from muster_sim.errors import FieldError, bad_request, invalid
 
 Obj = dict[str, Any]
 
@@ -43,8 +43,6 @@ _DECIMAL = {
 }
 # Kinds whose names are DNS-1123 labels rather than subdomains.
 _LABEL_NAMED = frozenset({"Namespace", "Service", "StatefulSet"})
-
-PreemptLowerPriority = "PreemptLowerPriority"
 
 
 def parse_quantity(text: Any) -> Decimal | None:
@@ -117,21 +115,6 @@ def _path_segment_problem(name: str) -> str:
         if character in name:
             return f"may not contain '{character}'"
     return ""
-
-
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-
-
-def taint_new_node(node: Obj) -> None:
-    """kube-apiserver's TaintNodesByCondition admission: a node created through the API
-    starts tainted not-ready (NoSchedule) until the node lifecycle controller sees it
-    Ready. (sim's own simulated nodes are registered past that point.)"""
-    spec = node.setdefault("spec", {})
-    taints = spec.setdefault("taints", [])
-    if isinstance(taints, list) and not any(
-        isinstance(t, dict) and t.get("key") == NOT_READY_TAINT for t in taints
-    ):
-        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
 
 
 def default_pod(pod: Obj) -> None:
@@ -357,34 +340,3 @@ def _immutable_view(spec: Obj) -> Obj:
                 if isinstance(c, dict)
             ]
     return view
-
-
-def admit_priority(
-    pod: Obj, find_class: Callable[[str], Obj | None], default_class: Callable[[], Obj | None]
-) -> None:
-    """Priority admission: fill spec.priority and preemptionPolicy from the PriorityClass
-    (the rule of scheduler.api.priority); its refusal is the API server's 403."""
-    try:
-        priority.admit_priority(pod, find_class, default_class)
-    except priority.PriorityRefused as refused:
-        raise forbidden("", "pods", refused.pod_name, refused.message) from refused
-
-
-def system_priority_classes() -> list[Obj]:
-    """The two classes every real cluster creates at start."""
-    return [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-            "globalDefault": False,
-            "description": "Used for system critical pods that must not be moved from their "
-            "current node.",
-            "preemptionPolicy": PreemptLowerPriority,
-        }
-        for name, value in (
-            ("system-node-critical", 2000001000),
-            ("system-cluster-critical", 2000000000),
-        )
-    ]

@@ -58,13 +58,16 @@ from typing import Any
 
 import yaml
 
-from muster_sim.apiserver.verbs import MERGE_PATCH, NODES, PODS, ApiServer
+from muster_sim.apiserver.admission_plugins import NOT_READY_TAINT
+from muster_sim.apiserver.patch import MERGE_PATCH
+from muster_sim.apiserver.resources import NODES, PODS
+from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cluster.nodes import NodePool, PoolError, node_object
 from muster_sim.cluster.recorder import record_event
 from muster_sim.crd_files import crds_dir
 from muster_sim.errors import ApiError
 from muster_sim.selectors import node_selector_matches
-from muster_sim.validation.pods import NOT_READY_TAINT, parse_quantity
+from muster_sim.validation.pods import parse_quantity
 
 Obj = dict[str, Any]
 Amounts = dict[str, Decimal]

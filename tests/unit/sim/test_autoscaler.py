@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from muster_sim.apiserver.resources import Registry
+from muster_sim.apiserver.patch import MERGE_PATCH
+from muster_sim.apiserver.resources import CRDS, Registry
 from muster_sim.apiserver.store import Store
-from muster_sim.apiserver.verbs import CRDS, MERGE_PATCH, ApiServer
+from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cli import add_parser, config_from_args
 from muster_sim.cluster.autoscaler.scaler import (
     GROUP_LABEL,
