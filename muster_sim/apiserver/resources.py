@@ -7,24 +7,22 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from muster_sim.errors import ApiError, qualified_resource
-from muster_sim.validation.pod_templates import PodTemplateStrategy
-from muster_sim.validation.rbac import RbacValidator
-from muster_sim.validation.volumes import (
-    STORAGE_GROUP,
-    CSIDriverStrategy,
-    CSINodeStrategy,
-    PersistentVolumeClaimStrategy,
-    PersistentVolumeStrategy,
-    StorageClassStrategy,
-)
-from muster_sim.validation.workloads import (
+from muster_sim.validation.apps import (
     APPS_GROUP,
-    BATCH_GROUP,
     DeploymentStrategy,
-    JobStrategy,
     ReplicaSetStrategy,
     StatefulSetStrategy,
 )
+from muster_sim.validation.jobs import BATCH_GROUP, JobStrategy
+from muster_sim.validation.pod_templates import PodTemplateStrategy
+from muster_sim.validation.rbac import RbacValidator
+from muster_sim.validation.storage import (
+    STORAGE_GROUP,
+    CSIDriverStrategy,
+    CSINodeStrategy,
+    StorageClassStrategy,
+)
+from muster_sim.validation.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 
 Obj = dict[str, Any]
 

@@ -52,7 +52,7 @@ from muster_sim.errors import (
     not_found,
     unsupported_media_type,
 )
-from muster_sim.validation.pods import validate_name
+from muster_sim.validation.names import validate_name
 
 Obj = dict[str, Any]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from muster_sim.validation.pods import parse_quantity
+from muster_sim.validation.quantities import quantity
 
 Obj = dict[str, Any]
 
@@ -37,7 +37,7 @@ class NodePool:
         if self.count < 0:
             raise PoolError(f"node pool {self.name!r}: count must be >= 0, got {self.count}")
         for what, value in (("cpu", self.cpu), ("memory", self.memory)):
-            if parse_quantity(value) is None:
+            if quantity(value) is None:
                 raise PoolError(f"node pool {self.name!r}: {what} {value!r} is not a quantity")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from muster_sim.apiserver.resources import NODES
@@ -24,8 +24,8 @@ from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cluster.recorder import record_event
 from muster_sim.errors import ApiError
 from muster_sim.selectors import label_selector_matches
-from muster_sim.validation.pods import parse_quantity
-from muster_sim.validation.volumes import csi_driver_name_errors
+from muster_sim.validation.names import csi_driver_name_errors
+from muster_sim.validation.quantities import quantity
 
 Obj = dict[str, Any]
 
@@ -65,8 +65,8 @@ def volume_class(volume: Obj) -> str:
     return str(name or "")
 
 
-def _size(value: Any) -> Decimal:
-    return parse_quantity(value) or Decimal(0)
+def _size(value: Any) -> Fraction:
+    return quantity(value) or Fraction(0)
 
 
 def _requested(claim: Obj) -> Any:

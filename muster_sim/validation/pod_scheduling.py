@@ -5,11 +5,12 @@ messages from k8s.io/kubernetes pkg/apis/core/validation; code written here)."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from muster_sim.errors import FieldError
-from muster_sim.validation.volumes import label_selector_errors, qualified_name_errors
+from muster_sim.validation import fields
+from muster_sim.validation.names import LABEL_MSG, is_dns_label, qualified_name_errors
+from muster_sim.validation.selector_fields import label_selector_errors
 
 Obj = dict[str, Any]
 
@@ -19,17 +20,11 @@ _NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
 _AFFINITY_KINDS = ("podAffinity", "podAntiAffinity")
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-_DNS_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-    "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-
-_DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 def _quoted(value: Any) -> str:
-    # field.Error prints strings with %q and numbers bare
+    # field.Error prints strings with %q and numbers bare; any other value (a null, a bool
+    # where a number belongs) is shown as Python prints it, not as fields.shown does
     return json.dumps(value) if isinstance(value, str) else str(value)
 
 
@@ -37,17 +32,10 @@ def _invalid(path: str, value: Any, detail: str) -> FieldError:
     return FieldError(path, f"Invalid value: {_quoted(value)}: {detail}")
 
 
-def _required(path: str, detail: str = "") -> FieldError:
-    return FieldError(
-        path, "Required value" + (f": {detail}" if detail else ""), "FieldValueRequired"
-    )
-
-
 def _not_supported(path: str, value: Any, values: tuple[str, ...]) -> FieldError:
-    listed = ", ".join(f'"{v}"' for v in values)
     return FieldError(
         path,
-        f"Unsupported value: {_quoted(value)}: supported values: {listed}",
+        f"Unsupported value: {_quoted(value)}: supported values: {fields.listed(values)}",
         "FieldValueNotSupported",
     )
 
@@ -78,7 +66,7 @@ def _spread_errors(constraints: list[Any]) -> list[FieldError]:
             errors.append(_invalid(f"{at}.maxSkew", skew, _NOT_POSITIVE))
         key = constraint.get("topologyKey", "")
         if not key:
-            errors.append(_required(f"{at}.topologyKey", "can not be empty"))
+            errors.append(fields.required(f"{at}.topologyKey", "can not be empty"))
         when = constraint.get("whenUnsatisfiable", "")
         if when not in _WHEN_UNSATISFIABLE:
             errors.append(_not_supported(f"{at}.whenUnsatisfiable", when, _WHEN_UNSATISFIABLE))
@@ -138,7 +126,7 @@ def _term_errors(term: Obj, path: str) -> list[FieldError]:
     errors.extend(label_selector_errors(term.get("namespaceSelector"), f"{path}.namespaceSelector"))
     key = term.get("topologyKey", "")
     if not key:
-        errors.append(_required(f"{path}.topologyKey", "can not be empty"))
+        errors.append(fields.required(f"{path}.topologyKey", "can not be empty"))
     errors.extend(qualified_name_errors(str(key), f"{path}.topologyKey"))
     return errors
 
@@ -152,14 +140,14 @@ def _claim_errors(claims: list[Any]) -> list[FieldError]:
         at = f"spec.resourceClaims[{index}]"
         name = claim.get("name", "")
         if not name:
-            errors.append(_required(f"{at}.name"))
+            errors.append(fields.required(f"{at}.name"))
         elif name in seen:
             errors.append(
                 FieldError(f"{at}.name", f"Duplicate value: {_quoted(name)}", "FieldValueDuplicate")
             )
         else:
-            if not _is_dns_label(str(name)):
-                errors.append(_invalid(f"{at}.name", name, _DNS_LABEL_MSG))
+            if not is_dns_label(str(name)):
+                errors.append(_invalid(f"{at}.name", name, LABEL_MSG))
             seen.add(str(name))
         by_name = claim.get("resourceClaimName")
         by_template = claim.get("resourceClaimTemplateName")
@@ -181,10 +169,6 @@ def _claim_errors(claims: list[Any]) -> list[FieldError]:
                 )
             )
     return errors
-
-
-def _is_dns_label(value: str) -> bool:
-    return len(value) <= 63 and _DNS_LABEL_RE.fullmatch(value) is not None
 
 
 def _go_claim(claim: Obj) -> str:

@@ -4,117 +4,15 @@ an update may change; also a pod template's spec, which gets the same defaults a
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
 
-from muster_sim.errors import FieldError, bad_request, invalid
+from muster_sim.errors import FieldError, invalid
+from muster_sim.validation.names import LABEL_MSG, LABEL_RE
+from muster_sim.validation.pod_scheduling import scheduling_field_errors
+from muster_sim.validation.quantities import decoded_quantity, quantity
 
 Obj = dict[str, Any]
-
-_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN_RE = re.compile(f"^{_SUBDOMAIN}$")
-_LABEL_RE = re.compile(f"^{_LABEL}$")
-SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    f"for validation is '{_SUBDOMAIN}')"
-)
-LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-    f"used for validation is '{_LABEL}')"
-)
-QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-_QUANTITY_RE = re.compile(QUANTITY_PATTERN)
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-# Kinds whose names are DNS-1123 labels rather than subdomains.
-_LABEL_NAMED = frozenset({"Namespace", "Service", "StatefulSet"})
-
-
-def parse_quantity(text: Any) -> Decimal | None:
-    """A Kubernetes quantity ("500m", "1Gi", "2e3") as a Decimal; None when it does not parse."""
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        return Decimal(str(text))
-    if not isinstance(text, str) or not _QUANTITY_RE.match(text):
-        return None
-    match = _QUANTITY_RE.match(text)
-    assert match is not None
-    number, suffix = match.group(1), match.group(2)
-    try:
-        value = Decimal(number)
-    except InvalidOperation:
-        return None
-    if suffix in _BINARY:
-        return value * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return value * _DECIMAL[suffix]
-    if suffix[:1] in ("e", "E"):
-        try:
-            return value * (Decimal(10) ** int(suffix[1:]))
-        except ValueError:
-            return None
-    return None
-
-
-def validate_name(kind: str, group: str, obj: Obj) -> None:
-    """422 unless metadata.name is a valid DNS-1123 name for the kind."""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not name:
-        raise invalid(
-            group,
-            kind,
-            "",
-            [
-                FieldError(
-                    "metadata.name",
-                    "Required value: name or generateName is required",
-                    "FieldValueRequired",
-                )
-            ],
-        )
-    if group == "rbac.authorization.k8s.io":
-        # RBAC objects take any path segment ("system:controller:x" is a role name)
-        problem = _path_segment_problem(name)
-        if problem:
-            raise invalid(
-                group,
-                kind,
-                name,
-                [FieldError("metadata.name", f'Invalid value: "{name}": {problem}')],
-            )
-        return
-    pattern, message = (
-        (_LABEL_RE, LABEL_MSG) if kind in _LABEL_NAMED else (_SUBDOMAIN_RE, SUBDOMAIN_MSG)
-    )
-    if len(name) > 253 or not pattern.match(name):
-        raise invalid(
-            group, kind, name, [FieldError("metadata.name", f'Invalid value: "{name}": {message}')]
-        )
-
-
-def _path_segment_problem(name: str) -> str:
-    """apimachinery's ValidatePathSegmentName, in its words ("" when the name is fine)."""
-    if name in (".", ".."):
-        return f"may not be '{name}'"
-    for character in ("/", "%"):
-        if character in name:
-            return f"may not contain '{character}'"
-    return ""
 
 
 def default_pod(pod: Obj) -> None:
@@ -184,8 +82,8 @@ def _qos_class(spec: Obj) -> str:
         if requests or limits:
             any_set = True
         for name in ("cpu", "memory"):
-            if name not in limits or parse_quantity(requests.get(name, limits[name])) != (
-                parse_quantity(limits[name])
+            if name not in limits or quantity(requests.get(name, limits[name])) != (
+                quantity(limits[name])
             ):
                 guaranteed = False
     if not any_set:
@@ -211,9 +109,6 @@ def pod_spec_errors(spec: Obj, kind: str) -> list[FieldError]:
     for group in ("initContainers", "containers"):
         for index, container in enumerate(spec.get(group) or []):
             errors.extend(_container_errors(f"spec.{group}[{index}]", container, kind))
-    # Imported here: its selector rules live in storage_validation, which imports this module.
-    from muster_sim.validation.pod_scheduling import scheduling_field_errors
-
     errors.extend(scheduling_field_errors(spec))
     return errors
 
@@ -223,19 +118,13 @@ def _container_errors(path: str, container: Obj, kind: str) -> list[FieldError]:
     cname = container.get("name")
     if not cname:
         errors.append(FieldError(f"{path}.name", "Required value", "FieldValueRequired"))
-    elif not _LABEL_RE.match(str(cname)):
+    elif not LABEL_RE.match(str(cname)):
         errors.append(FieldError(f"{path}.name", f'Invalid value: "{cname}": {LABEL_MSG}'))
     resources = container.get("resources") or {}
-    parsed: dict[str, dict[str, Decimal]] = {}
+    parsed: dict[str, dict[str, Fraction]] = {}
     for section in ("requests", "limits"):
         for resource, raw in (resources.get(section) or {}).items():
-            value = parse_quantity(raw)
-            if value is None:
-                # the real server fails while decoding, before validation: a 400
-                raise bad_request(
-                    f'{kind} in version "v1" cannot be handled as a {kind}: quantities must '
-                    f"match the regular expression '{QUANTITY_PATTERN}'"
-                )
+            value = decoded_quantity(raw, kind)
             if value < 0:
                 errors.append(
                     FieldError(

@@ -52,7 +52,7 @@ import calendar
 import logging
 import time
 from dataclasses import dataclass, field
-from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +67,10 @@ from muster_sim.cluster.recorder import record_event
 from muster_sim.crd_files import crds_dir
 from muster_sim.errors import ApiError
 from muster_sim.selectors import node_selector_matches
-from muster_sim.validation.pods import parse_quantity
+from muster_sim.validation.quantities import quantity
 
 Obj = dict[str, Any]
-Amounts = dict[str, Decimal]
+Amounts = dict[str, Fraction]
 
 log = logging.getLogger("muster.sim.autoscaler")
 
@@ -216,11 +216,11 @@ class _SimNode:
         )
 
     def fits(self, need: Amounts) -> bool:
-        return all(self.free.get(name, Decimal(0)) >= value for name, value in need.items())
+        return all(self.free.get(name, Fraction(0)) >= value for name, value in need.items())
 
     def take(self, need: Amounts) -> None:
         for name, value in need.items():
-            self.free[name] = self.free.get(name, Decimal(0)) - value
+            self.free[name] = self.free.get(name, Fraction(0)) - value
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,7 @@ def _tolerated(taint: Obj, tolerations: list[Obj]) -> bool:
 def _amounts(values: Obj | None) -> Amounts:
     found: Amounts = {}
     for name, raw in (values or {}).items():
-        parsed = parse_quantity(raw)
+        parsed = quantity(raw)
         if parsed is not None:
             found[str(name)] = parsed
     return found
@@ -273,13 +273,13 @@ def pod_need(spec: Obj) -> Amounts:
     total: Amounts = {}
     for container in spec.get("containers") or []:
         for name, value in _amounts((container.get("resources") or {}).get("requests")).items():
-            total[name] = total.get(name, Decimal(0)) + value
+            total[name] = total.get(name, Fraction(0)) + value
     for container in spec.get("initContainers") or []:
         for name, value in _amounts((container.get("resources") or {}).get("requests")).items():
-            total[name] = max(total.get(name, Decimal(0)), value)
+            total[name] = max(total.get(name, Fraction(0)), value)
     for name, value in _amounts(spec.get("overhead")).items():
-        total[name] = total.get(name, Decimal(0)) + value
-    total["pods"] = Decimal(1)
+        total[name] = total.get(name, Fraction(0)) + value
+    total["pods"] = Fraction(1)
     return total
 
 
@@ -504,13 +504,13 @@ class Autoscaler:
                 continue
             taken = used.setdefault(node, {})
             for name, value in pod_need(pod.get("spec") or {}).items():
-                taken[name] = taken.get(name, Decimal(0)) + value
+                taken[name] = taken.get(name, Fraction(0)) + value
         nodes = []
         for node in sorted(self.api.store.iter_all(NODES), key=lambda n: n["metadata"]["name"]):
             meta = node["metadata"]
             free = _amounts((node.get("status") or {}).get("allocatable"))
             for name, value in used.get(meta["name"], {}).items():
-                free[name] = free.get(name, Decimal(0)) - value
+                free[name] = free.get(name, Fraction(0)) - value
             labels = dict(meta.get("labels") or {})
             nodes.append(
                 _SimNode(
