@@ -12,8 +12,8 @@ from pathlib import Path
 from muster_sim.access.authn import TokenFileError
 from muster_sim.access.tls import TlsError
 from muster_sim.apiserver.store import WatchWindow
-from muster_sim.cluster.autoscaler import scaler as autoscaler
-from muster_sim.cluster.autoscaler.scaler import NodeGroupError
+from muster_sim.cluster.autoscaler import config as autoscaler
+from muster_sim.cluster.autoscaler.node_groups import NodeGroupError
 from muster_sim.cluster.nodes import PoolError, load_pools
 from muster_sim.http.faults import ErrorRule, FaultConfig, LatencyRule
 from muster_sim.server import SimConfig, SimServer

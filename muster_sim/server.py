@@ -26,12 +26,8 @@ from muster_sim.access.tokens import ServiceAccountTokens
 from muster_sim.apiserver.resources import CRDS, Registry
 from muster_sim.apiserver.store import Store, WatchWindow
 from muster_sim.apiserver.verbs import ApiServer
-from muster_sim.cluster.autoscaler.scaler import (
-    CRD_NAME,
-    Autoscaler,
-    AutoscalerConfig,
-    provisioning_request_crd,
-)
+from muster_sim.cluster.autoscaler.config import AutoscalerConfig, provisioning_request_crd
+from muster_sim.cluster.autoscaler.scaler import CRD_NAME, Autoscaler
 from muster_sim.cluster.disruption import DisruptionController
 from muster_sim.cluster.kubelet import Kubelet
 from muster_sim.cluster.nodes import NodePool, node_objects
@@ -190,7 +186,7 @@ class SimServer:
             server_address=f"{config.host}:{self.port}",
             audit_log=self.audit,
         )
-        http.on_restart = self.restart
+        http.admin.on_restart = self.restart
         self._http, self._ssl_context = http, ssl_context
         await self._listen(sock)
         self.kubeconfig_path = config.kubeconfig_out or work_dir / "sim.kubeconfig"

@@ -23,7 +23,7 @@ from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.rest import ApiException
 
-from muster_sim.cluster.autoscaler.scaler import provisioning_request_crd
+from muster_sim.cluster.autoscaler.config import provisioning_request_crd
 from scheduler.api import wire
 from scheduler.api.pod_templates import PodShape, template_spec
 from scheduler.api.task import TaskInfo

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from muster_sim.cluster.autoscaler.scaler import AutoscalerConfig, NodeGroup
+from muster_sim.cluster.autoscaler.config import AutoscalerConfig
+from muster_sim.cluster.autoscaler.node_groups import NodeGroup
 from muster_sim.cluster.nodes import NodePool
 from tests.sim.conftest import Raw, create_namespace, unique, wait_for
 

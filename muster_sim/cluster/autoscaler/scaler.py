@@ -53,28 +53,31 @@ import logging
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from muster_sim.apiserver.admission_plugins import NOT_READY_TAINT
 from muster_sim.apiserver.patch import MERGE_PATCH
 from muster_sim.apiserver.resources import NODES, PODS
 from muster_sim.apiserver.verbs import ApiServer
-from muster_sim.cluster.nodes import NodePool, PoolError, node_object
+from muster_sim.cluster.autoscaler.config import AutoscalerConfig
+from muster_sim.cluster.autoscaler.fitting import (
+    Amounts,
+    SimNode,
+    SimPod,
+    Simulation,
+    amounts,
+    nodes_for,
+    pod_need,
+    template_node,
+)
+from muster_sim.cluster.autoscaler.node_groups import GROUP_LABEL, NodeGroup
 from muster_sim.cluster.recorder import record_event
-from muster_sim.crd_files import crds_dir
 from muster_sim.errors import ApiError
-from muster_sim.selectors import node_selector_matches
-from muster_sim.validation.quantities import quantity
 
 Obj = dict[str, Any]
-Amounts = dict[str, Fraction]
 
 log = logging.getLogger("muster.sim.autoscaler")
 
-GROUP_LABEL = "sim.muster.dev/node-group"
 REQUESTS = "provisioningrequests.autoscaling.x-k8s.io"
 TEMPLATES = "podtemplates"
 CRD_NAME = "provisioningrequests.autoscaling.x-k8s.io"
@@ -85,232 +88,6 @@ CONSUME_DEPRECATED = "cluster-autoscaler.kubernetes.io/consume-provisioning-requ
 COMPONENT = "cluster-autoscaler"
 # cluster-autoscaler's: a request never provisioned fails a week after its creation.
 EXPIRATION = 7 * 24 * 3600.0
-# The taints of a node on its way, which cluster-autoscaler's simulation leaves out.
-_STARTUP_TAINTS = frozenset({NOT_READY_TAINT, "node.kubernetes.io/unreachable"})
-
-
-class NodeGroupError(ValueError):
-    """A node-group file that cannot be used; the message names the group and the field."""
-
-
-@dataclass(frozen=True)
-class NodeGroup:
-    """Nodes made from one template, between `min_size` and `max_size` of them."""
-
-    name: str
-    min_size: int
-    max_size: int
-    template: NodePool
-
-    def node(self, index: int, serial: int) -> Obj:
-        """The group's node number `index` (`serial` numbers its address)."""
-        obj = node_object(self.template, f"{self.name}-{index:04d}", serial)
-        obj["metadata"]["labels"][GROUP_LABEL] = self.name
-        return obj
-
-
-def load_node_groups(path: str | Path) -> list[NodeGroup]:
-    """Node groups from YAML: a list, or a mapping with a `nodeGroups` list; each
-    `{name, minSize, maxSize, template: {cpu, memory, gpus, pods, labels, taints}}`."""
-    data = yaml.safe_load(Path(path).read_text())
-    if isinstance(data, dict):
-        data = data.get("nodeGroups")
-    if not isinstance(data, list) or not data:
-        raise NodeGroupError(f"{path}: expected a list of node groups (or `nodeGroups: [...]`)")
-    groups: list[NodeGroup] = []
-    for index, raw in enumerate(data):
-        if not isinstance(raw, dict) or not raw.get("name"):
-            raise NodeGroupError(f"{path}: node group #{index} needs a name")
-        name = str(raw["name"])
-        unknown = sorted(set(raw) - {"name", "minSize", "maxSize", "template"})
-        if unknown:
-            raise NodeGroupError(
-                f"{path}: node group {name!r}: {unknown[0]} is not a field (name, minSize, "
-                "maxSize, template)"
-            )
-        template = raw.get("template") or {}
-        if not isinstance(template, dict):
-            raise NodeGroupError(f"{path}: node group {name!r}: template must be a mapping")
-        unknown = sorted(set(template) - {"cpu", "memory", "gpus", "pods", "labels", "taints"})
-        if unknown:
-            raise NodeGroupError(
-                f"{path}: node group {name!r}: template.{unknown[0]} is not a field (cpu, "
-                "memory, gpus, pods, labels, taints)"
-            )
-        try:
-            minimum, maximum = int(raw.get("minSize", 0)), int(raw["maxSize"])
-            pool = NodePool(
-                name=name,
-                count=0,
-                cpu=str(template.get("cpu", "32")),
-                memory=str(template.get("memory", "128Gi")),
-                gpus=int(template.get("gpus", 0)),
-                pods=int(template.get("pods", 110)),
-                labels={str(k): str(v) for k, v in (template.get("labels") or {}).items()},
-                taints=tuple(dict(t) for t in template.get("taints") or []),
-            )
-        except KeyError:
-            raise NodeGroupError(f"{path}: node group {name!r} needs maxSize") from None
-        except (TypeError, ValueError, PoolError) as error:
-            raise NodeGroupError(f"{path}: node group {name!r}: {error}") from None
-        if not 0 <= minimum <= maximum:
-            raise NodeGroupError(
-                f"{path}: node group {name!r}: minSize {minimum} and maxSize {maximum} must "
-                "satisfy 0 <= minSize <= maxSize"
-            )
-        groups.append(NodeGroup(name, minimum, maximum, pool))
-    names = [g.name for g in groups]
-    if len(set(names)) != len(names):
-        raise NodeGroupError(f"{path}: node group names repeat: {names}")
-    return groups
-
-
-@dataclass(frozen=True)
-class AutoscalerConfig:
-    """The stand-in's node groups and timings (seconds)."""
-
-    groups: tuple[NodeGroup, ...]
-    node_delay: float = 2.0
-    ready_delay: float = 2.0
-    booking_time: float = 600.0
-    scan_interval: float = 1.0
-    initial_backoff: float = 60.0
-    max_backoff: float = 600.0
-    new_pod_scale_up_delay: float = 0.0
-
-
-def provisioning_request_crd() -> Path:
-    """crds/autoscaler/provisioningrequest.yaml of a checkout, else of the environment."""
-    return crds_dir() / "autoscaler" / "provisioningrequest.yaml"
-
-
-# The simulation ----------------------------------------------------------------------
-
-
-@dataclass
-class _SimNode:
-    """A node as the simulation fills it: its labels, taints and free room."""
-
-    name: str
-    labels: dict[str, str]
-    taints: list[Obj]
-    free: Amounts
-
-    def admits(self, spec: Obj) -> bool:
-        """Whether the node's labels and taints let a pod of this spec on."""
-        selector = spec.get("nodeSelector") or {}
-        if any(self.labels.get(k) != v for k, v in selector.items()):
-            return False
-        affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        view = {"metadata": {"name": self.name, "labels": self.labels}}
-        if affinity is not None and not node_selector_matches(affinity, view):
-            return False
-        tolerations = spec.get("tolerations") or []
-        return all(
-            _tolerated(taint, tolerations)
-            for taint in self.taints
-            if taint.get("effect") in ("NoSchedule", "NoExecute")
-            and taint.get("key") not in _STARTUP_TAINTS
-        )
-
-    def fits(self, need: Amounts) -> bool:
-        return all(self.free.get(name, Fraction(0)) >= value for name, value in need.items())
-
-    def take(self, need: Amounts) -> None:
-        for name, value in need.items():
-            self.free[name] = self.free.get(name, Fraction(0)) - value
-
-
-@dataclass(frozen=True)
-class _SimPod:
-    """A pod to place: its spec (for labels and taints) and what it takes."""
-
-    spec: Obj
-    need: Amounts
-
-
-class _Simulation:
-    """The nodes there are and those on their way, to place pods on, first fit."""
-
-    def __init__(self, nodes: list[_SimNode]) -> None:
-        self.nodes = nodes
-
-    def place(self, pod: _SimPod) -> bool:
-        for node in self.nodes:
-            if node.fits(pod.need) and node.admits(pod.spec):
-                node.take(pod.need)
-                return True
-        return False
-
-
-def _tolerated(taint: Obj, tolerations: list[Obj]) -> bool:
-    for toleration in tolerations:
-        if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-            continue
-        operator = toleration.get("operator") or "Equal"
-        key = toleration.get("key") or ""
-        if operator == "Exists" and (not key or key == taint.get("key")):
-            return True
-        if key == taint.get("key") and toleration.get("value", "") == taint.get("value", ""):
-            return True
-    return False
-
-
-def _amounts(values: Obj | None) -> Amounts:
-    found: Amounts = {}
-    for name, raw in (values or {}).items():
-        parsed = quantity(raw)
-        if parsed is not None:
-            found[str(name)] = parsed
-    return found
-
-
-def pod_need(spec: Obj) -> Amounts:
-    """What a pod takes on its node: its effective request (containers, the largest init
-    container, overhead) and one pod slot."""
-    total: Amounts = {}
-    for container in spec.get("containers") or []:
-        for name, value in _amounts((container.get("resources") or {}).get("requests")).items():
-            total[name] = total.get(name, Fraction(0)) + value
-    for container in spec.get("initContainers") or []:
-        for name, value in _amounts((container.get("resources") or {}).get("requests")).items():
-            total[name] = max(total.get(name, Fraction(0)), value)
-    for name, value in _amounts(spec.get("overhead")).items():
-        total[name] = total.get(name, Fraction(0)) + value
-    total["pods"] = Fraction(1)
-    return total
-
-
-def _template_node(group: NodeGroup, name: str) -> _SimNode:
-    obj = group.node(0, 0)
-    return _SimNode(
-        name,
-        dict(obj["metadata"]["labels"]),
-        list(obj["spec"].get("taints") or []),
-        _amounts(obj["status"]["allocatable"]),
-    )
-
-
-def _nodes_for(group: NodeGroup, pods: list[_SimPod], limit: int) -> tuple[int, int]:
-    """How many new nodes of the group the pods take, at most `limit`, and how many of the
-    pods they hold (first fit, a new node when none of the new ones has room)."""
-    added: list[_SimNode] = []
-    helped = 0
-    for pod in pods:
-        if any(node.fits(pod.need) and node.admits(pod.spec) for node in added):
-            next(n for n in added if n.fits(pod.need) and n.admits(pod.spec)).take(pod.need)
-            helped += 1
-            continue
-        if len(added) >= limit:
-            continue
-        fresh = _template_node(group, f"{group.name}-template-{len(added)}")
-        if fresh.fits(pod.need) and fresh.admits(pod.spec):
-            fresh.take(pod.need)
-            added.append(fresh)
-            helped += 1
-    return len(added), helped
 
 
 def _condition(obj: Obj, kind: str) -> Obj | None:
@@ -330,9 +107,6 @@ def _epoch(stamp: Any) -> float:
         return float(calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")))
     except ValueError:
         return 0.0
-
-
-# The autoscaler ------------------------------------------------------------------------
 
 
 @dataclass
@@ -494,7 +268,7 @@ class Autoscaler:
         )
 
     # The simulation of the cluster ------------------------------------------------
-    def _simulation(self, requests: list[Obj], *, upcoming: bool, skip: str = "") -> _Simulation:
+    def _simulation(self, requests: list[Obj], *, upcoming: bool, skip: str = "") -> Simulation:
         """The nodes (and, with `upcoming`, those on their way) with the pods on them and the
         booked requests' pods (but `skip`'s) placed."""
         used: dict[str, Amounts] = {}
@@ -508,20 +282,20 @@ class Autoscaler:
         nodes = []
         for node in sorted(self.api.store.iter_all(NODES), key=lambda n: n["metadata"]["name"]):
             meta = node["metadata"]
-            free = _amounts((node.get("status") or {}).get("allocatable"))
+            free = amounts((node.get("status") or {}).get("allocatable"))
             for name, value in used.get(meta["name"], {}).items():
                 free[name] = free.get(name, Fraction(0)) - value
             labels = dict(meta.get("labels") or {})
             nodes.append(
-                _SimNode(
+                SimNode(
                     meta["name"], labels, list((node.get("spec") or {}).get("taints") or []), free
                 )
             )
         if upcoming:
             for coming in self._state.coming:
                 if not coming.created:
-                    nodes.append(_template_node(coming.group, coming.name))
-        simulation = _Simulation(nodes)
+                    nodes.append(template_node(coming.group, coming.name))
+        simulation = Simulation(nodes)
         for request in requests:
             key = f"{request['metadata']['namespace']}/{request['metadata']['name']}"
             if key == skip or not self._booked(request):
@@ -566,17 +340,17 @@ class Autoscaler:
         wait = self._state.backoff.get(key, self.config.initial_backoff)
         return now >= _epoch(provisioned.get("lastTransitionTime")) + wait
 
-    def _pods_of(self, request: Obj) -> list[_SimPod] | None:
+    def _pods_of(self, request: Obj) -> list[SimPod] | None:
         """The request's pods, or None when a template it names is missing."""
         namespace = request["metadata"]["namespace"]
-        pods: list[_SimPod] = []
+        pods: list[SimPod] = []
         for pod_set in (request.get("spec") or {}).get("podSets") or []:
             name = (pod_set.get("podTemplateRef") or {}).get("name", "")
             template = self.api.store.get(TEMPLATES, namespace, name)
             if template is None:
                 return None
             spec = (template.get("template") or {}).get("spec") or {}
-            pods += [_SimPod(spec, pod_need(spec))] * int(pod_set.get("count", 0))
+            pods += [SimPod(spec, pod_need(spec))] * int(pod_set.get("count", 0))
         return pods
 
     def _consumers(self, request: Obj) -> int:
@@ -655,7 +429,7 @@ class Autoscaler:
         options = []
         for group in self.config.groups:
             room = group.max_size - self.group_size(group)
-            added, helped = _nodes_for(group, unplaced, room)
+            added, helped = nodes_for(group, unplaced, room)
             if helped == len(unplaced):
                 options.append((added, group.name, group))
         if not options:
@@ -671,7 +445,7 @@ class Autoscaler:
         self._grow(group, added, now)
         self._provisioned(request, "CapacityIsProvisioned")
 
-    def _check_capacity(self, request: Obj, pods: list[_SimPod], requests: list[Obj]) -> None:
+    def _check_capacity(self, request: Obj, pods: list[SimPod], requests: list[Obj]) -> None:
         key = f"{request['metadata']['namespace']}/{request['metadata']['name']}"
         simulation = self._simulation(requests, upcoming=False, skip=key)
         if all(simulation.place(pod) for pod in pods):
@@ -756,7 +530,7 @@ class Autoscaler:
         remaining = [
             (pod, sim_pod)
             for pod in pods
-            if not simulation.place(sim_pod := _SimPod(pod["spec"], pod_need(pod["spec"])))
+            if not simulation.place(sim_pod := SimPod(pod["spec"], pod_need(pod["spec"])))
         ]
         if not remaining:
             return
@@ -766,7 +540,7 @@ class Autoscaler:
             room = group.max_size - self.group_size(group)
             if room <= 0:
                 continue
-            added, helped = _nodes_for(group, [p for _, p in remaining], room)
+            added, helped = nodes_for(group, [p for _, p in remaining], room)
             if helped == 0:
                 continue
             option = (-helped, added, group.name)
@@ -784,74 +558,3 @@ class Autoscaler:
         for pod, _ in remaining[:helped]:
             involved = dict(pod, kind="Pod", apiVersion="v1")
             record_event(self.api, involved, "Normal", "TriggeredScaleUp", message, COMPONENT)
-
-
-# Command line ----------------------------------------------------------------------------
-
-_TIMINGS = (
-    ("node_delay", "--autoscaler-node-delay", "seconds from a scale-up to the Node object"),
-    ("ready_delay", "--autoscaler-ready-delay", "seconds from the Node object to Ready"),
-    (
-        "booking_time",
-        "--autoscaler-booking-time",
-        "seconds a Provisioned request's capacity stays booked (cluster-autoscaler: 600)",
-    ),
-    (
-        "scan_interval",
-        "--autoscaler-scan-interval",
-        "seconds between scans (cluster-autoscaler: 10)",
-    ),
-    (
-        "initial_backoff",
-        "--autoscaler-initial-backoff",
-        "seconds before a request found no capacity for is tried again, doubling each time",
-    ),
-    ("max_backoff", "--autoscaler-max-backoff", "the longest such wait, in seconds"),
-    (
-        "new_pod_scale_up_delay",
-        "--autoscaler-new-pod-scale-up-delay",
-        "seconds a pod must exist before it may trigger a scale-up",
-    ),
-)
-
-
-def add_arguments(parser: Any) -> None:
-    """The `muster sim` flags of the stand-in autoscaler."""
-    parser.add_argument(
-        "--autoscaler-node-groups",
-        type=Path,
-        help="run a stand-in cluster autoscaler with the node groups of this YAML file "
-        "(a list of {name, minSize, maxSize, template: {cpu, memory, gpus, pods, labels, "
-        "taints}}): it answers ProvisioningRequests and scales up for unschedulable pods as "
-        "cluster-autoscaler does",
-    )
-    defaults = AutoscalerConfig(groups=())
-    for name, flag, what in _TIMINGS:
-        parser.add_argument(
-            flag, type=float, default=None, help=f"{what} (default {getattr(defaults, name):g})"
-        )
-
-
-def config_from_args(args: Any) -> AutoscalerConfig | None:
-    """The stand-in's config from parsed flags, None without node groups; NodeGroupError for
-    a bad file or a timing flag given without node groups (it would be ignored)."""
-    given = {
-        name: getattr(args, flag[2:].replace("-", "_"))
-        for name, flag, _ in _TIMINGS
-        if getattr(args, flag[2:].replace("-", "_")) is not None
-    }
-    if args.autoscaler_node_groups is None:
-        if given:
-            flags = ", ".join(flag for name, flag, _ in _TIMINGS if name in given)
-            raise NodeGroupError(
-                f"{flags} tune the stand-in autoscaler, which runs only with "
-                "--autoscaler-node-groups; add it or drop them"
-            )
-        return None
-    negative = [flag for name, flag, _ in _TIMINGS if given.get(name, 0) < 0]
-    if negative:
-        raise NodeGroupError(f"{', '.join(negative)}: seconds cannot be negative")
-    if given.get("scan_interval") == 0:
-        raise NodeGroupError("--autoscaler-scan-interval must be above 0")
-    groups = tuple(load_node_groups(args.autoscaler_node_groups))
-    return AutoscalerConfig(groups=groups, **given)

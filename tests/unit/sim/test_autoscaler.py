@@ -17,15 +17,14 @@ from muster_sim.apiserver.resources import CRDS, Registry
 from muster_sim.apiserver.store import Store
 from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cli import add_parser, config_from_args
-from muster_sim.cluster.autoscaler.scaler import (
+from muster_sim.cluster.autoscaler.config import AutoscalerConfig, provisioning_request_crd
+from muster_sim.cluster.autoscaler.node_groups import (
     GROUP_LABEL,
-    Autoscaler,
-    AutoscalerConfig,
     NodeGroup,
     NodeGroupError,
     load_node_groups,
-    provisioning_request_crd,
 )
+from muster_sim.cluster.autoscaler.scaler import Autoscaler
 from muster_sim.cluster.nodes import NodePool
 
 Obj = dict[str, Any]
