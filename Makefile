@@ -107,9 +107,10 @@ clean:
 # The container image (Dockerfile). `make image` builds it as $(IMAGE): `docker build` where a
 # Docker engine answers, else buildah on a local stand-in for the base image (tests/image/build.sh
 # and base.sh say how, and how the stand-in differs). `make image-test` builds it and runs
-# tests/image: its config against deploy/ and pyproject.toml, `--version` and the demo on a
-# read-only root as UID 65532, and the scheduler and controller as their pods run them, against
-# a strict `muster sim` with deploy/'s RBAC. It fails, rather than skips, without an engine.
+# tests/image: its config against deploy/ and pyproject.toml, `--version` on a read-only root as
+# UID 65532, no test bench in it (`muster sim` and `muster demo` say how to get them), and the
+# scheduler and controller as their pods run them, against a strict `muster sim` run from this
+# checkout's venv with deploy/'s RBAC. It fails, rather than skips, without an engine.
 IMAGE ?= muster:dev
 
 .PHONY: image image-test
