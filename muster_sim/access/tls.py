@@ -1,7 +1,6 @@
 """sim's certificate authority: a CA, the serving certificate it signs, and client certificates.
 
-Made with the `openssl` command line tool: `cryptography` is not among muster's dependencies
-and openssl is on every machine sim runs on.
+Made with the `openssl` command line tool, which is on every machine sim runs on.
 """
 
 from __future__ import annotations
