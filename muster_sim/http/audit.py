@@ -103,7 +103,7 @@ class AuditLog:
         self._lines: deque[bytes] = deque()
         self._file: IO[bytes] | None = path.open("ab") if path is not None else None
 
-    # -- the request side (http.py) -------------------------------------------
+    # -- the request side (app.py, resource_requests.py) ----------------------
 
     def begin(
         self, method: str, uri: str, user: UserInfo | None, user_agent: str
@@ -237,5 +237,5 @@ class AuditLog:
 
 
 def current() -> PendingRequest | None:
-    """The write request the running task serves, if any (for http.py to fill in)."""
+    """The write request the running task serves, if any (for the front end to fill in)."""
     return _current.get()

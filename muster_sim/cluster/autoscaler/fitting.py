@@ -50,9 +50,11 @@ class SimNode:
         )
 
     def fits(self, need: Amounts) -> bool:
+        """Whether the node has room for `need`."""
         return all(self.free.get(name, Fraction(0)) >= value for name, value in need.items())
 
     def take(self, need: Amounts) -> None:
+        """Count `need` as placed on the node."""
         for name, value in need.items():
             self.free[name] = self.free.get(name, Fraction(0)) - value
 
@@ -72,6 +74,7 @@ class Simulation:
         self.nodes = nodes
 
     def place(self, pod: SimPod) -> bool:
+        """Place the pod on the first node that fits and admits it; whether one did."""
         for node in self.nodes:
             if node.fits(pod.need) and node.admits(pod.spec):
                 node.take(pod.need)
