@@ -1,7 +1,10 @@
 # syntax=docker/dockerfile:1
-# The muster image: one entry point for every process (`muster scheduler`, `muster sim`,
-# `muster demo`, ...). Build: `make image` (docker build where a Docker engine runs,
-# else buildah on a local stand-in base: tests/image/build.sh); check: `make image-test`.
+# The muster image: what runs in a cluster, one entry point for it (`muster scheduler`,
+# `muster controller`, `muster queue`, `muster status|explain|whatif`). The test bench, `muster
+# sim` and `muster demo` (the muster_sim package and the sim extra), is not in it: those two
+# exit saying how to get them (docs/design.md, Processes). Build: `make image` (docker build
+# where a Docker engine runs, else buildah on a local stand-in base: tests/image/build.sh);
+# check: `make image-test`.
 # Both stages start from `base`, so the venv built in the first one (whose python is
 # a symlink to the base image's interpreter) runs unchanged in the second. Python 3.11,
 # the version muster is tested on.
@@ -27,8 +30,11 @@ RUN pip install 'mypy==1.20.2' 'setuptools>=68' wheel 'types-PyYAML>=6,<7'
 WORKDIR /src
 # Every dependency ships manylinux wheels: the compiler is for muster's own core only.
 COPY pyproject.toml setup.py README.md ./
+# scheduler/ alone: the wheel built from it has no muster_sim, and its dependencies are the main
+# ones, not the sim extra's.
 COPY scheduler ./scheduler
-# The CRDs go into the wheel (share/muster/crds) for `muster demo` and `muster sim`.
+# pyproject.toml puts the CRDs in the wheel (share/muster/crds, for the test bench), so the
+# build needs them; trim_venv.py takes them out of the image again.
 COPY crds/*.yaml ./crds/
 COPY crds/autoscaler/*.yaml ./crds/autoscaler/
 COPY tests/image/trim_venv.py /usr/local/lib/muster-build/
@@ -37,8 +43,8 @@ COPY tests/image/trim_venv.py /usr/local/lib/muster-build/
 # muster with its core compiled, and a venv with no pip in it: the builder's pip installs
 # into it through --python. Then the venv is trimmed to what muster's processes load, each
 # module compiled in advance (the root filesystem is read-only at run time, so Python could
-# not cache bytecode there): from about 200 MB to about 49 MB (tests/image/trim_venv.py
-# says what goes and why; `make image-test` runs every process in the trimmed image).
+# not cache bytecode there; tests/image/trim_venv.py says what goes and why; `make image-test`
+# runs every process in the trimmed image).
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
  && pip wheel --wheel-dir /wheels -r /tmp/requirements.txt \
  && pip install --no-index --find-links /wheels -r /tmp/requirements.txt \

@@ -11,15 +11,15 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,sim]'
 	touch $(STAMP)
 
 lint: venv
-	$(BIN)/ruff check scheduler tests bench
-	$(BIN)/ruff format --check scheduler tests bench
+	$(BIN)/ruff check scheduler muster_sim tests bench
+	$(BIN)/ruff format --check scheduler muster_sim tests bench
 
 typecheck: venv
-	$(BIN)/mypy scheduler
+	$(BIN)/mypy scheduler muster_sim
 
 # Two workers, each running whole test files (the e2e files start their own sim and
 # scheduler processes, and a file's fixtures are shared by its tests).
@@ -48,7 +48,7 @@ CORE_TESTS := tests/unit/api tests/unit/framework tests/unit/actions tests/unit/
 
 compiled: venv
 	rm -rf $(COMPILED) && mkdir -p $(COMPILED)
-	cp -r scheduler tests bench crds docs setup.py pyproject.toml README.md $(COMPILED)/
+	cp -r scheduler muster_sim tests bench crds docs setup.py pyproject.toml README.md $(COMPILED)/
 	find $(COMPILED) -name __pycache__ -prune -exec rm -rf {} +
 	cd $(COMPILED) && MUSTER_COMPILE=1 $(CURDIR)/$(BIN)/python setup.py --quiet build_ext --inplace >/dev/null
 
@@ -86,7 +86,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_SPEC := checkov>=3.2,<4
 
 $(MANIFEST_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[test,manifests]'
+	$(BIN)/pip install --quiet -e '.[test,sim,manifests]'
 	touch $@
 
 $(CHECKOV_VENV)/.installed: Makefile
@@ -107,9 +107,10 @@ clean:
 # The container image (Dockerfile). `make image` builds it as $(IMAGE): `docker build` where a
 # Docker engine answers, else buildah on a local stand-in for the base image (tests/image/build.sh
 # and base.sh say how, and how the stand-in differs). `make image-test` builds it and runs
-# tests/image: its config against deploy/ and pyproject.toml, `--version` and the demo on a
-# read-only root as UID 65532, and the scheduler and controller as their pods run them, against
-# a strict `muster sim` with deploy/'s RBAC. It fails, rather than skips, without an engine.
+# tests/image: its config against deploy/ and pyproject.toml, `--version` on a read-only root as
+# UID 65532, no test bench in it (`muster sim` and `muster demo` say how to get them), and the
+# scheduler and controller as their pods run them, against a strict `muster sim` run from this
+# checkout's venv with deploy/'s RBAC. It fails, rather than skips, without an engine.
 IMAGE ?= muster:dev
 
 .PHONY: image image-test

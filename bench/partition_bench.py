@@ -41,9 +41,9 @@ from harness.observe import BindWatcher, cpu_seconds
 from harness.runners import free_port
 from harness.workload import Workload, pod_manifest
 
+from muster_sim.cluster.nodes import POOL_LABEL
+from scheduler.api.quantity import parse_quantity
 from scheduler.kube.client import KubeClient
-from scheduler.sim.admission import parse_quantity
-from scheduler.sim.nodes import POOL_LABEL
 
 POOLS = ("pool-a", "pool-b")
 NAMESPACE = "partition-bench"
@@ -139,9 +139,9 @@ async def audit(
         node = record["requestObject"]["target"]["name"]
         bound.setdefault(ref["name"], []).append(node)
     cpu, memory_gi, slots = workload.node_shape()
-    request_cpu = parse_quantity(f"{workload.pod_cpu_m}m") or 0
-    request_memory = parse_quantity(f"{workload.pod_memory_mi}Mi") or 0
-    room_cpu, room_memory = parse_quantity(str(cpu)) or 0, parse_quantity(f"{memory_gi}Gi") or 0
+    request_cpu = parse_quantity(f"{workload.pod_cpu_m}m")
+    request_memory = parse_quantity(f"{workload.pod_memory_mi}Mi")
+    room_cpu, room_memory = parse_quantity(str(cpu)), parse_quantity(f"{memory_gi}Gi")
     per_node: dict[str, int] = {}
     off_pool = 0
     for pod, nodes in bound.items():

@@ -32,7 +32,7 @@ from kubernetes import client  # noqa: E402
 from kubernetes.client.rest import ApiException  # noqa: E402
 
 from chaos.invariants import is_bind, slim, writer  # noqa: E402
-from scheduler.sim.kubeconfig import write_token_kubeconfig  # noqa: E402
+from muster_sim.access.kubeconfig import write_token_kubeconfig  # noqa: E402
 from tests.e2e.harness import (  # noqa: E402
     MUSTER,
     MUSTER_NAMESPACE,

@@ -22,10 +22,10 @@ from harness.workload import (
     podgroup_manifest,
     running_pod_manifest,
 )
+from muster_sim.cluster.nodes import NodePool, node_objects
 from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.errors import Gone, StatusError, TransportError
-from scheduler.sim.nodes import NodePool, node_objects
 
 REPO = Path(__file__).resolve().parents[2]
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"

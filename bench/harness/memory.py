@@ -9,12 +9,12 @@ import uuid
 import msgspec
 
 from harness.workload import Workload, pod_manifest, podgroup_manifest
+from muster_sim.cluster.nodes import NodePool, node_objects
 from scheduler.api import wire
 from scheduler.cache.kinds import nodes as cached_nodes
 from scheduler.cache.kinds import podgroups
 from scheduler.cache.kinds import pods as cached_pods
 from scheduler.cache.world import World
-from scheduler.sim.nodes import NodePool, node_objects
 
 
 def _as_served(manifest: dict[str, object], serial: int) -> bytes:

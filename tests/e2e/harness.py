@@ -26,9 +26,9 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler.sim.kubeconfig import write_token_kubeconfig
-from scheduler.sim.kubelet import DURATION_ANNOTATION as DURATION
-from scheduler.sim.kubelet import parse_duration
+from muster_sim.access.kubeconfig import write_token_kubeconfig
+from muster_sim.cluster.kubelet import DURATION_ANNOTATION as DURATION
+from muster_sim.cluster.kubelet import parse_duration
 
 Obj = dict[str, Any]
 T = TypeVar("T")

@@ -23,13 +23,13 @@ from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.rest import ApiException
 
+from muster_sim.cluster.autoscaler.config import provisioning_request_crd
 from scheduler.api import wire
 from scheduler.api.pod_templates import PodShape, template_spec
 from scheduler.api.task import TaskInfo
 from scheduler.effects.scale_up import ScaleUpWriter
 from scheduler.framework.decisions import CreateProvisioningRequest, PodSetTemplate
 from scheduler.kube.client import KubeClient
-from scheduler.sim.autoscaler import provisioning_request_crd
 from tests.e2e.conftest import StartScheduler
 from tests.e2e.harness import (
     Cluster,

@@ -6,6 +6,8 @@ import json
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.image.engine import Engine
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,13 +68,31 @@ def test_version_is_the_project_version(engine: Engine, image: str) -> None:
     assert run_read_only(engine, image, "--version").strip() == f"muster {version}"
 
 
-def test_demo_places_every_gang_as_uid_65532_on_a_read_only_root(
+@pytest.mark.parametrize("command", ["demo", "sim"])
+def test_the_test_bench_is_not_in_the_image_and_says_how_to_get_it(
+    engine: Engine, image: str, command: str
+) -> None:
+    # the image carries what runs in a cluster; sim and the demo run from a checkout (the
+    # scheduler and the controller of the image run against such a sim: test_in_cluster.py)
+    flags = [*engine.read_only_flags(), TMP, f"--user={USER}", "--cap-drop=ALL"]
+    result = engine.run("run", "--rm", *flags, image, command, timeout=60)
+    assert result.returncode == 1, f"{result.stdout}\n{result.stderr}"
+    assert f"muster {command} is not in this installation" in result.stderr, result.stderr
+    assert "pip install 'muster[sim]'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_image_holds_neither_the_test_bench_nor_its_dependencies(
     engine: Engine, image: str
 ) -> None:
-    # sim, the controller and the scheduler, each a process of the image, on a read-only root
-    output = run_read_only(engine, image, "demo")
-    assert "no gang is partly placed" in output, output[-3000:]
-    assert "All demo processes stopped." in output
+    # muster_sim and what only the sim extra installs (jsonschema, rich)
+    script = (
+        "import importlib.util\n"
+        "for name in ('muster_sim', 'jsonschema', 'rich'):\n"
+        "    print(name, importlib.util.find_spec(name) is not None)\n"
+    )
+    output = run_read_only(engine, image, "-c", script, entrypoint="python")
+    assert output.split() == ["muster_sim", "False", "jsonschema", "False", "rich", "False"]
 
 
 def test_only_tmp_is_writable_in_the_container(engine: Engine, image: str) -> None:

@@ -8,19 +8,21 @@ process imports must arrive compiled, and its source is then read only for trace
 - Every other package ships compiled only: each `x.py` becomes `x.pyc` beside it (Python loads
   such "sourceless" modules directly) and the source goes. Their traceback frames keep file and
   line, not the line's text.
-- The OpenAPI-generated API and model modules of the `kubernetes` client are compiled without
-  docstrings (optimize=2; they hold no asserts): the docstrings are much of their size, and no
-  code reads them.
-- Of those generated modules, only the API classes muster calls (`KEPT_APIS`) stay, with the
-  models they import (the client loads both lazily, by name; each API module imports every model
-  its methods return, so that closure is complete for them). The others are most of the client.
+- The OpenAPI-generated API and model modules of the `kubernetes` client go, all of them: the
+  image's processes talk to the API server through scheduler/kube, which uses only the client's
+  Configuration and ApiClient, and the client loads its API and model modules lazily, by name.
+  (The image carries no `muster sim` or `muster demo`: the test bench, which checks request
+  bodies against those models and calls the generated API, lives beside the image, in a
+  checkout or an install with the sim extra.)
 - Trees and distributions that no process imports go: the client's asyncio twin
   `kubernetes.aio` (muster uses the synchronous client), `UNUSED_DISTRIBUTIONS`, the packages'
-  own test modules, console scripts other than `muster` and `python`, the build's bytecode caches.
-- Shared objects lose their symbol tables (`strip --strip-unneeded`; about 14 MB).
+  own test modules, the CRD files the wheel carries for the test bench (share/muster), console
+  scripts other than `muster` and `python`, the build's bytecode caches.
+- Shared objects lose their symbol tables (`strip --strip-unneeded`).
 
-`make image-test` runs every process in the trimmed image (`--version`, the demo, the scheduler and
-the controller in-cluster): a module that a process needs and this script removed fails it.
+`make image-test` runs every process in the trimmed image (`--version`, the scheduler and the
+controller in-cluster, `status`, `explain` and `whatif` imported with every other module): a
+module that a process needs and this script removed fails it.
 
 Usage: python trim_venv.py VENV
 """
@@ -37,56 +39,14 @@ import sys
 from pathlib import Path
 
 OWN_PACKAGES = frozenset({"scheduler"})
-# The kubernetes client's API modules that muster's code calls (scheduler/demo.py; the other
-# processes talk to the API server through scheduler/kube, which uses only Configuration and
-# ApiClient).
-KEPT_APIS = frozenset({"core_v1_api", "custom_objects_api"})
-# The models of the built-in kinds `muster sim` serves (the demo runs sim in the image): sim
-# checks request bodies' JSON types against them (scheduler/sim/typed_decode.py), and
-# tests/unit/sim/test_typed_decode.py holds this list to sim's registry.
-SIM_MODELS = frozenset(
-    {
-        "core_v1_event",
-        "events_v1_event",
-        "v1_cluster_role",
-        "v1_cluster_role_binding",
-        "v1_config_map",
-        "v1_csi_driver",
-        "v1_csi_node",
-        "v1_custom_resource_definition",
-        "v1_deployment",
-        "v1_job",
-        "v1_lease",
-        "v1_mutating_webhook_configuration",
-        "v1_namespace",
-        "v1_node",
-        "v1_persistent_volume",
-        "v1_persistent_volume_claim",
-        "v1_pod",
-        "v1_pod_disruption_budget",
-        "v1_pod_template",
-        "v1_priority_class",
-        "v1_replica_set",
-        "v1_role",
-        "v1_role_binding",
-        "v1_secret",
-        "v1_service",
-        "v1_service_account",
-        "v1_stateful_set",
-        "v1_storage_class",
-        "v1_validating_webhook_configuration",
-    }
-)
 API_DIR = Path("kubernetes/client/api")
 MODELS_DIR = Path("kubernetes/client/models")
-MODEL_IMPORT = re.compile(r"^\s*from kubernetes\.client\.models\.(\w+) import", re.MULTILINE)
-# Generated code whose docstrings are much of its size; neither package holds an assert.
-WITHOUT_DOCSTRINGS = (API_DIR, MODELS_DIR)
 UNUSED_TREES = (Path("kubernetes/aio"),)
-# Dependencies of dependencies that only code muster never runs imports: rich's syntax
-# highlighting, tracebacks and Markdown (pygments, markdown-it), kopf's command line (click),
-# and kubernetes.aio's retries (aiohttp-retry).
-UNUSED_DISTRIBUTIONS = ("pygments", "markdown-it-py", "mdurl", "click", "aiohttp-retry")
+# Relative to the venv: the CRDs the wheel installs for `muster sim` and `muster demo`.
+UNUSED_DATA = (Path("share/muster"),)
+# Dependencies of dependencies that only code muster never runs imports: kopf's command line
+# (click) and kubernetes.aio's retries (aiohttp-retry).
+UNUSED_DISTRIBUTIONS = ("click", "aiohttp-retry")
 KEPT_SCRIPTS = frozenset({"muster", "python", "python3", f"python3.{sys.version_info.minor}"})
 
 
@@ -146,33 +106,14 @@ def remove_distribution(site: Path, name: str) -> int:
     return freed
 
 
-def kept_models(site: Path) -> set[str]:
-    """The model modules the kept API modules import and sim's (SIM_MODELS), with every
-    model those import."""
-    todo = [
-        model
-        for api in KEPT_APIS
-        for model in MODEL_IMPORT.findall((site / API_DIR / f"{api}.py").read_text())
-    ]
-    todo += SIM_MODELS
-    kept: set[str] = set()
-    while todo:
-        model = todo.pop()
-        if model not in kept:
-            kept.add(model)
-            todo += MODEL_IMPORT.findall((site / MODELS_DIR / f"{model}.py").read_text())
-    return kept
-
-
 def prune_generated_client(site: Path) -> int:
-    """Delete the API modules muster does not call and the models only those need."""
-    models = kept_models(site)
+    """Delete every generated API and model module of the kubernetes client."""
     freed = 0
-    for directory, kept in ((API_DIR, KEPT_APIS), (MODELS_DIR, models)):
+    for directory in (API_DIR, MODELS_DIR):
         for module in (site / directory).glob("*.py"):
-            if module.stem != "__init__" and module.stem not in kept:
+            if module.stem != "__init__":
                 freed += remove(module)
-    print(f"trim_venv: kubernetes client: kept APIs {sorted(KEPT_APIS)} and {len(models)} models")
+    print("trim_venv: kubernetes client: no generated API or model module kept")
     return freed
 
 
@@ -195,13 +136,11 @@ def compile_tree(site: Path) -> tuple[int, int]:
         if len(relative.parts) > 1 and is_test_module(relative):
             freed += remove(source)
             continue
-        docstrings = not any(relative.is_relative_to(d) for d in WITHOUT_DOCSTRINGS)
         py_compile.compile(
             str(source),
             cfile=str(source.with_suffix(".pyc")),
             dfile=str(source),
             doraise=True,
-            optimize=0 if docstrings else 2,
             invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
         )
         freed += remove(source)
@@ -226,6 +165,8 @@ def trim(venv: Path) -> None:
     before = size_of(venv)
     for tree in UNUSED_TREES:
         remove(site / tree)
+    for data in UNUSED_DATA:
+        remove(venv / data)
     for name in UNUSED_DISTRIBUTIONS:
         remove_distribution(site, name)
     prune_generated_client(site)

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from muster_sim.server import SimConfig, SimServer
 from scheduler.kube.clock import now_micro
 from scheduler.server import SchedulerOptions, SchedulerProcess
-from scheduler.sim import SimConfig, SimServer
 from tests.e2e.harness import free_port
 from tests.kube.test_health_probes import CRDS
 

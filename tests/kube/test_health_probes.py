@@ -11,9 +11,9 @@ import aiohttp
 import pytest
 
 import scheduler.server as server
+from muster_sim.http.faults import FaultInjector
+from muster_sim.server import SimConfig, SimServer
 from scheduler.server import SchedulerOptions, SchedulerProcess
-from scheduler.sim import SimConfig, SimServer
-from scheduler.sim.faults import FaultInjector
 from tests.e2e.harness import free_port
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"

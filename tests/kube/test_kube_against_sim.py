@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from muster_sim.server import SimConfig, SimServer
 from scheduler.api import wire
 from scheduler.cache.kinds import pods
 from scheduler.cache.reflector import Kind, Reflector
@@ -20,7 +21,6 @@ from scheduler.kube.client import KubeClient
 from scheduler.kube.config import load_configuration
 from scheduler.kube.errors import Conflict, Fenced
 from scheduler.kube.lease import LeaderElector
-from scheduler.sim import SimConfig, SimServer
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
 

@@ -15,8 +15,8 @@ import pytest
 import urllib3
 from kubernetes import client, config
 
-from scheduler.sim import SimConfig, SimServer
-from scheduler.sim.tls import ClientCert
+from muster_sim.access.tls import ClientCert
+from muster_sim.server import SimConfig, SimServer
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, interval: float = 0.02) -> Any:

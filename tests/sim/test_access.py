@@ -14,7 +14,7 @@ import urllib3
 import yaml
 from kubernetes import client, config
 
-from scheduler.sim import SimConfig, SimServer
+from muster_sim.server import SimConfig, SimServer
 from tests.sim.conftest import Raw, wait_for
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.sim import SimServer
-from scheduler.sim.cli import ConfigError, add_parser, config_from_args
+from muster_sim.cli import ConfigError, add_parser, config_from_args
+from muster_sim.server import SimServer
 from tests.sim.conftest import (
     Raw,
     create_namespace,

@@ -11,9 +11,9 @@ import pytest
 import urllib3
 from kubernetes import client, config
 
-from scheduler.sim import SimConfig, SimServer
-from scheduler.sim.authn import TokenFileError
-from scheduler.sim.tls import make_ca
+from muster_sim.access.authn import TokenFileError
+from muster_sim.access.tls import make_ca
+from muster_sim.server import SimConfig, SimServer
 from tests.sim.conftest import (
     Raw,
     ca_of,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.sim.cel_rules import rule_errors
+from muster_sim.validation.cel_rules import rule_errors
 
 ONE_OF = {"rule": "has(self.a) != has(self.b)", "message": "exactly one of a and b"}
 SCHEMA: dict[str, Any] = {

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from scheduler.sim import SimServer
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw, sim_config, unique
 
 GROUP = "scheduling.volcano.sh"

@@ -7,7 +7,7 @@ import re
 import pytest
 from kubernetes import client
 
-from scheduler.sim import SimServer
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw, pod_body, unique
 
 

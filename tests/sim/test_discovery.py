@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from scheduler.sim import SimServer
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.sim import SimServer
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw, create_namespace, pod_body, sim_config, unique
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,11 +16,11 @@ import aiohttp
 import pytest
 import yaml
 
+from muster_sim.server import SimServer
 from scheduler.cache.kinds import hypernodes
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound
 from scheduler.server import SchedulerOptions, SchedulerProcess
-from scheduler.sim import SimServer
 from tests.e2e.harness import free_port
 from tests.sim.conftest import sim_config
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from scheduler.sim import SimServer
+from muster_sim.server import SimServer
 from tests.sim.conftest import bind, pod_body, sim_config, unique, wait_for
 
 
@@ -35,7 +35,7 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
             }
         )
     )
-    from scheduler.sim.nodes import load_pools
+    from muster_sim.cluster.nodes import load_pools
 
     config = sim_config(nodes=2, node_cpu="32", node_memory="128Gi", node_pools=load_pools(pools))
     with SimServer(config).running() as server:
@@ -162,7 +162,7 @@ def test_on_failure_restarts_a_failing_container(core: client.CoreV1Api) -> None
 
 
 def test_go_durations_parse() -> None:
-    from scheduler.sim.kubelet import parse_duration
+    from muster_sim.cluster.kubelet import parse_duration
 
     assert parse_duration("30s") == 30
     assert parse_duration("1m30s") == 90

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from scheduler.sim import SimServer
-from scheduler.sim.nodes import NodePool
+from muster_sim.cluster.nodes import NodePool
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw, bind, create_namespace, pod_body, unique, wait_for
 
 ZONE = "topology.kubernetes.io/zone"

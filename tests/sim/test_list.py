@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from scheduler.sim import SimServer
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw, bind, pod_body, unique, wait_for
 
 

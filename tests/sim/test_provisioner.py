@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.sim.cli import add_parser, config_from_args
-from scheduler.sim.nodes import NodePool
+from muster_sim.cli import add_parser, config_from_args
+from muster_sim.cluster.nodes import NodePool
 from tests.sim.conftest import Raw, create_namespace, unique, wait_for
 
 ZONE = "topology.kubernetes.io/zone"

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.sim.autoscaler import AutoscalerConfig, NodeGroup
-from scheduler.sim.nodes import NodePool
+from muster_sim.cluster.autoscaler.config import AutoscalerConfig
+from muster_sim.cluster.autoscaler.node_groups import NodeGroup
+from muster_sim.cluster.nodes import NodePool
 from tests.sim.conftest import Raw, create_namespace, unique, wait_for
 
 SIM_CONFIG = {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import urllib3
 
-from scheduler.sim import SimServer
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw, pod_body, service_account_token, sim_config, unique, wait_for
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 
-from scheduler.sim import SimServer
-from scheduler.sim.store import WatchWindow
+from muster_sim.apiserver.store import WatchWindow
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw, bind, pod_body, sim_config, unique, wait_for
 
 

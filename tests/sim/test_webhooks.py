@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from scheduler.sim import SimServer
+from muster_sim.server import SimServer
 from tests.sim.conftest import Raw, unique
 from tests.sim.test_crd import GANG_SCHEMA, crd
 

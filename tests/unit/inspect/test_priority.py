@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from muster_sim.apiserver import admission_plugins
+from muster_sim.errors import ApiError
 from scheduler.api.priority import PriorityRefused, admit_priority
-from scheduler.sim import admission
-from scheduler.sim.errors import ApiError
 
 CLASSES = {
     "high": {"metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"},
@@ -58,7 +58,7 @@ def test_the_refusal_is_the_same_words_here_and_as_sims_403(
     with pytest.raises(PriorityRefused) as refused:
         admit_priority(pod(**spec), CLASSES.get, lambda: None)
     with pytest.raises(ApiError) as forbidden:
-        admission.admit_priority(pod(**spec), CLASSES.get, lambda: None)
+        admission_plugins.admit_priority(pod(**spec), CLASSES.get, lambda: None)
 
     assert (refused.value.pod_name, refused.value.message) == ("p", message)
     assert forbidden.value.code == 403
