@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# The packages whose modules may take part in no import circle: all of muster.'s.
+# The packages whose modules may take part in no import circle: all of muster's.
 CHECKED = ("scheduler", "muster_sim")
 Graph = dict[str, set[str]]
 
