@@ -84,6 +84,7 @@ WATCHED = [
     "csinode",
     "hypernode",
     "namespace",
+    "nativepodgroup",
     "node",
     "persistentvolume",
     "persistentvolumeclaim",
@@ -94,6 +95,7 @@ WATCHED = [
     "provisioningrequest",
     "queue",
     "storageclass",
+    "workload",
 ]
 
 
