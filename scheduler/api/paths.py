@@ -45,9 +45,14 @@ def native_collection(version: str, plural: str) -> str:
     return f"/apis/{NATIVE_GROUP}/{version}/{plural}"
 
 
+def native_object(namespace: str, name: str, version: str, plural: str) -> str:
+    """A native object's path (a PodGroup's, a Workload's) at `version`."""
+    return f"/apis/{NATIVE_GROUP}/{version}/namespaces/{namespace}/{plural}/{name}"
+
+
 def native_podgroup(namespace: str, name: str, version: str) -> str:
     """A native PodGroup's path at `version`."""
-    return f"/apis/{NATIVE_GROUP}/{version}/namespaces/{namespace}/{NATIVE_PODGROUPS}/{name}"
+    return native_object(namespace, name, version, NATIVE_PODGROUPS)
 
 
 def native_podgroup_status(namespace: str, name: str, version: str) -> str:

@@ -48,9 +48,15 @@ class _HeadMeta(msgspec.Struct, rename="camel"):
     deletion_timestamp: str | None = None
 
 
+class _HeadGroup(msgspec.Struct, rename="camel"):
+    pod_group_name: str | None = None
+
+
 class _HeadSpec(msgspec.Struct, rename="camel"):
     scheduler_name: str = ""
     node_name: str = ""
+    # A native PodGroup (spec.schedulingGroup): its workload's controller made the group.
+    scheduling_group: _HeadGroup | None = None
 
 
 class _HeadStatus(msgspec.Struct):
@@ -71,11 +77,14 @@ class Retry(Exception):
 
 
 def needs_podgroup(pod: PodHead, scheduler_names: frozenset[str]) -> bool:
-    """A live, unbound pod of ours that names no PodGroup."""
+    """A live, unbound pod of ours that names no PodGroup: neither Volcano's (annotation)
+    nor a native one (spec.schedulingGroup, whose workload controller made it)."""
     meta = pod.metadata
+    group = pod.spec.scheduling_group
     return (
         pod.spec.scheduler_name in scheduler_names
         and not meta.annotations.get(GROUP_NAME_ANNOTATION)
+        and not (group is not None and group.pod_group_name)
         and meta.deletion_timestamp is None
         and not pod.spec.node_name
         and pod.status.phase not in _FINISHED
