@@ -45,9 +45,14 @@ def native_collection(version: str, plural: str) -> str:
     return f"/apis/{NATIVE_GROUP}/{version}/{plural}"
 
 
+def native_namespaced(namespace: str, version: str, plural: str) -> str:
+    """A native collection (podgroups, workloads) of one namespace at `version`."""
+    return f"/apis/{NATIVE_GROUP}/{version}/namespaces/{namespace}/{plural}"
+
+
 def native_object(namespace: str, name: str, version: str, plural: str) -> str:
     """A native object's path (a PodGroup's, a Workload's) at `version`."""
-    return f"/apis/{NATIVE_GROUP}/{version}/namespaces/{namespace}/{plural}/{name}"
+    return f"{native_namespaced(namespace, version, plural)}/{name}"
 
 
 def native_podgroup(namespace: str, name: str, version: str) -> str:

@@ -131,6 +131,9 @@ class ClusterObjects(Protocol):
     async def native_workload(self, namespace: str, name: str) -> Obj | None:
         """A native Workload, or None (as native_podgroup)."""
 
+    async def native_podgroups_in(self, namespace: str) -> list[Obj]:
+        """Every native PodGroup of a namespace (none when the API is not served)."""
+
     async def annotate_native_podgroup(
         self, namespace: str, name: str, annotations: dict[str, str]
     ) -> None:
@@ -159,6 +162,7 @@ class ApiObjects:
         self._owners: RecentReads[Obj | None] = RecentReads()
         self._namespaces: RecentReads[str] = RecentReads()
         self._versions: RecentReads[str] = RecentReads(ttl=VERSION_TTL)
+        self._native_lists: RecentReads[list[Obj]] = RecentReads()
 
     async def owner(self, namespace: str, reference: Obj) -> Obj | None:
         uid = str(reference.get("uid", ""))
@@ -267,6 +271,17 @@ class ApiObjects:
 
     async def native_workload(self, namespace: str, name: str) -> Obj | None:
         return await self._native(NATIVE_WORKLOADS, namespace, name)
+
+    async def native_podgroups_in(self, namespace: str) -> list[Obj]:
+        return await self._native_lists.get(namespace, lambda: self._list_native(namespace))
+
+    async def _list_native(self, namespace: str) -> list[Obj]:
+        version = await self._native_version()
+        if not version:
+            return []
+        path = paths.native_namespaced(namespace, version, NATIVE_PODGROUPS)
+        listed: Obj = await self.client.get_json(path)
+        return list(listed.get("items") or [])
 
     async def annotate_native_podgroup(
         self, namespace: str, name: str, annotations: dict[str, str]

@@ -132,6 +132,9 @@ CONTROLLER: dict[str, set[Grant]] = {
         ("scheduling.k8s.io", "workloads", "get"),
         ("scheduling.k8s.io", "podgroups", "patch"),
     },
+    "objects.py native_podgroups_in(): whether the Job controller gangs a workload's Jobs": {
+        ("scheduling.k8s.io", "podgroups", "list"),
+    },
     "objects.py set_queue_state()": {("scheduling.volcano.sh", "queues/status", "patch")},
     "objects.py ensure_queue(): the default queue": {("scheduling.volcano.sh", "queues", "create")},
     "objects.py ensure_peering(): kopf's peering object": {

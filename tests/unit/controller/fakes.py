@@ -92,6 +92,13 @@ class FakeObjects:
     async def native_workload(self, namespace: str, name: str) -> Obj | None:
         return self.stored.get(("Workload", namespace, name))
 
+    async def native_podgroups_in(self, namespace: str) -> list[Obj]:
+        return [
+            obj
+            for (kind, ns, _), obj in self.stored.items()
+            if kind == "NativePodGroup" and ns == namespace
+        ]
+
     async def annotate_native_podgroup(
         self, namespace: str, name: str, annotations: dict[str, str]
     ) -> None:

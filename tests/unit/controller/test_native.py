@@ -16,7 +16,8 @@ from scheduler.controller.native import (
     queue_native_podgroup,
     tend_pod,
 )
-from scheduler.controller.podgroups import PodHead, needs_podgroup
+from scheduler.controller.plan import podgroup_name
+from scheduler.controller.podgroups import PodHead, ensure_podgroup, needs_podgroup
 from tests.unit.controller import workloads as w
 from tests.unit.controller.fakes import FakeObjects
 
@@ -118,3 +119,44 @@ def test_the_loop_gives_a_native_pod_its_queue_and_makes_no_podgroup() -> None:
 
     assert objects.podgroups == {} and objects.annotations == {}
     assert objects.native_patches == [("train-pg", {QUEUE: "team-a"})]
+
+
+def jobset_with_native_workers() -> tuple[FakeObjects, list[Obj], Obj]:
+    """A JobSet of a driver Job (parallelism 1) and a workers Job (2 ranks) whose pods
+    Kubernetes' Job controller gangs itself (a native PodGroup controlled by that Job)."""
+    js = w.with_uid(w.jobset("train", NS, [("driver", 1, 1, 1), ("workers", 1, 2, 2)]))
+    objects = FakeObjects(js)
+    driver = objects.add(w.with_uid(w.jobset_job(js, "driver", 0)))
+    workers = objects.add(w.with_uid(w.jobset_job(js, "workers", 0)))
+    objects.add(
+        {
+            "kind": "NativePodGroup",
+            "metadata": {
+                "name": "train-workers-0-pg",
+                "namespace": NS,
+                "ownerReferences": [w.reference(workers)],
+            },
+        }
+    )
+    return objects, [w.job_pod(driver, 0)], js
+
+
+def test_a_workload_whose_jobs_kubernetes_gangs_has_its_other_pods_grouped_by_their_job() -> None:
+    objects, (driver_pod,), js = jobset_with_native_workers()
+
+    name = asyncio.run(ensure_podgroup(objects, driver_pod, NAMES))
+
+    driver_job = objects.stored[("Job", NS, "train-driver-0")]
+    assert name == podgroup_name(driver_job["metadata"]["uid"], "")
+    assert objects.podgroups[name]["spec"]["minMember"] == 1
+    assert name != podgroup_name(js["metadata"]["uid"], "")
+
+
+def test_without_native_podgroups_the_workload_is_one_gang_as_before() -> None:
+    objects, (driver_pod,), js = jobset_with_native_workers()
+    del objects.stored[("NativePodGroup", NS, "train-workers-0-pg")]
+
+    name = asyncio.run(ensure_podgroup(objects, driver_pod, NAMES))
+
+    assert name == podgroup_name(js["metadata"]["uid"], "")
+    assert objects.podgroups[name]["spec"]["minMember"] == 3
