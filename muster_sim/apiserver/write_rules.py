@@ -162,6 +162,18 @@ def default_created(store: Store, kind: Kind, obj: Obj) -> None:
         default_storage_class(obj, store)
 
 
+def drop_disabled_pod_fields(pod: Obj, old: Obj | None, native_served: bool) -> None:
+    """A pod's spec.schedulingGroup is dropped, as the server does with its GenericWorkload
+    gate off (here: the native API not served, --native-api none), unless the stored pod
+    already uses it."""
+    spec = pod.get("spec")
+    if native_served or not isinstance(spec, dict) or "schedulingGroup" not in spec:
+        return
+    if old is not None and (old.get("spec") or {}).get("schedulingGroup") is not None:
+        return
+    del spec["schedulingGroup"]
+
+
 def identify(kind: Kind, obj: Obj) -> None:
     """A new object's uid and creationTimestamp, given after mutating admission and before
     validation as kube's BeforeCreate gives them, then what its kind derives from them."""

@@ -39,6 +39,7 @@ from muster_sim.apiserver.write_rules import (
     check_namespace,
     decoded_object,
     default_created,
+    drop_disabled_pod_fields,
     identify,
     prune,
     validate,
@@ -161,6 +162,8 @@ class Writes:
             raise already_exists(kind.group, kind.plural, name)
         if kind.has_status and (kind.key in _RESET_STATUS_ON_CREATE or kind.from_crd):
             obj.pop("status", None)
+        if kind.key == PODS:
+            drop_disabled_pod_fields(obj, None, self.registry.by_key(NATIVE_PODGROUPS) is not None)
         default_created(self.store, kind, obj)
         return PendingWrite(
             kind, namespace_of(obj) or None, name, obj, None, None, None, options, namespace_in_body
@@ -308,6 +311,9 @@ class Writes:
                     new.pop("status", None)
             if kind.key in (webhooks.MUTATING, webhooks.VALIDATING):
                 webhooks.default_configuration(new, mutating=kind.key == webhooks.MUTATING)
+        if kind.key == PODS:
+            native = self.registry.by_key(NATIVE_PODGROUPS) is not None
+            drop_disabled_pod_fields(new, current, native)
         if kind.strategy is not None:
             kind.strategy.prepare_for_update(current, new, subresource)
         if kind.from_crd and kind.schema is not None:
