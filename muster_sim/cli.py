@@ -17,6 +17,7 @@ from muster_sim.cluster.autoscaler.node_groups import NodeGroupError
 from muster_sim.cluster.nodes import PoolError, load_pools
 from muster_sim.http.faults import ErrorRule, FaultConfig, LatencyRule
 from muster_sim.server import SimConfig, SimServer
+from muster_sim.validation.native_scheduling import VERSIONS as NATIVE_VERSIONS
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,6 +80,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="compute no PodDisruptionBudget status, as a server without "
         "kube-controller-manager: the Eviction API then refuses every pod a budget covers "
         "(default: budgets are counted as the disruption controller counts them)",
+    )
+    parser.add_argument(
+        "--native-api",
+        choices=("none", *NATIVE_VERSIONS),
+        default="none",
+        help="serve Kubernetes' own gang API (scheduling.k8s.io Workloads and PodGroups, "
+        "pods' spec.schedulingGroup) at this version, as a 1.36 (v1alpha2) or 1.37 (v1beta1) "
+        "server with its feature gates on; a real server serves at most one (default none, "
+        "as a server with the GenericWorkload gate off)",
     )
     parser.add_argument(
         "--history-size",
@@ -211,6 +221,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         faults=faults,
         provisioner=args.provisioner,
         disruption_controller=args.disruption_controller,
+        native_api="" if args.native_api == "none" else args.native_api,
         audit_log_path=args.audit_log,
         audit_capacity=args.audit_capacity,
         autoscaler=autoscaler.config_from_args(args),

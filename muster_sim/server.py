@@ -23,7 +23,7 @@ from muster_sim.access.kubeconfig import write_kubeconfig
 from muster_sim.access.rbac import RbacAuthorizer, bootstrap_policy
 from muster_sim.access.tls import ClientCert, ServingCert, make_ca
 from muster_sim.access.tokens import ServiceAccountTokens
-from muster_sim.apiserver.resources import CRDS, Registry
+from muster_sim.apiserver.resources import CRDS, Registry, native_kinds
 from muster_sim.apiserver.store import Store, WatchWindow
 from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cluster.autoscaler.config import AutoscalerConfig, provisioning_request_crd
@@ -31,6 +31,7 @@ from muster_sim.cluster.autoscaler.scaler import CRD_NAME, Autoscaler
 from muster_sim.cluster.disruption import DisruptionController
 from muster_sim.cluster.kubelet import Kubelet
 from muster_sim.cluster.nodes import NodePool, node_objects
+from muster_sim.cluster.podgroup_protection import PodGroupProtection
 from muster_sim.cluster.provisioner import Provisioner
 from muster_sim.errors import ApiError
 from muster_sim.http.app import HttpApi
@@ -82,6 +83,9 @@ class SimConfig:
     # status (--no-disruption-controller: budgets stay unprocessed, and the Eviction API
     # refuses every pod they cover, as on a server without the controller)
     disruption_controller: bool = True
+    # Kubernetes' own gang API at this version ("v1alpha2", "v1beta1"; "" serves none), and
+    # the podgroup-protection controller that lets its deleted PodGroups go (--native-api)
+    native_api: str = ""
     # every write as an audit.k8s.io/v1 Event: the newest `audit_capacity` in memory (GET
     # /sim/audit), all of them appended to `audit_log_path` when set (--audit-log)
     audit_log_path: Path | None = None
@@ -106,6 +110,9 @@ class SimServer:
         self.config = config or SimConfig()
         self.store = Store(self.config.history_size, self.config.watch_window)
         self.registry = Registry()
+        if self.config.native_api:
+            for kind in native_kinds(self.config.native_api):
+                self.registry.add(kind)
         self.api: ApiServer | None = None
         self.faults = FaultInjector(self.config.faults)
         self.kubelet: Kubelet | None = None
@@ -146,6 +153,8 @@ class SimServer:
             self.provisioner.attach(self._loop)
         if config.disruption_controller:
             DisruptionController(self.store)
+        if config.native_api:
+            PodGroupProtection(api).attach(self._loop)
         self._create_nodes(api)
         if config.crds_dir is not None:
             self._load_crds(api, config.crds_dir)

@@ -1,16 +1,25 @@
 """The built-in admission plugins of kube-apiserver that sim applies to writes: Priority
-(a pod's priority from its PriorityClass, and the two system classes every cluster has),
-TaintNodesByCondition (a new node starts not-ready) and DefaultStorageClass (a claim naming
-no class gets the default one)."""
+(a pod's priority from its PriorityClass, and the two system classes every cluster has; a
+native PodGroup's too), TaintNodesByCondition (a new node starts not-ready),
+DefaultStorageClass (a claim naming no class gets the default one), PodGroupProtection (a
+native PodGroup's finalizer) and PodGroupWorkloadExists (the Workload and template a native
+PodGroup names exist)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from muster_sim.apiserver.resources import PRIORITY_CLASSES
+from muster_sim.apiserver.resources import NATIVE_WORKLOADS, PRIORITY_CLASSES
 from muster_sim.apiserver.store import Store
 from muster_sim.errors import forbidden
+from muster_sim.validation.native_scheduling import (
+    GROUP as NATIVE_GROUP,
+)
+from muster_sim.validation.native_scheduling import (
+    PROTECTION_FINALIZER,
+    V1ALPHA2,
+)
 from scheduler.api import priority
 
 Obj = dict[str, Any]
@@ -116,3 +125,91 @@ def default_storage_class(pvc: Obj, store: Store) -> None:
     found = default_class(store)
     if found is not None:
         spec["storageClassName"] = found["metadata"]["name"]
+
+
+# -- Native PodGroups (scheduling.k8s.io) -----------------------------------------------
+
+
+def admit_podgroup_priority(
+    podgroup: Obj,
+    find_class: Callable[[str], Obj | None],
+    default_class: Callable[[], Obj | None],
+    version: str,
+) -> None:
+    """Priority admission of a new native PodGroup: spec.priority from the class it names
+    (else the global default, else 0), and spec.priorityClassName; a preset priority that
+    differs, or a class that does not exist, is the API server's 403. At v1beta1 it fills
+    preemptionPolicy from the class too (PodGroupPreemptionPolicy)."""
+    spec = podgroup.setdefault("spec", {})
+    name = str(podgroup["metadata"].get("name", ""))
+    class_name = spec.get("priorityClassName")
+    if class_name:
+        found = find_class(str(class_name))
+        if found is None:
+            raise forbidden(
+                NATIVE_GROUP,
+                "podgroups",
+                name,
+                f"no PriorityClass with name {class_name} was found",
+            )
+    else:
+        found = default_class()
+    value = int(found.get("value", 0)) if found is not None else 0
+    preset = spec.get("priority")
+    if preset is not None and preset != value:
+        raise forbidden(
+            NATIVE_GROUP,
+            "podgroups",
+            name,
+            f"priority set in the pod group ({preset}) must match the priority computed "
+            f"({value}) based on the priority class set in the spec",
+        )
+    spec["priority"] = value
+    if found is not None:
+        spec["priorityClassName"] = found["metadata"]["name"]
+    else:
+        spec.pop("priorityClassName", None)
+    if version != V1ALPHA2 and spec.get("preemptionPolicy") is None:
+        spec["preemptionPolicy"] = (found or {}).get("preemptionPolicy") or PreemptLowerPriority
+
+
+def protect_podgroup(podgroup: Obj) -> None:
+    """PodGroupProtection: a new native PodGroup carries the finalizer that keeps it while a
+    pod that is not done names it (the podgroup-protection controller removes it)."""
+    finalizers = podgroup["metadata"].setdefault("finalizers", [])
+    if isinstance(finalizers, list) and PROTECTION_FINALIZER not in finalizers:
+        finalizers.append(PROTECTION_FINALIZER)
+
+
+def check_workload_exists(store: Store, podgroup: Obj, version: str) -> None:
+    """PodGroupWorkloadExists: a new PodGroup that names a Workload's template needs that
+    Workload (not being deleted) to hold that template; else the API server's 403."""
+    spec = podgroup.get("spec") or {}
+    if version == V1ALPHA2:
+        reference = (spec.get("podGroupTemplateRef") or {}).get("workload")
+        template_key = "podGroupTemplateName"
+    else:
+        reference = spec.get("workloadRef")
+        template_key = "templateName"
+    if not isinstance(reference, dict):
+        return
+    meta = podgroup["metadata"]
+    name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+    workload_name = str(reference.get("workloadName", ""))
+    template = str(reference.get(template_key, ""))
+    workload = store.get(NATIVE_WORKLOADS, namespace, workload_name)
+    if workload is None:
+        why = f'PodGroup rejected: Workload "{workload_name}" not found'
+    elif workload["metadata"].get("deletionTimestamp"):
+        why = f'PodGroup rejected: Workload "{workload_name}" is being deleted'
+    elif not any(
+        isinstance(t, dict) and t.get("name") == template
+        for t in (workload.get("spec") or {}).get("podGroupTemplates") or []
+    ):
+        why = (
+            f'PodGroup rejected: PodGroupTemplate "{template}" not found in Workload '
+            f'"{workload_name}"'
+        )
+    else:
+        return
+    raise forbidden(NATIVE_GROUP, "podgroups", name, why)

@@ -14,6 +14,8 @@ from muster_sim.validation.apps import (
     StatefulSetStrategy,
 )
 from muster_sim.validation.jobs import BATCH_GROUP, JobStrategy
+from muster_sim.validation.native_scheduling import GROUP as NATIVE_GROUP
+from muster_sim.validation.native_scheduling import PodGroupStrategy, WorkloadStrategy
 from muster_sim.validation.pod_templates import PodTemplateStrategy
 from muster_sim.validation.rbac import RbacValidator
 from muster_sim.validation.storage import (
@@ -35,6 +37,9 @@ NODES = "nodes"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
 PDBS = "poddisruptionbudgets.policy"
+# Kubernetes' own gang API (served at the version `muster sim --native-api` names).
+NATIVE_PODGROUPS = "podgroups.scheduling.k8s.io"
+NATIVE_WORKLOADS = "workloads.scheduling.k8s.io"
 
 
 class ObjectValidator(Protocol):
@@ -280,6 +285,36 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
 )
 
 
+def native_kinds(version: str) -> tuple[Kind, ...]:
+    """scheduling.k8s.io's Workloads and PodGroups at `version` (a real server serves one
+    version of them, when its GenericWorkload gate and runtime config say so)."""
+    podgroups = PodGroupStrategy(version)
+    workloads = WorkloadStrategy(version)
+    return (
+        Kind(
+            NATIVE_GROUP,
+            version,
+            "podgroups",
+            "podgroup",
+            "PodGroup",
+            True,
+            subresources=("status",),
+            validator=podgroups,
+            strategy=podgroups,
+        ),
+        Kind(
+            NATIVE_GROUP,
+            version,
+            "workloads",
+            "workload",
+            "Workload",
+            True,
+            validator=workloads,
+            strategy=workloads,
+        ),
+    )
+
+
 class Registry:
     """Resolves request paths to kinds; CRDs add and remove kinds at run time."""
 
@@ -309,10 +344,15 @@ class Registry:
         return found
 
     def by_key(self, key: str) -> Kind | None:
-        """The preferred-version kind for a storage key."""
+        """The kind for a storage key at the most preferred version that serves it (a group's
+        preferred version need not serve every resource of it: scheduling.k8s.io/v1 serves
+        priorityclasses, not podgroups)."""
         for kind in self._by_gvr.values():
             if kind.key == key:
-                return self._by_gvr.get((kind.group, self._versions[kind.group][0], kind.plural))
+                for version in self._versions[kind.group]:
+                    found = self._by_gvr.get((kind.group, version, kind.plural))
+                    if found is not None:
+                        return found
         return None
 
     def groups(self) -> dict[str, list[str]]:

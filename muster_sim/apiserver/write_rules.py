@@ -11,14 +11,18 @@ from muster_sim.apiserver import webhooks
 from muster_sim.apiserver.admission_plugins import (
     PVCS,
     PreemptLowerPriority,
+    admit_podgroup_priority,
     admit_priority,
+    check_workload_exists,
     default_priority_class,
     default_storage_class,
+    protect_podgroup,
 )
 from muster_sim.apiserver.options import WriteOptions
 from muster_sim.apiserver.resources import (
     CRDS,
     NAMESPACES,
+    NATIVE_PODGROUPS,
     PODS,
     PRIORITY_CLASSES,
     Kind,
@@ -140,6 +144,14 @@ def default_created(store: Store, kind: Kind, obj: Obj) -> None:
         obj["status"] = {"phase": "Active"}
     elif kind.key == PRIORITY_CLASSES:
         obj.setdefault("preemptionPolicy", PreemptLowerPriority)
+    elif kind.key == NATIVE_PODGROUPS:
+        admit_podgroup_priority(
+            obj,
+            lambda name: store.get(PRIORITY_CLASSES, "", name),
+            lambda: default_priority_class(store),
+            kind.version,
+        )
+        protect_podgroup(obj)
     elif kind.key in (webhooks.MUTATING, webhooks.VALIDATING):
         webhooks.default_configuration(obj, mutating=kind.key == webhooks.MUTATING)
     elif kind.from_crd and kind.schema is not None:
@@ -148,6 +160,18 @@ def default_created(store: Store, kind: Kind, obj: Obj) -> None:
         kind.strategy.prepare_for_create(obj)
     if kind.key == PVCS:
         default_storage_class(obj, store)
+
+
+def drop_disabled_pod_fields(pod: Obj, old: Obj | None, native_served: bool) -> None:
+    """A pod's spec.schedulingGroup is dropped, as the server does with its GenericWorkload
+    gate off (here: the native API not served, --native-api none), unless the stored pod
+    already uses it."""
+    spec = pod.get("spec")
+    if native_served or not isinstance(spec, dict) or "schedulingGroup" not in spec:
+        return
+    if old is not None and (old.get("spec") or {}).get("schedulingGroup") is not None:
+        return
+    del spec["schedulingGroup"]
 
 
 def identify(kind: Kind, obj: Obj) -> None:
@@ -160,13 +184,16 @@ def identify(kind: Kind, obj: Obj) -> None:
         kind.after_uid(obj)
 
 
-def validate(kind: Kind, name: str, obj: Obj, old: Obj | None) -> None:
-    """Validation after mutation: the kind's own rules, then a CRD's schema."""
+def validate(store: Store, kind: Kind, name: str, obj: Obj, old: Obj | None) -> None:
+    """Validation after mutation: the kind's own rules, then a CRD's schema; and the
+    validating admission plugins of a new object (PodGroupWorkloadExists)."""
     if old is None:
         if kind.key == PODS:
             validate_pod(obj)
         if kind.validator is not None:
             kind.validator.validate_create(obj)
+        if kind.key == NATIVE_PODGROUPS:
+            check_workload_exists(store, obj, kind.version)
     else:
         _validate_update(kind, old, obj)
     errors: list[FieldError] = []

@@ -24,6 +24,8 @@ from muster_sim.apiserver.patch import (
 from muster_sim.apiserver.reads import stored_object
 from muster_sim.apiserver.resources import (
     CRDS,
+    NATIVE_PODGROUPS,
+    NATIVE_WORKLOADS,
     PDBS,
     PODS,
     Kind,
@@ -37,6 +39,7 @@ from muster_sim.apiserver.write_rules import (
     check_namespace,
     decoded_object,
     default_created,
+    drop_disabled_pod_fields,
     identify,
     prune,
     validate,
@@ -59,6 +62,9 @@ Obj = dict[str, Any]
 # kinds whose create drops a client-sent status, as their real strategies do
 _RESET_STATUS_ON_CREATE = frozenset({PODS, PDBS, CRDS})
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+# kinds whose strategy sets no metadata.generation (a 1.36 server's native PodGroups and
+# Workloads carry none)
+_NO_GENERATION = frozenset({NATIVE_PODGROUPS, NATIVE_WORKLOADS})
 
 
 @dataclass
@@ -156,6 +162,8 @@ class Writes:
             raise already_exists(kind.group, kind.plural, name)
         if kind.has_status and (kind.key in _RESET_STATUS_ON_CREATE or kind.from_crd):
             obj.pop("status", None)
+        if kind.key == PODS:
+            drop_disabled_pod_fields(obj, None, self.registry.by_key(NATIVE_PODGROUPS) is not None)
         default_created(self.store, kind, obj)
         return PendingWrite(
             kind, namespace_of(obj) or None, name, obj, None, None, None, options, namespace_in_body
@@ -169,7 +177,8 @@ class Writes:
         # a webhook call may have let another create of the same name in first
         if self.store.get(kind.key, namespace_of(obj), pending.name) is not None:
             raise already_exists(kind.group, kind.plural, pending.name)
-        meta["generation"] = 1
+        if kind.key not in _NO_GENERATION:
+            meta["generation"] = 1
         for field_name in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(field_name, None)
         if pending.options.dry_run:
@@ -302,6 +311,9 @@ class Writes:
                     new.pop("status", None)
             if kind.key in (webhooks.MUTATING, webhooks.VALIDATING):
                 webhooks.default_configuration(new, mutating=kind.key == webhooks.MUTATING)
+        if kind.key == PODS:
+            native = self.registry.by_key(NATIVE_PODGROUPS) is not None
+            drop_disabled_pod_fields(new, current, native)
         if kind.strategy is not None:
             kind.strategy.prepare_for_update(current, new, subresource)
         if kind.from_crd and kind.schema is not None:
@@ -328,7 +340,7 @@ class Writes:
             raise not_found(kind.group, kind.plural, pending.name)
         if current["metadata"]["resourceVersion"] != old_meta["resourceVersion"]:
             raise StaleWrite()
-        if _spec_of(new) != _spec_of(current):
+        if _spec_of(new) != _spec_of(current) and kind.key not in _NO_GENERATION:
             new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if new == current:
@@ -355,10 +367,9 @@ class Writes:
         if pending.old is None:
             identify(pending.kind, pending.obj)
 
-    @staticmethod
-    def validate(pending: PendingWrite) -> None:
+    def validate(self, pending: PendingWrite) -> None:
         """The write's validation after mutation (write_rules.validate)."""
-        validate(pending.kind, pending.name, pending.obj, pending.old)
+        validate(self.store, pending.kind, pending.name, pending.obj, pending.old)
 
 
 def _spec_of(obj: Obj) -> Obj:

@@ -1,5 +1,6 @@
 """kube-apiserver's validation of a pod's scheduling fields:
-topology spread constraints, pod (anti-)affinity terms and resource claims (facts and
+topology spread constraints, pod (anti-)affinity terms, resource claims and the native
+PodGroup it joins, spec.schedulingGroup (facts and
 messages from k8s.io/kubernetes pkg/apis/core/validation; code written here)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 from muster_sim.errors import FieldError
 from muster_sim.validation import fields
 from muster_sim.validation.names import LABEL_MSG, is_dns_label, qualified_name_errors
+from muster_sim.validation.native_scheduling import scheduling_group_errors
 from muster_sim.validation.selector_fields import label_selector_errors
 
 Obj = dict[str, Any]
@@ -41,8 +43,8 @@ def _not_supported(path: str, value: Any, values: tuple[str, ...]) -> FieldError
 
 
 def scheduling_field_errors(spec: Obj) -> list[FieldError]:
-    """The field errors of spec.topologySpreadConstraints, spec.affinity's pod terms and
-    spec.resourceClaims, as ValidatePodSpec reports them."""
+    """The field errors of spec.topologySpreadConstraints, spec.affinity's pod terms,
+    spec.resourceClaims and spec.schedulingGroup, as ValidatePodSpec reports them."""
     errors: list[FieldError] = []
     errors.extend(_spread_errors(spec.get("topologySpreadConstraints") or []))
     affinity = spec.get("affinity")
@@ -52,6 +54,7 @@ def scheduling_field_errors(spec: Obj) -> list[FieldError]:
             if isinstance(terms, dict):
                 errors.extend(_pod_affinity_errors(terms, f"spec.affinity.{kind}"))
     errors.extend(_claim_errors(spec.get("resourceClaims") or []))
+    errors.extend(scheduling_group_errors(spec))
     return errors
 
 

@@ -184,14 +184,12 @@ def _allocate(
     if job.subgroup_policies:
         _allocate_by_subgroup(session, state, picker, queue, job)
         return
-    view = state.topology
-    spec = job.network_topology
+    placement = state.topology_for(job, session.nodes)
     # A soft gang whose domains all refuse it falls through to the plain placement.
     if (
-        view is not None
-        and spec is not None
-        and (spec.hard or view.prefer)
-        and _allocate_in_domain(session, state, picker, queue, job, view, spec)
+        placement is not None
+        and (placement.spec.hard or placement.view.prefer)
+        and _allocate_in_domain(session, state, picker, queue, job, *placement)
     ):
         return
     statement = Statement(session)

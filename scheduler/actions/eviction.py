@@ -210,7 +210,10 @@ class _Choice:
 
 
 def may_preempt(snapshot: ClusterSnapshot, job: JobInfo) -> bool:
-    """preemptionPolicy: Never on the PodGroup's PriorityClass or on a pending pod forbids it."""
+    """preemptionPolicy: Never on the PodGroup (a native one's own field), on its
+    PriorityClass or on a pending pod forbids it."""
+    if job.preemption_policy == "Never":
+        return False
     known = snapshot.priority_classes.get(job.priority_class_name)
     if known is not None and known.preemption_policy == "Never":
         return False
@@ -351,6 +354,11 @@ class GangEvictor:
                     guard.spare(why)
                 else:
                     here.append(victim)
+            if owner.whole_disruption:
+                # A native PodGroup with disruptionMode PodGroup (all): evicted whole or not
+                # at all, whatever the action's arguments.
+                units.extend(self._whole(task, owner))
+                continue
             # A whole subgroup (spec.subGroupPolicy) keeps its subGroupSize members.
             allowed_here = subgroup_spares(owner, self.allowed(task, here))
             # Never below zero: a gang already short of minMember has nothing to spare
@@ -361,13 +369,8 @@ class GangEvictor:
                 keep = owner.min_member if owner.min_member > 1 else 0
             spare = max(owner.ready_count() - keep, 0)
             units.extend(Unit(owner, [victim], whole=False) for victim in allowed_here[:spare])
-            if not self.whole_gangs:
-                continue
-            members = list(owner.tasks_in(*VICTIM_STATUSES))
-            if any(guard.spares(member, owner) for member in members):
-                continue
-            if len(self.allowed(task, members)) == len(members):
-                units.append(Unit(owner, members, whole=True))
+            if self.whole_gangs:
+                units.extend(self._whole(task, owner))
         # Fewest pods first, then the lowest priority, then the youngest, then by name:
         # the last key makes the choice independent of the order the cache saw its pods
         # in, so `muster whatif` on a fresh read names the victims the scheduler takes.
@@ -375,6 +378,16 @@ class GangEvictor:
         units.sort(key=lambda u: u.newest, reverse=True)
         units.sort(key=lambda u: (len(u.tasks), u.priority))
         return units
+
+    def _whole(self, task: TaskInfo, owner: JobInfo) -> list[Unit]:
+        """The gang as one unit, every placed pod of it on every node, when none of them is
+        spared and every one may be a victim for `task`; else nothing."""
+        members = list(owner.tasks_in(*VICTIM_STATUSES))
+        if any(self.guard.spares(member, owner) for member in members):
+            return []
+        if len(self.allowed(task, members)) != len(members):
+            return []
+        return [Unit(owner, members, whole=True)]
 
     def _cover(self, task: TaskInfo, node: NodeInfo, units: list[Unit]) -> list[Unit] | None:
         chosen: list[Unit] = []
@@ -495,7 +508,7 @@ def evict_for(
         return None if placed else False
 
     with state.holds.lifted_for(job):
-        outcome = _attempt_in_domains(state, job, attempt, max_domains)
+        outcome = _attempt_in_domains(session, state, job, attempt, max_domains)
     if outcome is True:
         return
     summary = "; ".join(g.summary() for g in spared if g.summary())
@@ -504,15 +517,16 @@ def evict_for(
 
 
 def _attempt_in_domains(
+    session: Session,
     state: CycleState,
     job: JobInfo,
     attempt: Callable[[list[NodeInfo] | None], bool | None],
     max_domains: int | None,
 ) -> bool | None:
-    view = state.topology
-    spec = job.network_topology
-    if view is None or spec is None or not (spec.hard or view.prefer):
+    placement = state.topology_for(job, session.nodes)
+    if placement is None or not (placement.spec.hard or placement.view.prefer):
         return attempt(None)
+    view, spec = placement
     domains = eviction_domains(view, spec, job)
     if max_domains is not None:
         domains = domains[:max_domains]

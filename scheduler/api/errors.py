@@ -19,6 +19,11 @@ class InvalidObject(MusterError):
         super().__init__(f"{kind} {name}: {field}={value!r}: {problem}")
 
 
+class FieldRefused(InvalidObject):
+    """An object that uses a field muster does not honour yet and will not act against:
+    it is left alone (never scheduled) with a condition that names the field."""
+
+
 class InvalidQuantity(MusterError):
     """A string that is not a Kubernetes quantity; callers wrap it into InvalidObject."""
 

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from scheduler.api import wire
 from scheduler.api.annotations import NO_SETTINGS, GroupSettings, group_settings
-from scheduler.api.errors import InvalidObject
+from scheduler.api.errors import FieldRefused, InvalidObject
 from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, DEFAULT_QUEUE, INT32_MAX
+from scheduler.api.native import (
+    NATIVE_KIND,
+    REFUSED_FIELDS,
+    NativePodGroup,
+    PodGroupApi,
+    QueueSource,
+    native_key,
+)
 from scheduler.api.network_topology import NETWORK_TOPOLOGY_FIELD as NETWORK_TOPOLOGY_FIELD
 from scheduler.api.network_topology import NetworkTopology as NetworkTopology
 from scheduler.api.reasons import ADMITTED as ADMITTED  # re-exported: scheduler/inspect reads it
@@ -77,6 +85,36 @@ def _phase(value: str) -> PodGroupPhase:
         return PodGroupPhase.PENDING
 
 
+def native_phase(group: NativePodGroup) -> PodGroupPhase:
+    """The phase of a native PodGroup, which has no status.phase: the one place it is
+    derived from. From its conditions: Running once its scheduled condition is True (the
+    gang was placed whole; never set back, as kube-scheduler's), Inqueue while muster's
+    Admitted is True, else Pending. What its pods say (Completed, Unknown for a broken
+    gang) a session derives as for any PodGroup (framework/job_status.phase_after)."""
+    admitted = False
+    for condition in group.conditions:
+        if condition.status != "True":
+            continue
+        if condition.type == group.scheduled_condition:
+            return PodGroupPhase.RUNNING
+        if condition.type == ADMITTED:
+            admitted = True
+    return PodGroupPhase.INQUEUE if admitted else PodGroupPhase.PENDING
+
+
+def _read_admission(job: JobInfo, conditions: Iterable[wire.Condition]) -> None:
+    """When the PodGroup was admitted, or sent back for not starting in time, from its
+    Admitted condition: survives a restart of the scheduler."""
+    for condition in conditions:
+        if condition.type != ADMITTED:
+            continue
+        since = parse_rfc3339(condition.last_transition_time)
+        if condition.status == "True":
+            job.admitted_since = since
+        elif condition.reason == INQUEUE_TIMEOUT:
+            job.timed_out_since = since
+
+
 # How a member in each status counts in its job's totals: whether its request is in
 # `allocated`, and what it adds to `ready` (towards minMember) and to `pipelined`. The one
 # place add_task, remove_task, set_task_status and clone read it from.
@@ -98,8 +136,10 @@ class JobInfo:
         "admitted_since",
         "allocated",
         "allocated_hypernode",
+        "api",
         "conditions",
         "creation_timestamp",
+        "disrupted",
         "failed",
         "fit_errors",
         "invalid",
@@ -109,19 +149,23 @@ class JobInfo:
         "min_task_member",
         "name",
         "namespace",
+        "native_version",
         "network_topology",
         "observed_phase",
         "phase",
         "pipelined",
         "placed_hypernode",
+        "preemption_policy",
         "priority",
         "priority_class_name",
         "queue",
+        "queue_source",
         "ready",
         "running",
         "scale_up",
         "settings",
         "shadow",
+        "spec_priority",
         "starving",
         "subgroup_policies",
         "subgroup_waits",
@@ -129,10 +173,13 @@ class JobInfo:
         "tasks",
         "tasks_by_status",
         "timed_out_since",
+        "topology_key",
         "uid",
         "unhonoured",
         "wait_message",
         "wait_reason",
+        "whole_disruption",
+        "workload",
     )
 
     def __init__(
@@ -151,11 +198,18 @@ class JobInfo:
         conditions: tuple[wire.Condition, ...] = (),
         creation_timestamp: str = "",
         shadow: bool = False,
+        api: PodGroupApi = PodGroupApi.VOLCANO,
     ) -> None:
         self.namespace = namespace
         self.name = name
-        # namespace/name of the PodGroup; kept, not derived: every ordering asks for it.
-        self.key = f"{namespace}/{name}"
+        # Which API the PodGroup comes from: the status writer, explain and the effects
+        # read it (never the key).
+        self.api = api
+        # namespace/name of a Volcano PodGroup, scheduling.k8s.io/namespace/name of a native
+        # one (api/native.py); kept, not derived: every ordering asks for it.
+        self.key = (
+            native_key(namespace, name) if api is PodGroupApi.NATIVE else f"{namespace}/{name}"
+        )
         self.uid = uid
         self.queue = queue
         self.min_member = min_member
@@ -212,6 +266,21 @@ class JobInfo:
         # Set during a session when muster asks an autoscaler for its nodes
         # (framework/scaleup.py).
         self.scale_up: ScaleUpVerdict | None = None
+        # A native PodGroup's (api/native.py): the version it was read at ("" for a Volcano
+        # one), the Workload it was made from, whether a victim gang is evicted whole
+        # (disruptionMode PodGroup / all), its own preemptionPolicy ("" unset), the node
+        # label one of whose domains holds all its pods ("" none), its spec.priority as
+        # admission set it (None: resolved from the class), and where its queue came from.
+        self.native_version = ""
+        self.workload = ""
+        self.whole_disruption = False
+        self.preemption_policy = ""
+        self.topology_key = ""
+        self.spec_priority: int | None = None
+        self.queue_source = int(QueueSource.PODGROUP)
+        # Set during a session that evicts any of its pods: the gang the room is made for
+        # (a native PodGroup's DisruptionTarget condition says so).
+        self.disrupted = ""
 
     @classmethod
     def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:
@@ -284,15 +353,80 @@ class JobInfo:
         job.running = group.status.running
         job.succeeded = group.status.succeeded
         job.failed = group.status.failed
-        for condition in group.status.conditions:
-            if condition.type != ADMITTED:
-                continue
-            since = parse_rfc3339(condition.last_transition_time)
-            if condition.status == "True":
-                job.admitted_since = since
-            elif condition.reason == INQUEUE_TIMEOUT:
-                job.timed_out_since = since
+        _read_admission(job, group.status.conditions)
         return job
+
+    @classmethod
+    def from_native(
+        cls, group: NativePodGroup, priority: int, queue: str, source: QueueSource
+    ) -> JobInfo:
+        """The record of a native PodGroup (api/native.py) in `queue`; raises InvalidObject
+        when its spec cannot be used, FieldRefused when it uses a field muster refuses."""
+        key = f"{group.namespace}/{group.name}"
+        if group.gang and group.min_count < 1:
+            raise InvalidObject(
+                NATIVE_KIND,
+                key,
+                "spec.schedulingPolicy.gang.minCount",
+                group.min_count,
+                "must be 1 or more",
+            )
+        if group.refused:
+            field, value = group.refused[0]
+            raise FieldRefused(NATIVE_KIND, key, field, value, REFUSED_FIELDS[field])
+        job = JobInfo(
+            namespace=group.namespace,
+            name=group.name,
+            uid=group.uid,
+            queue=queue,
+            # `basic`: each pod alone, as kube-scheduler places it.
+            min_member=group.min_count if group.gang else 1,
+            priority=priority,
+            priority_class_name=group.priority_class_name,
+            phase=native_phase(group),
+            conditions=group.conditions,
+            creation_timestamp=group.creation_timestamp,
+            api=PodGroupApi.NATIVE,
+        )
+        job.native_version = group.version
+        job.workload = group.workload
+        job.whole_disruption = group.disruption_whole
+        job.preemption_policy = group.preemption_policy
+        job.topology_key = group.topology_keys[0] if group.topology_keys else ""
+        job.spec_priority = group.priority
+        job.queue_source = int(source)
+        job.settings = group_settings(group.labels, group.annotations)
+        _read_admission(job, group.conditions)
+        return job
+
+    @classmethod
+    def read_native(
+        cls, group: NativePodGroup, priority: int, queue: str, source: QueueSource
+    ) -> JobInfo:
+        """The record of a native PodGroup, or, when muster cannot use it, a record that
+        keeps its members together and says why (`invalid`): never scheduled."""
+        try:
+            return cls.from_native(group, priority, queue, source)
+        except InvalidObject as error:
+            job = JobInfo(
+                namespace=group.namespace,
+                name=group.name,
+                uid=group.uid,
+                queue=queue,
+                phase=native_phase(group),
+                conditions=group.conditions,
+                api=PodGroupApi.NATIVE,
+            )
+            job.native_version = group.version
+            job.workload = group.workload
+            job.queue_source = int(source)
+            job.invalid = error
+            return job
+
+    @property
+    def native(self) -> bool:
+        """Whether its PodGroup is a native one (scheduling.k8s.io)."""
+        return self.api is PodGroupApi.NATIVE
 
     def set_priority(self, value: int, *, class_known: bool) -> None:
         """The PodGroup's priority, from its PriorityClass; a class name that names none is
@@ -540,6 +674,7 @@ class JobInfo:
             conditions=self.conditions,
             creation_timestamp=self.creation_timestamp,
             shadow=self.shadow,
+            api=self.api,
         )
         twin.observed_phase = self.observed_phase
         twin.running = self.running
@@ -553,6 +688,13 @@ class JobInfo:
         twin.settings = self.settings
         twin.subgroup_policies = self.subgroup_policies
         twin.allocated_hypernode = self.allocated_hypernode
+        twin.native_version = self.native_version
+        twin.workload = self.workload
+        twin.whole_disruption = self.whole_disruption
+        twin.preemption_policy = self.preemption_policy
+        twin.topology_key = self.topology_key
+        twin.spec_priority = self.spec_priority
+        twin.queue_source = self.queue_source
         return twin
 
     def wait(self, reason: str, message: str) -> None:

@@ -65,6 +65,11 @@ POD_FIELDS: dict[str, FieldRule] = {
     "spec.priorityClassName": FieldRule(_HONOURED, "resolved by admission into spec.priority"),
     "spec.schedulerName": FieldRule(_HONOURED, "muster places only pods naming it"),
     "spec.schedulingGates": FieldRule(_HONOURED, "a gated pod is not placed (SchedulingGated)"),
+    "spec.schedulingGroup": FieldRule(
+        _HONOURED,
+        "the pod joins that native PodGroup (podgroups.scheduling.k8s.io); the annotation "
+        "scheduling.k8s.io/group-name wins when the pod carries both",
+    ),
     "spec.tolerations": FieldRule(_HONOURED, "NoSchedule and NoExecute taints"),
     # Not relevant to where a pod goes (or folded into other fields by admission).
     "spec.activeDeadlineSeconds": FieldRule(_IRRELEVANT),
@@ -127,11 +132,6 @@ POD_FIELDS: dict[str, FieldRule] = {
     "spec.resourceClaims": FieldRule(Verdict.REFUSED, _CLAIMS),
     "spec.resources": FieldRule(Verdict.REFUSED, _NOT_PLACED),
     # Not honoured yet: placed with a warning.
-    "spec.schedulingGroup": FieldRule(
-        Verdict.WARNED,
-        "the pod is placed as if the field were absent: muster gangs pods by their "
-        "PodGroup (annotation scheduling.k8s.io/group-name), not by spec.schedulingGroup",
-    ),
     "spec.evictionResponders": FieldRule(
         Verdict.WARNED,
         "the pod is placed as if the field were absent: muster's preempt and reclaim "
@@ -191,7 +191,6 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
         or spec.topology_spread_constraints
         or spec.resource_claims
         or spec.resources is not None
-        or spec.scheduling_group
         or spec.eviction_responders
         or unknown
     ):
@@ -216,8 +215,6 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
         paths.append("spec.resourceClaims")
     if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
         paths.append("spec.resources")
-    if spec.scheduling_group:
-        paths.append("spec.schedulingGroup")
     if spec.eviction_responders:
         paths.append("spec.evictionResponders")
     if not paths and not unknown:

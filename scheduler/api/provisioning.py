@@ -26,6 +26,8 @@ import msgspec
 
 from scheduler.api import wire
 from scheduler.api.names import CONSUME_PROVISIONING_REQUEST
+from scheduler.api.native import GROUP as NATIVE_GROUP
+from scheduler.api.native import native_key
 from scheduler.api.timestamps import parse_rfc3339
 
 GROUP = "autoscaling.x-k8s.io"
@@ -105,10 +107,14 @@ class ScaleUpRequest:
     message: str
     # The PodTemplates it names, with their counts.
     pod_sets: tuple[tuple[str, int], ...]
+    # Whether the owning PodGroup is a native one (scheduling.k8s.io, api/native.py).
+    native: bool = False
 
     @property
     def key(self) -> str:
-        """The owning PodGroup's key (namespace/name)."""
+        """The owning PodGroup's gang key."""
+        if self.native:
+            return native_key(self.namespace, self.podgroup)
         return f"{self.namespace}/{self.podgroup}"
 
     @property
@@ -176,6 +182,7 @@ def read_request(obj: ProvisioningRequest) -> ScaleUpRequest | None:
         reason=reason,
         message=message,
         pod_sets=tuple((s.pod_template_ref.name, s.count) for s in obj.spec.pod_sets),
+        native=owner.api_version.startswith(f"{NATIVE_GROUP}/"),
     )
 
 

@@ -58,6 +58,19 @@ BEHIND_QUEUE_HEAD = "BehindQueueHead"
 NO_TOPOLOGY_DOMAIN_FITS = "NoTopologyDomainFits"
 INVALID_NETWORK_TOPOLOGY = "InvalidNetworkTopology"
 
+# kube-scheduler's reasons on a native PodGroup's scheduled condition (PodGroupScheduled in
+# scheduling.k8s.io/v1alpha2, PodGroupInitiallyScheduled in v1beta1), which muster writes
+# on the native PodGroups it schedules: True with SCHEDULED once the gang is placed, False
+# with NATIVE_UNSCHEDULABLE while it waits (the message says why, in muster's words) or
+# with SCHEDULER_ERROR when its spec cannot be used.
+NATIVE_UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+# The reason of the DisruptionTarget condition on a native PodGroup whose pods muster evicts.
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+# A Warning event on a pod that names a Volcano PodGroup (annotation
+# scheduling.k8s.io/group-name) and a native one (spec.schedulingGroup): the annotation wins.
+SCHEDULING_GROUP_IGNORED = "SchedulingGroupIgnored"
+
 # Reasons on the Starving condition.
 STARVING_HOLDING = "HoldingResources"
 STARVING_QUEUE_OVER_SHARE = "QueueOverDeservedShare"
@@ -75,6 +88,8 @@ SCALE_UP_FAILED = "ScaleUpFailed"
 # written (the message names the object and the API server's answer).
 SCALE_UP_WRITE_FAILED = "ScaleUpRequestFailed"
 
+# A Warning event on an object muster cannot use (its message names the field and value).
+INVALID_OBJECT = "InvalidObject"
 # A Warning event on a PodGroup or pod whose Volcano label or annotation cannot be read.
 INVALID_ANNOTATION = "InvalidAnnotation"
 

@@ -218,9 +218,12 @@ class ClusterSnapshot:
         return found
 
     def resolve_priority(self, job: JobInfo) -> None:
-        """Give a PodGroup's job the priority its PriorityClass names (or the default)."""
+        """Give a PodGroup's job the priority its PriorityClass names (or the default); a
+        native PodGroup's spec.priority, which Priority admission set, wins."""
         name = job.priority_class_name
-        job.set_priority(self.priority_of(name), class_known=name in self.priority_classes)
+        fixed = job.spec_priority
+        value = fixed if fixed is not None else self.priority_of(name)
+        job.set_priority(value, class_known=fixed is not None or name in self.priority_classes)
 
     def priority_of(self, class_name: str) -> int:
         """The value of a PriorityClass; the global default (or 0) when unnamed or unknown."""

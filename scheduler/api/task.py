@@ -19,6 +19,7 @@ from scheduler.api.names import (
     QUEUE_NAME_ANNOTATION,
     TASK_SPEC_ANNOTATION,
 )
+from scheduler.api.native import native_key
 from scheduler.api.pod_fields import Unhonoured, unhonoured
 from scheduler.api.resources import Resource
 
@@ -604,6 +605,25 @@ def topology_spec(
     return replace(result, own_labels=own)
 
 
+def named_group(meta: wire.ObjectMeta, spec: wire.PodSpec) -> tuple[str, str]:
+    """The gang key of the PodGroup a pod names ("" for none), and the native PodGroup it
+    names but does not join ("" for none).
+
+    A pod joins a Volcano PodGroup through its annotation scheduling.k8s.io/group-name and
+    a native one through spec.schedulingGroup.podGroupName, both in its namespace. When it
+    carries both, the annotation wins: it is what an operator wrote for a
+    Volcano-compatible scheduler, and Kubernetes' Job controller adds schedulingGroup to
+    pods whose template already names a Volcano PodGroup."""
+    annotated = meta.annotations.get(GROUP_NAME_ANNOTATION)
+    group = spec.scheduling_group
+    native = (group.pod_group_name or "") if group is not None else ""
+    if annotated:
+        return f"{meta.namespace}/{annotated}", native
+    if native:
+        return native_key(meta.namespace, native), ""
+    return "", ""
+
+
 class TaskInfo:
     """One pod: identity, request, constraints, and where the session has put it."""
 
@@ -611,6 +631,7 @@ class TaskInfo:
         "creation_timestamp",
         "digest",
         "gated",
+        "ignored_group",
         "images",
         "job",
         "labels",
@@ -661,6 +682,7 @@ class TaskInfo:
         protection: PodProtection = UNPROTECTED,
         digest: int = 0,
         scale_up_request: str = "",
+        ignored_group: str = "",
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -699,6 +721,9 @@ class TaskInfo:
         # The ProvisioningRequest its consume-provisioning-request annotation names ("" for
         # none): the one whose capacity the pod waits for (api/provisioning.py).
         self.scale_up_request = scale_up_request
+        # The native PodGroup its spec.schedulingGroup names when its Volcano annotation
+        # names another, which wins (named_group): said on a Warning event.
+        self.ignored_group = ignored_group
 
     @classmethod
     def from_pod(cls, pod: wire.Pod) -> TaskInfo:
@@ -706,9 +731,12 @@ class TaskInfo:
         meta = pod.metadata
         spec = pod.spec
         owner = next((ref.uid for ref in meta.owner_references if ref.controller), "")
-        # A controlled pod with no group waits for the one `muster controller` makes for its
-        # owner (podgroup-<owner uid>): as a shadow gang of one it would bypass minMember.
-        group = meta.annotations.get(GROUP_NAME_ANNOTATION) or (owner and f"podgroup-{owner}")
+        job, ignored = named_group(meta, spec)
+        if not job and owner:
+            # A controlled pod with no group waits for the one `muster controller` makes for
+            # its owner (podgroup-<owner uid>): as a shadow gang of one it would bypass
+            # minMember.
+            job = f"{meta.namespace}/podgroup-{owner}"
         # Strings many pods repeat (namespace, gang, role, node...) are interned, and equal
         # label sets shared: a cached pod holds one copy of each, not its own.
         intern = sys.intern
@@ -717,7 +745,7 @@ class TaskInfo:
             namespace=intern(meta.namespace),
             name=meta.name,
             request=pod_request(spec, name=f"{meta.namespace}/{meta.name}"),
-            job=intern(f"{meta.namespace}/{group}") if group else "",
+            job=intern(job),
             role=intern(task_name(meta)),
             scheduler_name=intern(spec.scheduler_name),
             priority=spec.priority or 0,
@@ -740,6 +768,7 @@ class TaskInfo:
             started=_started(pod),
             protection=pod_protection(meta.labels, meta.annotations),
             scale_up_request=meta.annotations.get(CONSUME_PROVISIONING_REQUEST, ""),
+            ignored_group=ignored,
         )
 
     def restated(self, pod: wire.Pod) -> TaskInfo:
@@ -799,6 +828,7 @@ class TaskInfo:
             protection=self.protection,
             digest=self.digest,
             scale_up_request=self.scale_up_request,
+            ignored_group=self.ignored_group,
         )
 
     def __repr__(self) -> str:

@@ -170,6 +170,22 @@ def resolve_cached(
     return topology
 
 
+_LABEL_CACHE: list[tuple[str, tuple[tuple[str, int], ...], Topology]] = []
+
+
+def label_topology(nodes: Mapping[str, NodeInfo], node_label: str) -> Topology:
+    """The domains of one node label, as tier 1: a native PodGroup's topology constraint
+    (`schedulingConstraints.topology[].key`, every pod in one domain of that label; nodes
+    without the label are in none). Cached as resolve_cached is, a few labels at a time."""
+    key = tuple((name, id(node.labels)) for name, node in nodes.items())
+    for label, cached_key, topology in _LABEL_CACHE:
+        if label == node_label and cached_key == key:
+            return topology
+    topology = _from_labels(nodes, (LabelTier(1, node_label),))
+    _LABEL_CACHE[:] = [*_LABEL_CACHE[-3:], (node_label, key, topology)]
+    return topology
+
+
 def member_counts(
     hypernodes: Mapping[str, HyperNodeInfo], nodes: Mapping[str, NodeInfo]
 ) -> dict[str, int]:

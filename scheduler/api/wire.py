@@ -25,6 +25,7 @@ class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
 class OwnerReference(_Wire):
     """metadata.ownerReferences[]."""
 
+    api_version: str = ""
     kind: str = ""
     name: str = ""
     uid: str = ""
@@ -217,6 +218,13 @@ class SchedulingGate(_Wire):
     name: str = ""
 
 
+class PodSchedulingGroup(_Wire):
+    """spec.schedulingGroup: the native PodGroup (podgroups.scheduling.k8s.io, in the pod's
+    namespace) the pod belongs to (api/native.py)."""
+
+    pod_group_name: str | None = None
+
+
 class PodSpec(_Wire):
     """Pod spec."""
 
@@ -240,8 +248,8 @@ class PodSpec(_Wire):
     resource_claims: list[PodResourceClaim] = msgspec.field(default_factory=list)
     # Pod-level resources (PodLevelResources): read to refuse the pod, not to size it.
     resources: ResourceRequirements | None = None
-    # Read for their presence only (api/pod_fields.py says what muster does instead).
-    scheduling_group: msgspec.Raw = _ABSENT
+    scheduling_group: PodSchedulingGroup | None = None
+    # Read for its presence only (api/pod_fields.py says what muster does instead).
     eviction_responders: msgspec.Raw = _ABSENT
 
 
@@ -607,7 +615,7 @@ def from_dict(value: dict[str, Any], kind: type[T]) -> T:
     `muster whatif`'s manifests, tests).
 
     It goes through JSON, not `msgspec.convert`: a field kept as `msgspec.Raw` (read for
-    its presence only: a generic ephemeral volume, `schedulingGroup`) has no Python value
+    its presence only: a generic ephemeral volume, `evictionResponders`) has no Python value
     to be converted from, and convert refuses every such field. A Pod decodes as the
     watch decodes it (`decode_pod`), so a spec field newer than muster's list is named,
     never an error.

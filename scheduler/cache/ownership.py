@@ -14,9 +14,14 @@ The rule, in order:
    operator) need; beside another scheduler that admits such PodGroups, turn it off and
    annotate the PodGroups meant for muster.
 
-A pod counts for rule 1 and 2 by the PodGroup it names in `scheduling.k8s.io/group-name`
-(muster's own pods also by their owner, as muster's controller names PodGroups). Pods of
-any scheduler that sit on a node still count for that node's room.
+A native PodGroup (podgroups.scheduling.k8s.io, api/native.py) follows rules 1 to 3, but
+rule 4 never claims it: kube-scheduler schedules native PodGroups too, so one with no pods
+and no annotation is left to it.
+
+A pod counts for rule 1 and 2 by the PodGroup it names in `scheduling.k8s.io/group-name`,
+else in `spec.schedulingGroup` (api/task.py, named_group; muster's own pods also by their
+owner, as muster's controller names PodGroups). Pods of any scheduler that sit on a node
+still count for that node's room.
 
 `Owners` keeps the rule applied as pods come and go: it counts, per PodGroup, the pods of
 each side that name it, and when the first or the last of a side comes or goes it asks the
@@ -26,13 +31,15 @@ PodGroup is kept aside, never scheduled, reported on or counted in a queue.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.api import wire
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import SCHEDULER_NAME_ANNOTATION
+from scheduler.api.native import NativePodGroup, QueueSource, native_queue
+from scheduler.api.task import TaskInfo
 
 if TYPE_CHECKING:
     from scheduler.cache.world import World
@@ -45,8 +52,16 @@ class Ownership:
     scheduler_names: frozenset[str]
     claim_without_pods: bool = True
 
-    def owns(self, annotations: Mapping[str, str], our_pods: int, their_pods: int) -> bool:
-        """Whether a PodGroup with these annotations and members is muster's."""
+    def owns(
+        self,
+        annotations: Mapping[str, str],
+        our_pods: int,
+        their_pods: int,
+        *,
+        native: bool = False,
+    ) -> bool:
+        """Whether a PodGroup with these annotations and members is muster's (`native`: a
+        native PodGroup, never claimed by default)."""
         if our_pods:
             return True
         if their_pods:
@@ -54,7 +69,7 @@ class Ownership:
         named = annotations.get(SCHEDULER_NAME_ANNOTATION)
         if named:
             return named in self.scheduler_names
-        return self.claim_without_pods
+        return self.claim_without_pods and not native
 
 
 class Owners:
@@ -68,9 +83,11 @@ class Owners:
         self._membership: dict[str, tuple[str, bool]] = {}
         self._members: dict[str, list[int]] = {}
 
-    def owns(self, key: str, group: wire.PodGroup) -> bool:
-        """Whether PodGroup `key` is muster's, with the pods that name it now."""
+    def owns(self, key: str, group: wire.PodGroup | NativePodGroup) -> bool:
+        """Whether PodGroup `key` (a gang key) is muster's, with the pods that name it now."""
         ours, theirs = self._members.get(key, (0, 0))
+        if isinstance(group, NativePodGroup):
+            return self.rule.owns(group.annotations, ours, theirs, native=True)
         return self.rule.owns(group.metadata.annotations, ours, theirs)
 
     def set_membership(self, uid: str, key: str, *, ours: bool) -> None:
@@ -97,29 +114,59 @@ class Owners:
             if counts[side] == 1:  # the first of its side
                 self._recheck(key)
 
-    def adopt(self, key: str, group: wire.PodGroup, *, spec_changed: bool) -> None:
+    def adopt(self, key: str, group: wire.PodGroup | NativePodGroup, *, spec_changed: bool) -> None:
         """Make (or remake) the job of a PodGroup of ours, its members and orphans in it."""
         world = self.world
         live = world.live
-        job = JobInfo.read(
-            group, live.priority_of(group.spec.priority_class_name), world.default_queue
-        )
+        old = live.jobs.get(key)
+        members = list(old.tasks.values()) if old is not None else []
+        members.extend(t for t in live.orphans.values() if t.job == key)
+        if isinstance(group, NativePodGroup):
+            job = self._native_job(group, members)
+        else:
+            job = JobInfo.read(
+                group, live.priority_of(group.spec.priority_class_name), world.default_queue
+            )
         if job.invalid is not None:
             world.invalid[("PodGroup", key)] = job.invalid
         else:
             live.resolve_priority(job)
             world.invalid.pop(("PodGroup", key), None)
-        old = live.jobs.get(key)
         if spec_changed:
             live.failures.pop(key, None)
         if job.phase not in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE):
             live.admitted_at.pop(key, None)
-        members = list(old.tasks.values()) if old is not None else []
-        members.extend(t for t in live.orphans.values() if t.job == key)
         live.jobs[key] = job
         for task in members:
             live.orphans.pop(task.uid, None)
             job.add_task(task)
+
+    def native_queue(
+        self, group: NativePodGroup, members: Iterable[TaskInfo]
+    ) -> tuple[str, QueueSource]:
+        """The queue of a native PodGroup with these members, and the step of its chain that
+        named it (api/native.py)."""
+        world = self.world
+        workload = (
+            world.workloads.get(f"{group.namespace}/{group.workload}") if group.workload else None
+        )
+        return native_queue(
+            group,
+            workload,
+            (task.queue_annotation for task in members),
+            world.namespace_queues.get(group.namespace, ""),
+            world.default_queue,
+        )
+
+    def _native_job(self, group: NativePodGroup, members: list[TaskInfo]) -> JobInfo:
+        """The job of a native PodGroup, in the queue its chain names."""
+        queue, source = self.native_queue(group, members)
+        priority = (
+            group.priority
+            if group.priority is not None
+            else self.world.live.priority_of(group.priority_class_name)
+        )
+        return JobInfo.read_native(group, priority, queue, source)
 
     def disown(self, key: str) -> None:
         """A PodGroup is not (or no longer) ours: no job, nothing kept about it."""
@@ -130,7 +177,9 @@ class Owners:
     def _recheck(self, key: str) -> None:
         """The pods naming PodGroup `key` changed side: it may have become ours or theirs."""
         world = self.world
-        group = world.podgroups.get(key)
+        group: wire.PodGroup | NativePodGroup | None = world.podgroups.get(key)
+        if group is None:
+            group = world.native_podgroups.get(key)
         if group is None:
             return
         if not self.owns(key, group):

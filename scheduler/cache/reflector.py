@@ -18,6 +18,11 @@ served again. An optional kind (one whose CRD most clusters lack, as HyperNodes)
 served only when it answers 404 from a server whose /readyz says it is ready: then the
 reflector counts as synced with no objects, says so once in the log, and lists again
 every `absent_recheck` seconds, so a CRD installed later is picked up.
+
+A kind served at whichever version the server has (Kubernetes' own gang API, api/native.py)
+asks discovery which before each list: at none, it counts as synced with no objects, as an
+optional kind not served; a 404 on the version in use (an upgrade that dropped it) sends it
+to discovery again at once.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -92,6 +97,11 @@ class Kind(Generic[T]):
     # A labelSelector: only the objects it selects are listed and watched (an object that
     # stops matching is seen deleted, as the API server tells a watch).
     selector: str = ""
+    # A kind served at whichever version the server has (scheduling.k8s.io's): the path to
+    # list and watch, found before each list, or None when no version muster reads is
+    # served (then none of it, as an optional kind's 404). A 404 on the path in use (an
+    # upgrade dropped its version) asks again at once.
+    discover: Callable[[KubeClient], Awaitable[str | None]] | None = None
 
 
 class Reflector(Generic[T]):
@@ -112,6 +122,8 @@ class Reflector(Generic[T]):
     ) -> None:
         self.client = client
         self.kind = kind
+        # The collection listed and watched: the kind's, or the one discovery found.
+        self.path = kind.path
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.on_restart = on_restart
@@ -165,6 +177,9 @@ class Reflector(Generic[T]):
         while True:
             try:
                 if not self.resource_version:
+                    if self.kind.discover is not None and not await self._discover():
+                        await asyncio.sleep(self.absent_recheck)
+                        continue
                     await self._list()
                     self.synced.set()
                 await self._watch()
@@ -175,6 +190,21 @@ class Reflector(Generic[T]):
                 self.on_failure("410")
                 self.on_restart("relist")
             except (TransportError, StatusError) as error:
+                if (
+                    self.kind.discover is not None
+                    and isinstance(error, NotFound)
+                    and await self._server_ready()
+                ):
+                    # The version in use is gone (an upgrade dropped it): ask which is served.
+                    failures += 1
+                    self.resource_version = ""
+                    log.info(
+                        "%s is not served any more; asking which version is",
+                        self.path,
+                        extra={"resource": self.kind.name},
+                    )
+                    await asyncio.sleep(_backoff(failures))
+                    continue
                 if (
                     self.kind.optional
                     and isinstance(error, NotFound)
@@ -205,6 +235,18 @@ class Reflector(Generic[T]):
                 self.on_restart("crash")
                 await asyncio.sleep(_backoff(failures))
 
+    async def _discover(self) -> bool:
+        """Find the path the kind is served at; False (and none of it) when it is not."""
+        assert self.kind.discover is not None
+        path = await self.kind.discover(self.client)
+        if path is None:
+            self._not_served()
+            return False
+        if path != self.path and self.path:
+            log.info("%s is served at %s now", self.path, path, extra={"resource": self.name})
+        self.path = path
+        return True
+
     async def _server_ready(self) -> bool:
         """Whether the API server says it is ready (GET /readyz answers 200): only then is a
         404 on an optional kind its CRD missing, not a server still starting."""
@@ -213,7 +255,7 @@ class Reflector(Generic[T]):
         except (StatusError, TransportError) as error:
             log.info(
                 "%s answered 404 while the API server is not ready (%s): trying again",
-                self.kind.path,
+                self.path,
                 error,
                 extra={"resource": self.kind.name},
             )
@@ -223,10 +265,16 @@ class Reflector(Generic[T]):
     def _not_served(self) -> None:
         # The kind is not served: there are none of it, which is a synced, working cache.
         if not self._absent:
+            why = (
+                "no version muster reads is served"
+                if self.kind.discover is not None
+                else "its CRD is not installed"
+            )
             log.info(
-                "%s is not served by the API server (its CRD is not installed): none are"
-                " used; checking again every %.0fs",
-                self.kind.path,
+                "%s is not served by the API server (%s): none are used; checking again"
+                " every %.0fs",
+                self.path or self.kind.name,
+                why,
                 self.absent_recheck,
                 extra={"resource": self.kind.name},
             )
@@ -276,7 +324,7 @@ class Reflector(Generic[T]):
             # A list that fails (a page gone stale, 410) or is cancelled leaves no request.
             pending.cancel()
         if self._absent:
-            log.info("%s is served now", self.kind.path, extra={"resource": self.kind.name})
+            log.info("%s is served now", self.path, extra={"resource": self.kind.name})
             self._absent = False
         for key in self._known - seen:
             self.kind.delete(key)
@@ -287,7 +335,7 @@ class Reflector(Generic[T]):
     async def _page(self, params: dict[str, str]) -> ObjectList[msgspec.Raw]:
         if self.kind.selector:
             params = {**params, "labelSelector": self.kind.selector}
-        body = await self.client.request("GET", self.kind.path, params=params)
+        body = await self.client.request("GET", self.path, params=params)
         return self._page_decoder.decode(body)
 
     async def _watch(self) -> None:
@@ -299,17 +347,15 @@ class Reflector(Generic[T]):
         if self.kind.selector:
             params["labelSelector"] = self.kind.selector
         async for line in self.client.watch(
-            self.kind.path, params, timeout=self.watch_timeout, on_open=self._working
+            self.path, params, timeout=self.watch_timeout, on_open=self._working
         ):
             self._last_heard = self.clock()
             event = self._event_decoder.decode(line)
             if event.type == "ERROR":
                 status = msgspec.json.decode(event.object, type=_Status)
                 if status.code == 410:
-                    raise Gone(410, status.reason, status.message, "WATCH", self.kind.path)
-                raise StatusError(
-                    status.code, status.reason, status.message, "WATCH", self.kind.path
-                )
+                    raise Gone(410, status.reason, status.message, "WATCH", self.path)
+                raise StatusError(status.code, status.reason, status.message, "WATCH", self.path)
             if event.type == "BOOKMARK":
                 mark = msgspec.json.decode(event.object, type=_Bookmark)
                 self.resource_version = mark.metadata.resource_version or self.resource_version

@@ -16,6 +16,7 @@ from scheduler.api.partition import NodePartition
 from scheduler.cache.kinds import (
     hypernodes,
     namespaces,
+    native_podgroups,
     nodes,
     poddisruptionbudgets,
     podgroups,
@@ -24,6 +25,7 @@ from scheduler.cache.kinds import (
     provisioningrequests,
     queues,
     storage,
+    workloads,
 )
 from scheduler.cache.kinds.base import Handler
 from scheduler.cache.reflector import Kind, Reflector
@@ -33,7 +35,8 @@ from scheduler.metrics import Metrics
 
 # Every kind the scheduler lists and watches cluster-wide, one line each, in the order a
 # World built from one listing applies them (inspect/cluster.py): nodes before the pods on
-# them, priority classes before the PodGroups that name them, pods last.
+# them, priority classes before the PodGroups that name them, namespaces and Workloads
+# before the native PodGroups that take their queue, pods last.
 HANDLERS: tuple[Handler[Any], ...] = (
     nodes.HANDLER,
     priorityclasses.HANDLER,
@@ -45,6 +48,8 @@ HANDLERS: tuple[Handler[Any], ...] = (
     storage.CSINODES,
     poddisruptionbudgets.HANDLER,
     namespaces.HANDLER,
+    workloads.HANDLER,
+    native_podgroups.HANDLER,
     hypernodes.HANDLER,
     provisioningrequests.HANDLER,
     pods.HANDLER,

@@ -17,7 +17,7 @@ figures right; a record from a new event gets its status before it is indexed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
 from scheduler.api import wire
@@ -25,6 +25,7 @@ from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from scheduler.api.native import NativePodGroup, NativeWorkload, QueueSource
 from scheduler.api.provisioning import ScaleUpRequest, requests_by_podgroup
 from scheduler.api.snapshot import (
     NO_STORAGE,
@@ -77,8 +78,17 @@ class World:
         self.tasks: dict[str, TaskInfo] = {}
         # Pods that sit on a node we have not seen yet, by node name.
         self.waiting_for_node: dict[str, dict[str, TaskInfo]] = {}
-        # Every PodGroup, muster's or not (only muster's are jobs in `live`).
+        # Every PodGroup, muster's or not (only muster's are jobs in `live`): Volcano's by
+        # "namespace/name", the native ones (scheduling.k8s.io) by their gang key.
         self.podgroups: dict[str, wire.PodGroup] = {}
+        self.native_podgroups: dict[str, NativePodGroup] = {}
+        # Native Workloads by "namespace/name" (the queue their PodGroups may take), and the
+        # queue each namespace's annotation names: steps of a native PodGroup's queue chain.
+        self.workloads: dict[str, NativeWorkload] = {}
+        self.namespace_queues: dict[str, str] = {}
+        # The version of each discovered kind the server serves, by plural ("" for none):
+        # native PodGroups are read, and their status written, at it.
+        self.served_versions: dict[str, str] = {}
         self.owners = Owners(self, Ownership(scheduler_names, claim_podgroups_without_pods))
         # Objects that could not be read, by kind and key.
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
@@ -171,6 +181,8 @@ class World:
             "pod": len(self.tasks),
             "node": len(self.live.nodes),
             "podgroup": len(self.podgroups),
+            "nativepodgroup": len(self.native_podgroups),
+            "workload": len(self.workloads),
             "queue": len(self.live.queues),
             "priorityclass": len(self.live.priority_classes),
             "persistentvolumeclaim": len(self.claims),
@@ -235,6 +247,22 @@ class World:
         if job is not None:
             for task in job.tasks.values():
                 self.live.orphans[task.uid] = task
+
+    def requeue(self, keys: Collection[str], step: QueueSource) -> None:
+        """Read again the queue of those native PodGroups `keys` of ours whose queue came from
+        `step` of their chain or a weaker one (api/native.py, native_queue): what that step
+        says changed (a Workload's label, a pod's annotation, the namespace's)."""
+        live = self.live
+        for key in keys:
+            job = live.jobs.get(key)
+            group = self.native_podgroups.get(key)
+            if job is None or group is None or job.queue_source < step:
+                continue
+            queue, source = self.owners.native_queue(group, job.tasks.values())
+            if queue == job.queue and source == job.queue_source:
+                continue
+            self.cluster_changed()
+            self.owners.adopt(key, group, spec_changed=False)
 
     # The binder's and the evictor's assumptions --------------------------------
     def assume_bound(self, uid: str, node_name: str) -> None:
@@ -307,8 +335,12 @@ class World:
 
     # What the effects ask ----------------------------------------------------------
     def is_ours(self, namespace: str, name: str) -> bool:
-        """Whether the PodGroup namespace/name is cached and muster's (cache/ownership.py)."""
-        job = self.live.jobs.get(f"{namespace}/{name}")
+        """Whether the Volcano PodGroup namespace/name is cached and muster's."""
+        return self.owns(f"{namespace}/{name}")
+
+    def owns(self, key: str) -> bool:
+        """Whether the PodGroup of gang `key` is cached and muster's (cache/ownership.py)."""
+        job = self.live.jobs.get(key)
         return job is not None and not job.shadow
 
     def is_pending(self, uid: str) -> bool:

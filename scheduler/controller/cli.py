@@ -24,10 +24,10 @@ from scheduler.controller.census import PodGroupCensus
 from scheduler.controller.credentials import connection_info
 from scheduler.controller.follow import OwnerFollower
 from scheduler.controller.metrics import ControllerMetrics
+from scheduler.controller.native import needs_work, tend_pod
 from scheduler.controller.objects import ApiObjects
 from scheduler.controller.operator import build_registry
 from scheduler.controller.pending import PendingPods
-from scheduler.controller.podgroups import group_pod
 from scheduler.controller.queue_states import QueueStates
 from scheduler.controller.settings import ControllerOptions
 from scheduler.endpoints import metrics_handler, serve, split_address
@@ -60,9 +60,10 @@ async def run_controller(options: ControllerOptions) -> int:
     census.on_queue_change = queue_states.podgroup_changed
     pending = PendingPods(
         client,
-        lambda pod: group_pod(objects, pod, names, census, metrics),
+        lambda pod: tend_pod(objects, pod, names, census, metrics),
         scheduler_names=options.scheduler_names,
         namespaces=options.namespaces,
+        wanted=needs_work,
     )
     follower = OwnerFollower(
         client,

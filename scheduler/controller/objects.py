@@ -21,10 +21,15 @@ from typing import Any, Generic, Protocol, TypeVar
 from scheduler.api import paths
 from scheduler.api.errors import ApiError
 from scheduler.api.names import QUEUE_NAME_ANNOTATION
+from scheduler.api.native import GROUP as NATIVE_GROUP
+from scheduler.api.native import PODGROUPS as NATIVE_PODGROUPS
+from scheduler.api.native import VERSIONS as NATIVE_VERSIONS
+from scheduler.api.native import WORKLOADS as NATIVE_WORKLOADS
 from scheduler.effects.queues import create_queue_if_missing
 from scheduler.effects.recorder import event_name
 from scheduler.kube.client import KubeClient
 from scheduler.kube.clock import now_rfc3339
+from scheduler.kube.discovery import served_version
 from scheduler.kube.errors import Conflict, NotFound, StatusError
 
 log = logging.getLogger(__name__)
@@ -41,6 +46,8 @@ COMPONENT = "muster-controller"
 # How long an owner's or a namespace's read is reused: a gang's pods arrive together and
 # share them, and a scale change is followed through the owner's watch (follow.py) anyway.
 READ_TTL = 2.0
+# How long the version of Kubernetes' own gang API found by discovery is reused.
+VERSION_TTL = 60.0
 
 T = TypeVar("T")
 
@@ -117,6 +124,21 @@ class ClusterObjects(Protocol):
     async def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         """Merge annotations into a pod's metadata (a pod that is gone is no error)."""
 
+    async def native_podgroup(self, namespace: str, name: str) -> Obj | None:
+        """A native PodGroup (podgroups.scheduling.k8s.io, at the version served), or None
+        when it does not exist or the API is not served."""
+
+    async def native_workload(self, namespace: str, name: str) -> Obj | None:
+        """A native Workload, or None (as native_podgroup)."""
+
+    async def native_podgroups_in(self, namespace: str) -> list[Obj]:
+        """Every native PodGroup of a namespace (none when the API is not served)."""
+
+    async def annotate_native_podgroup(
+        self, namespace: str, name: str, annotations: dict[str, str]
+    ) -> None:
+        """Merge annotations into a native PodGroup's metadata (gone: no error)."""
+
     async def warn(self, pod: Obj, reason: str, message: str) -> None:
         """A Warning event on the pod, once per pod and reason."""
 
@@ -139,6 +161,8 @@ class ApiObjects:
         self._resources: dict[tuple[str, str], tuple[str, str, bool]] = {}
         self._owners: RecentReads[Obj | None] = RecentReads()
         self._namespaces: RecentReads[str] = RecentReads()
+        self._versions: RecentReads[str] = RecentReads(ttl=VERSION_TTL)
+        self._native_lists: RecentReads[list[Obj]] = RecentReads()
 
     async def owner(self, namespace: str, reference: Obj) -> Obj | None:
         uid = str(reference.get("uid", ""))
@@ -241,6 +265,56 @@ class ApiObjects:
             )
         except NotFound:
             log.info("pod is gone before it could be annotated", extra={"pod": name})
+
+    async def native_podgroup(self, namespace: str, name: str) -> Obj | None:
+        return await self._native(NATIVE_PODGROUPS, namespace, name)
+
+    async def native_workload(self, namespace: str, name: str) -> Obj | None:
+        return await self._native(NATIVE_WORKLOADS, namespace, name)
+
+    async def native_podgroups_in(self, namespace: str) -> list[Obj]:
+        return await self._native_lists.get(namespace, lambda: self._list_native(namespace))
+
+    async def _list_native(self, namespace: str) -> list[Obj]:
+        version = await self._native_version()
+        if not version:
+            return []
+        path = paths.native_namespaced(namespace, version, NATIVE_PODGROUPS)
+        listed: Obj = await self.client.get_json(path)
+        return list(listed.get("items") or [])
+
+    async def annotate_native_podgroup(
+        self, namespace: str, name: str, annotations: dict[str, str]
+    ) -> None:
+        version = await self._native_version()
+        if not version:
+            return
+        with contextlib.suppress(NotFound):
+            await self.client.patch(
+                paths.native_podgroup(namespace, name, version),
+                {"metadata": {"annotations": annotations}},
+            )
+
+    async def _native(self, plural: str, namespace: str, name: str) -> Obj | None:
+        version = await self._native_version()
+        if not version:
+            return None
+        try:
+            found: Obj = await self.client.get_json(
+                paths.native_object(namespace, name, version, plural)
+            )
+        except NotFound:
+            return None
+        return found
+
+    async def _native_version(self) -> str:
+        """The version of Kubernetes' own gang API the server serves ("" for none), asked
+        again now and then: an upgrade moves it."""
+        return await self._versions.get(NATIVE_PODGROUPS, self._discover_native)
+
+    async def _discover_native(self) -> str:
+        found = await served_version(self.client, NATIVE_GROUP, NATIVE_PODGROUPS, NATIVE_VERSIONS)
+        return found or ""
 
     async def set_queue_state(self, name: str, state: str) -> None:
         # A queue deleted meanwhile has no state to keep.

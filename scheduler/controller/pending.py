@@ -3,8 +3,9 @@
 Only pending pods can need one (the scheduler binds none without its group), so the list
 and watch ask the API server for unbound pods (`fieldSelector=spec.nodeName=`, and the
 scheduler name when there is one): a cluster's running pods never reach this process. Each
-pod is decoded into the few fields that say whether it needs a group; only those that do
-are kept, for the workers, with their latest state.
+pod is decoded into the few fields that say whether it needs a group (or, when it joins a
+native PodGroup, whether that group may need a queue: controller/native.py); only those
+that do are kept, for the workers, with their latest state.
 
 From the first second: the watch starts from the resourceVersion of the list's first page,
 and the rest of the list is paged in beside it. A pod created after the start is handled
@@ -34,6 +35,9 @@ from scheduler.cache.reflector import ObjectList
 from scheduler.controller.podgroups import PodHead, Retry, needs_podgroup
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import Gone, StatusError, TransportError
+
+# Which pending pods the loop hands on (a pod, muster's scheduler names).
+Wanted = Callable[[PodHead, frozenset[str]], bool]
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +74,11 @@ class PendingPods:
         scheduler_names: tuple[str, ...],
         namespaces: tuple[str, ...] = (),
         workers: int = 16,
+        wanted: Wanted = needs_podgroup,
     ) -> None:
         self.client = client
         self.group = group
+        self.wanted = wanted
         self.scheduler_names = frozenset(scheduler_names)
         self.namespaces = namespaces
         self.workers = workers
@@ -196,7 +202,7 @@ class PendingPods:
             return head.metadata.resource_version or version
         if not listed.is_set():
             seen.add(head.metadata.uid)
-        if event.type == "DELETED" or not needs_podgroup(head, self.scheduler_names):
+        if event.type == "DELETED" or not self.wanted(head, self.scheduler_names):
             self._queued.pop(head.metadata.uid, None)
         else:
             self._offer(head.metadata.uid, event.object, FRESH)
@@ -206,7 +212,7 @@ class PendingPods:
         for raw in items:
             head = _head(raw)
             uid = head.metadata.uid
-            if uid in seen or uid in self._queued or not needs_podgroup(head, self.scheduler_names):
+            if uid in seen or uid in self._queued or not self.wanted(head, self.scheduler_names):
                 continue
             self._offer(uid, raw, LISTED, -_epoch(head.metadata.creation_timestamp))
 

@@ -48,9 +48,15 @@ class _HeadMeta(msgspec.Struct, rename="camel"):
     deletion_timestamp: str | None = None
 
 
+class _HeadGroup(msgspec.Struct, rename="camel"):
+    pod_group_name: str | None = None
+
+
 class _HeadSpec(msgspec.Struct, rename="camel"):
     scheduler_name: str = ""
     node_name: str = ""
+    # A native PodGroup (spec.schedulingGroup): its workload's controller made the group.
+    scheduling_group: _HeadGroup | None = None
 
 
 class _HeadStatus(msgspec.Struct):
@@ -71,11 +77,14 @@ class Retry(Exception):
 
 
 def needs_podgroup(pod: PodHead, scheduler_names: frozenset[str]) -> bool:
-    """A live, unbound pod of ours that names no PodGroup."""
+    """A live, unbound pod of ours that names no PodGroup: neither Volcano's (annotation)
+    nor a native one (spec.schedulingGroup, whose workload controller made it)."""
     meta = pod.metadata
+    group = pod.spec.scheduling_group
     return (
         pod.spec.scheduler_name in scheduler_names
         and not meta.annotations.get(GROUP_NAME_ANNOTATION)
+        and not (group is not None and group.pod_group_name)
         and meta.deletion_timestamp is None
         and not pod.spec.node_name
         and pod.status.phase not in _FINISHED
@@ -120,6 +129,11 @@ async def ensure_podgroup(
     namespace = typed.metadata.namespace
     lineage = await read_lineage(objects, pod)
     choice = choose_rule(pod, lineage)
+    if len(lineage.owners) > 1 and await kubernetes_gangs_siblings(objects, namespace, lineage):
+        # Kubernetes' Job controller gangs this workload's Jobs itself (native PodGroups): a
+        # group over all of it would wait for pods that join those; the pod's own Job's
+        # rule groups it instead.
+        choice = choose_rule(pod, Lineage(lineage.reference, lineage.owners[:1]))
     present = frozenset(
         [
             probe
@@ -152,6 +166,27 @@ async def ensure_podgroup(
             log.info("PodGroup follows its owner: %s", plan.desired.rule, extra=where)
     await objects.annotate_pod(namespace, typed.metadata.name, {GROUP_NAME_ANNOTATION: plan.name})
     return plan.name
+
+
+async def kubernetes_gangs_siblings(
+    objects: ClusterObjects, namespace: str, lineage: Lineage
+) -> bool:
+    """Whether a native PodGroup of the namespace is controlled by a Job that the pod's top
+    owner controls: Kubernetes' Job controller (WorkloadWithJob) gangs that workload's Jobs
+    itself (each Job whose pods are Indexed, parallelism = completions > 1, a gang)."""
+    top = lineage.top
+    top_uid = ((top or {}).get("metadata") or {}).get("uid")
+    if not top_uid:
+        return False
+    for group in await objects.native_podgroups_in(namespace):
+        reference = controlling_owner(group)
+        if reference is None or reference.get("kind") != "Job":
+            continue
+        job = await objects.owner(namespace, reference)
+        above = controlling_owner(job) if job is not None else None
+        if above is not None and above.get("uid") == top_uid:
+            return True
+    return False
 
 
 def _names_queue(obj: Obj | None) -> bool:

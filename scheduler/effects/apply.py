@@ -203,7 +203,7 @@ class Effects:
         writer = StatusWriter(
             status_client,
             recorder,
-            is_ours=world.is_ours,
+            is_ours=world.owns,
             is_pending=world.is_pending,
             on_unwritten=world.status_unwritten,
             on_written=lambda kind, result: metrics.status_writes.labels(kind, result).inc(),
@@ -278,7 +278,7 @@ class Effects:
         self.writer.pods(list(messages.values()))
 
     def forget_gone(self, podgroups: Collection[str], pods: Collection[str]) -> None:
-        """Let the writers drop what they keep about PodGroups ("ns/name") and pods (uids)
+        """Let the writers drop what they keep about PodGroups (gang keys) and pods (uids)
         that no longer exist."""
         self.writer.forget_gone(podgroups, pods)
 

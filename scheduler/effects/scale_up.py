@@ -155,7 +155,10 @@ class ScaleUpWriter:
     async def _create(self, decision: CreateProvisioningRequest) -> bool:
         namespace = decision.namespace
         podgroup = _owner(
-            _PODGROUP_API_VERSION, "PodGroup", decision.podgroup, decision.podgroup_uid
+            decision.podgroup_api_version or _PODGROUP_API_VERSION,
+            "PodGroup",
+            decision.podgroup,
+            decision.podgroup_uid,
         )
         labels = {MANAGED_BY_LABEL: MANAGED_BY}
         try:

@@ -23,7 +23,9 @@ from typing import Any
 from scheduler.api import paths
 from scheduler.api.hypernode import API_VERSION as HYPERNODE_API_VERSION
 from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, GROUP, VERSION
-from scheduler.api.reasons import FIELD_NOT_HONOURED
+from scheduler.api.native import GROUP as NATIVE_GROUP
+from scheduler.api.native import SCHEDULED_CONDITION
+from scheduler.api.reasons import FIELD_NOT_HONOURED, INVALID_OBJECT
 from scheduler.effects.lanes import KeyedLane
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import (
@@ -31,6 +33,8 @@ from scheduler.framework.decisions import (
     GroupCondition,
     HyperNodeStatusUpdate,
     InvalidObjectReport,
+    NativeObjectReport,
+    NativeStatusUpdate,
     PodGroupStatusUpdate,
     PodUnschedulable,
     QueueStatusUpdate,
@@ -54,8 +58,6 @@ _API_VERSIONS = {
     "Queue": _API_VERSION,
     "HyperNode": HYPERNODE_API_VERSION,
 }
-# The reason of events on objects muster cannot use at all.
-INVALID_OBJECT = "InvalidObject"
 # How long at most a status write waits for the binds queued before it (yield_to): a
 # PodGroup's phase shows at most this late while a burst of binds goes out.
 HOLD_SECONDS = 10.0
@@ -70,14 +72,14 @@ class StatusWriter:
         recorder: EventRecorder,
         concurrency: int = 16,
         *,
-        is_ours: Callable[[str, str], bool] = lambda namespace, name: True,
+        is_ours: Callable[[str], bool] = lambda key: True,
         on_written: Callable[[str, str], None] = lambda kind, result: None,
         is_pending: Callable[[str], bool] = lambda uid: True,
         on_unwritten: Callable[[], None] = lambda: None,
     ) -> None:
         self.client = client
         self.recorder = recorder
-        # Whether PodGroup (namespace, name) is still muster's (World.is_ours).
+        # Whether the PodGroup of a gang key is still muster's (World.owns).
         self.is_ours = is_ours
         # Each write's kind (podgroup, queue, pod) and result (success, error), for metrics.
         self.on_written = on_written
@@ -92,7 +94,8 @@ class StatusWriter:
         # (thousands of them when a new leader takes over a full queue).
         self._group_lane = KeyedLane(concurrency)
         self._pod_lane = KeyedLane(concurrency)
-        self._podgroups: dict[tuple[str, str], PodGroupStatusUpdate] = {}
+        # By gang key (a Volcano PodGroup's and a native one's of one name differ).
+        self._podgroups: dict[str, PodGroupStatusUpdate] = {}
         # Pods' PodScheduled condition as last queued: (reason, message).
         self._pods: dict[str, tuple[str, str]] = {}
         self._queues: dict[str, dict[str, Any]] = {}
@@ -121,7 +124,7 @@ class StatusWriter:
     def podgroups(self, updates: list[PodGroupStatusUpdate]) -> None:
         """Write PodGroup statuses that changed, with an event when the verdict changes."""
         for update in updates:
-            key = (update.namespace, update.name)
+            key = update.key
             previous = self._podgroups.get(key)
             if previous == update:
                 continue
@@ -169,12 +172,10 @@ class StatusWriter:
         self._pods.pop(uid, None)
 
     def forget_gone(self, podgroups: Collection[str], pods: Collection[str]) -> None:
-        """Drop what was written for PodGroups ("ns/name") and pods (uids) that no longer
+        """Drop what was written for PodGroups (gang keys) and pods (uids) that no longer
         exist: a scheduler running for weeks must not keep every object it ever saw."""
         self._podgroups = {
-            key: update
-            for key, update in self._podgroups.items()
-            if f"{key[0]}/{key[1]}" in podgroups
+            key: update for key, update in self._podgroups.items() if key in podgroups
         }
         self._pods = {uid: written for uid, written in self._pods.items() if uid in pods}
         self._field_warned = {uid for uid in self._field_warned if uid in pods}
@@ -213,9 +214,11 @@ class StatusWriter:
                     continue
                 self._warned.add(key)
             namespace, _, name = report.name.rpartition("/")
-            api_version = _API_VERSIONS.get(report.kind, "v1")
+            kind, api_version = report.kind, _API_VERSIONS.get(report.kind, "v1")
+            if isinstance(report, NativeObjectReport):
+                kind, api_version = "PodGroup", f"{NATIVE_GROUP}/{report.version}"
             self.recorder.record(
-                ObjectRef(report.kind, api_version, namespace, name),
+                ObjectRef(kind, api_version, namespace, name),
                 "Warning",
                 report.reason,
                 report.message,
@@ -244,9 +247,12 @@ class StatusWriter:
             self.on_unwritten()
 
     async def _write_podgroup(self, update: PodGroupStatusUpdate) -> None:
-        if not self.is_ours(update.namespace, update.name):
+        if not self.is_ours(update.key):
             # Another scheduler's now (or gone): its status is not ours to write.
-            self._podgroups.pop((update.namespace, update.name), None)
+            self._podgroups.pop(update.key, None)
+            return
+        if isinstance(update, NativeStatusUpdate):
+            await self._write_native(update)
             return
         stamp = now_rfc3339()
         status = {
@@ -266,7 +272,21 @@ class StatusWriter:
         path = paths.podgroup(update.namespace, update.name)
         if not await self._patch(path, body, "podgroup", gone_is_done=False):
             # Not written: let the next session try again.
-            self._podgroups.pop((update.namespace, update.name), None)
+            self._podgroups.pop(update.key, None)
+            self.on_unwritten()
+
+    async def _write_native(self, update: NativeStatusUpdate) -> None:
+        """A native PodGroup's conditions, as kube-scheduler writes them: a strategic merge
+        patch of podgroups/status (conditions is a list keyed by type), which leaves the
+        conditions and claim statuses others write alone; muster's own conditions it no
+        longer wants are deleted by key."""
+        stamp = now_rfc3339()
+        conditions: list[dict[str, Any]] = [_condition(c, stamp) for c in update.conditions]
+        conditions += [{"type": kind, "$patch": "delete"} for kind in update.removed]
+        body = {"status": {"conditions": conditions}}
+        path = paths.native_podgroup_status(update.namespace, update.name, update.version)
+        if not await self._patch(path, body, "podgroup", STRATEGIC_MERGE_PATCH, gone_is_done=False):
+            self._podgroups.pop(update.key, None)
             self.on_unwritten()
 
     async def _write_pod(self, message: PodUnschedulable) -> None:
@@ -319,10 +339,14 @@ class StatusWriter:
     def _podgroup_event(
         self, update: PodGroupStatusUpdate, previous: PodGroupStatusUpdate | None
     ) -> None:
-        ref = ObjectRef("PodGroup", _API_VERSION, update.namespace, update.name, update.uid)
+        native = isinstance(update, NativeStatusUpdate)
+        api_version = _API_VERSION
+        scheduled = SCHEDULED
+        if isinstance(update, NativeStatusUpdate):
+            api_version = f"{NATIVE_GROUP}/{update.version}"
+            scheduled = SCHEDULED_CONDITION.get(update.version, SCHEDULED)
+        ref = ObjectRef("PodGroup", api_version, update.namespace, update.name, update.uid)
         for condition in update.conditions:
-            if condition.status != "True":
-                continue
             old = (
                 next((c for c in previous.conditions if c.type == condition.type), None)
                 if previous
@@ -330,9 +354,14 @@ class StatusWriter:
             )
             if old == condition:
                 continue
+            if native and condition.type == scheduled and condition.status == "False":
+                # A native PodGroup waits (kube-scheduler's condition is never True twice).
+                self.recorder.record(ref, "Warning", condition.reason, condition.message)
+            if condition.status != "True":
+                continue
             if condition.type == UNSCHEDULABLE:
                 self.recorder.record(ref, "Warning", "Unschedulable", condition.message)
-            elif condition.type == SCHEDULED:
+            elif condition.type == scheduled:
                 self.recorder.record(ref, "Normal", "Scheduled", condition.message)
             elif condition.type == NOT_HONOURED_TYPE:
                 # Never silence: the event says which field is ignored and what muster does.

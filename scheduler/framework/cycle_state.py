@@ -12,12 +12,14 @@ it is made."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import NamedTuple, Protocol
 
+from scheduler.api.job import JobInfo
+from scheduler.api.network_topology import NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.task import TaskInfo
-from scheduler.api.topology import SessionTopology
+from scheduler.api.topology import SessionTopology, label_topology
 from scheduler.framework.holds import Holds
 from scheduler.framework.scaleup import ScaleUp
 from scheduler.framework.statement import Statement
@@ -31,6 +33,17 @@ class SpreadDomains(Protocol):
 
     def domain_refuses(self, task: TaskInfo, domain: tuple[str, str]) -> bool:
         """Whether that domain still refuses the task."""
+
+
+class Placement(NamedTuple):
+    """The domains a topology gang is placed inside, and how far it may spread."""
+
+    view: SessionTopology
+    spec: NetworkTopology
+
+
+# A native PodGroup's topology constraint: all of it inside one domain of its label.
+_ONE_DOMAIN = NetworkTopology("hard", highest_tier=1)
 
 
 class CycleState:
@@ -71,8 +84,8 @@ class CycleState:
         self.overcommit_factor: float | None = None
         # The session's network-topology domains and their free room, opened by the
         # network-topology-aware plugin; None without it: topology gangs are placed as any.
-        # Writer: plugins/networktopology.py. Readers: actions/allocate.py,
-        # actions/eviction.py.
+        # Preempt and reclaim ask for it through topology_for, as allocate does for gangs.
+        # Writer: plugins/networktopology.py. Readers: actions/allocate.py.
         self.topology: SessionTopology | None = None
         # The nodes holding one of a pod's images, the only nodes its images score above its
         # image-free twin; set by nodeorder when ImageLocality scores this session.
@@ -91,3 +104,20 @@ class CycleState:
         # (they bind nothing until all of the gang can); the cycle's close pipelines them.
         # Writer: actions/allocate.py. Readers: framework/cycle.py.
         self.pipelined: list[Statement] = []
+
+    def topology_for(self, job: JobInfo, nodes: Mapping[str, NodeInfo]) -> Placement | None:
+        """Where a topology gang goes: a native PodGroup's topology key puts every pod in
+        one domain of that node label, whatever plugins the config lists (kube-scheduler
+        honours it without a plugin in the config too); spec.networkTopology is placed
+        over the network-topology-aware plugin's domains (`topology`). None for a gang with
+        neither, or with a networkTopology and no plugin (it is then placed as any)."""
+        if job.topology_key:
+            # Its own view, its room summed afresh: the plugin keeps only `topology`'s
+            # domains in step with the session's placements.
+            return Placement(
+                SessionTopology(label_topology(nodes, job.topology_key), nodes), _ONE_DOMAIN
+            )
+        spec = job.network_topology
+        if self.topology is None or spec is None:
+            return None
+        return Placement(self.topology, spec)

@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 
 from scheduler.api.job import PodGroupPhase
+from scheduler.api.native import PodGroupApi, native_key
+from scheduler.api.reasons import INVALID_OBJECT
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import SettledJob
 
@@ -91,6 +93,36 @@ class PodGroupStatusUpdate(msgspec.Struct, frozen=True, gc=False):
     # The annotation volcano.sh/job-allocated-hypernode to write with the status ("": none).
     allocated_hypernode: str = ""
 
+    @property
+    def api(self) -> PodGroupApi:
+        """Which API the PodGroup comes from."""
+        return PodGroupApi.VOLCANO
+
+    @property
+    def key(self) -> str:
+        """The gang key of the PodGroup."""
+        return f"{self.namespace}/{self.name}"
+
+
+class NativeStatusUpdate(PodGroupStatusUpdate, frozen=True, gc=False):
+    """A native PodGroup's conditions that differ from what the API server holds (it has no
+    phase or counts: those fields are the session's verdict, for events and tools): its
+    version, and the condition types of muster's to delete from it (its status is written
+    with a strategic merge patch, which keeps what it does not name)."""
+
+    version: str = ""
+    removed: tuple[str, ...] = ()
+
+    @property
+    def api(self) -> PodGroupApi:
+        """A native PodGroup's."""
+        return PodGroupApi.NATIVE
+
+    @property
+    def key(self) -> str:
+        """The gang key of the PodGroup (api/native.py)."""
+        return native_key(self.namespace, self.name)
+
 
 class HyperNodeStatusUpdate(msgspec.Struct, frozen=True, gc=False):
     """A HyperNode's status.nodeCount that differs from what the API server holds."""
@@ -152,6 +184,8 @@ class CreateProvisioningRequest(msgspec.Struct, frozen=True):
     class_name: str
     parameters: tuple[tuple[str, str], ...]
     pod_sets: tuple[PodSetTemplate, ...]
+    # The owning PodGroup's apiVersion ("": Volcano's): a native one's is scheduling.k8s.io's.
+    podgroup_api_version: str = ""
 
 
 class DeleteProvisioningRequest(msgspec.Struct, frozen=True, gc=False):
@@ -221,7 +255,13 @@ class InvalidObjectReport(msgspec.Struct, frozen=True, gc=False):
     kind: str
     name: str
     message: str
-    reason: str = "InvalidObject"
+    reason: str = INVALID_OBJECT
+
+
+class NativeObjectReport(InvalidObjectReport, frozen=True, gc=False):
+    """A report about a native PodGroup, at the version its events name."""
+
+    version: str = ""
 
 
 @dataclass(slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduler.api import wire
+from scheduler.api.errors import FieldRefused
 from scheduler.api.gang_state import (
     PLACED_STATUSES,
     STARTED_PHASES,
@@ -14,18 +15,34 @@ from scheduler.api.gang_state import (
     runs_as_gang,
 )
 from scheduler.api.job import NOT_HONOURED, JobInfo, PodGroupPhase
+from scheduler.api.native import (
+    DISRUPTION_TARGET,
+    NATIVE_KIND,
+    PODGROUP_RESOURCE,
+    SCHEDULED_CONDITION,
+    V1BETA1,
+    describe_group,
+    native_key,
+)
 from scheduler.api.queue import QUEUE_NOT_HONOURED
 from scheduler.api.reasons import (
     ADMITTED,
     ENQUEUED,
     EVICTION_REFUSED,
+    FIELD_NOT_HONOURED,
     GANG_READY,
     GATED_MESSAGE,
     INQUEUE_TIMEOUT,
     INVALID_ANNOTATION,
+    INVALID_OBJECT,
+    INVALID_PODGROUP,
+    NATIVE_UNSCHEDULABLE,
     POD_GATED,
     POD_UNSCHEDULABLE,
+    PREEMPTION_BY_SCHEDULER,
     SCALE_UP,
+    SCHEDULER_ERROR,
+    SCHEDULING_GROUP_IGNORED,
     STARVING,
     gang_unschedulable,
 )
@@ -46,6 +63,8 @@ from scheduler.framework.decisions import (
     GroupCondition,
     HyperNodeStatusUpdate,
     InvalidObjectReport,
+    NativeObjectReport,
+    NativeStatusUpdate,
     PodGroupStatusUpdate,
     PodUnschedulable,
     QueueFigures,
@@ -81,14 +100,70 @@ def conditions_after(
     the session; a condition keeps its lastTransitionTime while its status stays."""
     previous = {c.type: c for c in job.conditions}
     stamp = format_rfc3339(now)
+    gang = (
+        [*_native_scheduled(job, phase, previous), *_disruption(job, phase, previous)]
+        if job.native
+        else _gang_conditions(job, phase, previous)
+    )
     found = [
-        *_gang_conditions(job, phase, previous),
+        *gang,
         *_admitted(job, phase, previous),
         *_not_honoured(job),
         *_starving(job),
         *_scale_up(job),
     ]
     return tuple(_stamped(c, previous.get(c.type), stamp) for c in found)
+
+
+def scheduled_condition(job: JobInfo) -> str:
+    """The scheduled condition type kube-scheduler writes on a native PodGroup of the job's
+    version (PodGroupScheduled, PodGroupInitiallyScheduled)."""
+    return SCHEDULED_CONDITION.get(job.native_version, SCHEDULED_CONDITION[V1BETA1])
+
+
+def _native_scheduled(
+    job: JobInfo, phase: PodGroupPhase, previous: dict[str, wire.Condition]
+) -> list[GroupCondition]:
+    """A native PodGroup's scheduled condition, as kube-scheduler writes it: True (reason
+    Scheduled) once the gang is placed, never set back; while it waits, False with reason
+    Unschedulable (SchedulerError for a spec that cannot be used) and muster's words."""
+    kind = scheduled_condition(job)
+    kept = previous.get(kind)
+    if kept is not None and kept.status == "True":
+        return [_kept(kept)]
+    if phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED):
+        message = (
+            f"{job.ready_count()}/{len(job.tasks)} tasks in gang placed, minMember {job.min_member}"
+        )
+        return [GroupCondition(kind, "True", SCHEDULED, message)]
+    if job.wait_reason:
+        reason = SCHEDULER_ERROR if job.wait_reason == INVALID_PODGROUP else NATIVE_UNSCHEDULABLE
+        message = gang_unschedulable(len(job.tasks), job.ready_count(), job.wait_message)
+        return [GroupCondition(kind, "False", reason, message)]
+    # Nothing new was learnt this session: keep what the object says.
+    return [_kept(kept)] if kept is not None else []
+
+
+def _disruption(
+    job: JobInfo, phase: PodGroupPhase, previous: dict[str, wire.Condition]
+) -> list[GroupCondition]:
+    """A native PodGroup's DisruptionTarget: True (PreemptionByScheduler) from the session
+    that evicts its pods until the gang runs whole again."""
+    if job.disrupted:
+        message = f"muster: preempting to accommodate {describe_group(job.disrupted)}"
+        return [GroupCondition(DISRUPTION_TARGET, "True", PREEMPTION_BY_SCHEDULER, message)]
+    kept = previous.get(DISRUPTION_TARGET)
+    if kept is None or kept.reason != PREEMPTION_BY_SCHEDULER:
+        return []
+    if phase is PodGroupPhase.RUNNING and not job.count(TaskStatus.RELEASING):
+        return []
+    return [_kept(kept)]
+
+
+# The condition types muster writes on a native PodGroup, besides the version's scheduled
+# one: those absent from a session's set are deleted from the object (its strategic merge
+# patch keeps what it does not name), others' conditions are left alone.
+_NATIVE_OWNED = frozenset({ADMITTED, NOT_HONOURED_TYPE, STARVING, SCALE_UP, DISRUPTION_TARGET})
 
 
 def _gang_conditions(
@@ -207,6 +282,8 @@ def podgroup_update(
     if phase is None:
         phase = phase_after(job)
     conditions = conditions_after(job, phase, now)
+    if job.native:
+        return _native_update(job, phase, conditions)
     running = job.count(TaskStatus.RUNNING)
     succeeded = job.count(TaskStatus.SUCCEEDED)
     failed = job.count(TaskStatus.FAILED)
@@ -233,6 +310,40 @@ def podgroup_update(
         job.uid,
         hypernode if moved else "",
     )
+
+
+def _native_update(
+    job: JobInfo, phase: PodGroupPhase, conditions: tuple[GroupCondition, ...]
+) -> PodGroupStatusUpdate | None:
+    """A native PodGroup's conditions to write (it has no phase or counts), or None when the
+    server holds them: muster's own conditions compared by type, those it no longer wants
+    to be deleted."""
+    owned = _NATIVE_OWNED | {scheduled_condition(job)}
+    held = {c.type: _kept(c) for c in job.conditions if c.type in owned}
+    wanted = {c.type: c for c in conditions}
+    removed = tuple(sorted(set(held) - set(wanted)))
+    if held == wanted:
+        return None
+    return NativeStatusUpdate(
+        job.namespace,
+        job.name,
+        phase,
+        conditions,
+        job.count(TaskStatus.RUNNING),
+        job.count(TaskStatus.SUCCEEDED),
+        job.count(TaskStatus.FAILED),
+        job.uid,
+        version=job.native_version,
+        removed=removed,
+    )
+
+
+def describe(job: JobInfo) -> str:
+    """How messages name a job's PodGroup: "PodGroup ns/name" (Volcano's) or
+    "podgroups.scheduling.k8s.io ns/name" (a native one)."""
+    if job.native:
+        return f"{PODGROUP_RESOURCE} {job.namespace}/{job.name}"
+    return f"PodGroup {job.key}"
 
 
 def pod_messages(job: JobInfo) -> list[PodUnschedulable]:
@@ -317,6 +428,10 @@ def close_result(
 ) -> SessionResult:
     """Fill the status parts of a session's result from its final state."""
     _say_eviction_refusals(snapshot)
+    for eviction in result.evictions:
+        victim = snapshot.jobs.get(eviction.job)
+        if victim is not None and victim.native:
+            victim.disrupted = eviction.preemptor
     phases: dict[str, PodGroupPhase] = {}
     settled = snapshot.settled
     for job in snapshot.jobs.values():
@@ -338,18 +453,38 @@ def close_result(
                 orphan.uid,
                 orphan.job,
                 POD_UNSCHEDULABLE,
-                f"waiting for PodGroup {orphan.job}, which does not exist",
+                f"waiting for {describe_group(orphan.job)}, which does not exist",
             )
         )
     result.field_warnings.extend(field_warnings(snapshot, result))
     result.hypernodes.extend(hypernode_updates(snapshot))
     result.queues.extend(queue_updates(snapshot, phases, figures))
-    result.invalid.extend(
-        InvalidObjectReport(error.kind, error.name, str(error)) for error in snapshot.invalid
-    )
+    result.invalid.extend(invalid_reports(snapshot))
     result.invalid.extend(queue_warnings(snapshot))
     result.invalid.extend(annotation_warnings(snapshot))
     return result
+
+
+def invalid_reports(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:
+    """A Warning event per object muster cannot use: InvalidObject, or FieldNotHonoured for
+    a native PodGroup whose field muster refuses (api/native.py), at its version."""
+    reports = []
+    for error in snapshot.invalid:
+        if error.kind != NATIVE_KIND:
+            reports.append(InvalidObjectReport(error.kind, error.name, str(error)))
+            continue
+        namespace, _, name = error.name.partition("/")
+        job = snapshot.jobs.get(native_key(namespace, name))
+        reports.append(
+            NativeObjectReport(
+                error.kind,
+                error.name,
+                str(error),
+                FIELD_NOT_HONOURED if isinstance(error, FieldRefused) else INVALID_OBJECT,
+                job.native_version if job is not None else "",
+            )
+        )
+    return reports
 
 
 def _say_eviction_refusals(snapshot: ClusterSnapshot) -> None:
@@ -381,21 +516,52 @@ def field_warnings(snapshot: ClusterSnapshot, result: SessionResult) -> list[Fie
 
 def annotation_warnings(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:
     """A warning per PodGroup or pod of ours whose Volcano labels or annotations cannot be
-    read (api/annotations.py), naming the value and what muster does instead."""
+    read (api/annotations.py), naming the value and what muster does instead; and per pod
+    that names a Volcano PodGroup and a native one, naming both and the one it joins."""
     reports: list[InvalidObjectReport] = []
     for job in snapshot.jobs.values():
         if job.key in snapshot.settled:
             continue  # reported when settled, and said once per process
-        reports.extend(
-            InvalidObjectReport("PodGroup", job.key, problem, INVALID_ANNOTATION)
-            for problem in job.settings.problems
-        )
+        if job.native:
+            reports.extend(
+                NativeObjectReport(
+                    NATIVE_KIND,
+                    f"{job.namespace}/{job.name}",
+                    problem,
+                    INVALID_ANNOTATION,
+                    job.native_version,
+                )
+                for problem in job.settings.problems
+            )
+        else:
+            reports.extend(
+                InvalidObjectReport("PodGroup", job.key, problem, INVALID_ANNOTATION)
+                for problem in job.settings.problems
+            )
         for task in job.tasks.values():
             reports.extend(
                 InvalidObjectReport("Pod", task.key, problem, INVALID_ANNOTATION)
                 for problem in task.protection.problems
             )
+            if task.ignored_group:
+                reports.append(
+                    InvalidObjectReport(
+                        "Pod",
+                        task.key,
+                        group_ignored(task.key, job.name, task.ignored_group),
+                        SCHEDULING_GROUP_IGNORED,
+                    )
+                )
     return reports
+
+
+def group_ignored(pod: str, annotated: str, native: str) -> str:
+    """What the Warning event on a pod that names two PodGroups says."""
+    return (
+        f"pod {pod} names PodGroup {annotated} (annotation scheduling.k8s.io/group-name) and "
+        f"{PODGROUP_RESOURCE} {native} (spec.schedulingGroup.podGroupName); muster schedules "
+        f"it with PodGroup {annotated}: the annotation wins"
+    )
 
 
 def queue_warnings(snapshot: ClusterSnapshot) -> list[InvalidObjectReport]:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from scheduler.api.gang_state import gang_ready, may_place
 from scheduler.api.job import JobInfo, ScaleUpVerdict
+from scheduler.api.native import GROUP as NATIVE_GROUP
 from scheduler.api.pod_templates import PodShape, shapes, template_spec
 from scheduler.api.provisioning import (
     BEST_EFFORT_ATOMIC,
@@ -260,6 +261,7 @@ class ScaleUp:
                 class_name=policy.class_name,
                 parameters=policy.parameters,
                 pod_sets=pod_sets,
+                podgroup_api_version=(f"{NATIVE_GROUP}/{job.native_version}" if job.native else ""),
             )
         )
         result.scale_ups.append(

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from scheduler.api.errors import FieldRefused
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
-from scheduler.api.reasons import INVALID_PODGROUP
+from scheduler.api.reasons import FIELD_NOT_HONOURED, INVALID_PODGROUP
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus
@@ -211,7 +212,11 @@ class Session:
     def job_valid(self, job: JobInfo) -> Waiting | None:
         """Why the job cannot be scheduled this session, or None; recorded on the job."""
         if job.invalid is not None:
-            verdict: Waiting | None = Waiting(INVALID_PODGROUP, str(job.invalid))
+            # A field muster refuses (api/native.py) is no mistake in the object.
+            reason = (
+                FIELD_NOT_HONOURED if isinstance(job.invalid, FieldRefused) else INVALID_PODGROUP
+            )
+            verdict: Waiting | None = Waiting(reason, str(job.invalid))
         else:
             verdict = None
             for tier in self._points.get("job_valid", _NO_TIERS):

@@ -17,7 +17,8 @@ not settled. Nor is a job:
   may change jobs a session does not place): every such session is whole;
 - that holds room for starving gangs or is nominated for released room;
 - of a fifo queue (its head holds back the jobs behind it), with pod-to-pod terms (a pod
-  placed anywhere may let it in), subgroup policies or a network topology;
+  placed anywhere may let it in), subgroup policies or a network topology (a native
+  PodGroup's topology constraint included);
 - that waits for a reason other gangs' placements can lift (its queue's share, say), or
   that was not tried this session (it waits out its backoff).
 
@@ -128,7 +129,12 @@ class _Clock:
 
 def _may_settle(session: Session, state: CycleState, job: JobInfo, clock: _Clock) -> bool:
     queue = session.queues.get(job.queue)
-    if (queue is not None and queue.fifo) or job.subgroup_policies or job.network_topology:
+    if (
+        (queue is not None and queue.fifo)
+        or job.subgroup_policies
+        or job.network_topology
+        or job.topology_key
+    ):
         return False
     if any(task.topology is not None for task in job.tasks.values()):
         return False

@@ -38,6 +38,7 @@ from scheduler.inspect.config import (
     read_config_map,
 )
 from scheduler.kube.client import KubeClient
+from scheduler.kube.discovery import served_version
 from scheduler.kube.errors import NotFound, StatusError, TransportError
 
 T = TypeVar("T")
@@ -72,6 +73,8 @@ class ClusterObjects:
     pods: list[wire.Pod] = field(default_factory=list)
     # Every other kind the scheduler watches (storage, namespaces), by its reflector's name.
     others: dict[str, list[Any]] = field(default_factory=dict)
+    # The version of each discovered kind the server serves, by plural ("" for none).
+    served_versions: dict[str, str] = field(default_factory=dict)
 
     def of_kind(self, name: str) -> list[Any]:
         """The listed objects of the kind a reflector of that name keeps."""
@@ -227,8 +230,18 @@ async def list_cluster(client: KubeClient) -> ClusterObjects:
     """List every kind the scheduler watches (GETs only), decoded as its reflectors do."""
     objects = ClusterObjects()
     for handler in HANDLERS:
+        path = handler.path
+        versions = handler.versions
+        if versions is not None:
+            version = await served_version(
+                client, versions.group, versions.plural, versions.versions
+            )
+            objects.served_versions[versions.plural] = version or ""
+            if version is None:
+                continue  # no version muster reads is served: none of them
+            path = versions.path(version)
         try:
-            listed = await _list(client, handler.path, handler.wire_type, handler.decode)
+            listed = await _list(client, path, handler.wire_type, handler.decode)
         except NotFound:
             if not handler.optional:
                 raise
@@ -252,6 +265,7 @@ def build_world(
 ) -> World:
     """The World the scheduler's reflectors would hold after listing these objects."""
     world = World(frozenset(scheduler_names), default_queue)
+    world.served_versions.update(objects.served_versions)
     # the scheduler's own kinds, in its order (nodes before the pods on them, priority
     # classes before the PodGroups that name them)
     for handler in HANDLERS:

@@ -18,7 +18,9 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.gang_state import PLACED_STATUSES
 from scheduler.api.job import JobInfo, PodGroupPhase
-from scheduler.api.names import GROUP_NAME_ANNOTATION, GROUPING_RULE_ANNOTATION
+from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, GROUPING_RULE_ANNOTATION
+from scheduler.api.native import GROUP as NATIVE_GROUP
+from scheduler.api.native import PODGROUP_RESOURCE, describe_group, native_key
 from scheduler.api.resources import Resource, describe
 from scheduler.api.snapshot import shadow_key
 from scheduler.api.subgroups import split
@@ -323,7 +325,7 @@ def explain_text(
     key = view.key
     lines = [*(pod_lines or [])]
     lines.append(
-        f"PodGroup {key}: {view.phase}, {view.placed}/{view.min_member} members placed "
+        f"{view.title}: {view.phase}, {view.placed}/{view.min_member} members placed "
         f"({view.members} pods), queue {view.queue}"
     )
     if rule:
@@ -406,7 +408,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "kind",
         choices=(*PODGROUP_KINDS, *POD_KINDS),
-        help="what to explain: a PodGroup, or a pod (its group, and which member it is)",
+        metavar="KIND",
+        help="what to explain: a PodGroup (pg or podgroups.scheduling.volcano.sh for "
+        "Volcano's, podgroups.scheduling.k8s.io for Kubernetes' own, podgroup for whichever "
+        "exists by that name), or a pod (its group, and which member it is)",
     )
     parser.add_argument("name", help="NAMESPACE/NAME, or NAME with -n")
     parser.add_argument("-n", "--namespace", help="the object's namespace")
@@ -415,7 +420,13 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=main)
 
 
-PODGROUP_KINDS = ("podgroup", "podgroups", "pg")
+# Which PodGroups a kind names: Volcano's (its short name pg, or its resource), the native
+# ones (podgroups.scheduling.k8s.io), or whichever exists by the name asked (plain
+# podgroup(s), as kubectl reads it: both existing is a question to ask again, qualified).
+VOLCANO_KINDS = ("pg", f"podgroups.{GROUP}", f"podgroup.{GROUP}")
+NATIVE_KINDS = (PODGROUP_RESOURCE, f"podgroup.{NATIVE_GROUP}")
+EITHER_KINDS = ("podgroup", "podgroups")
+PODGROUP_KINDS = (*EITHER_KINDS, *VOLCANO_KINDS, *NATIVE_KINDS)
 POD_KINDS = ("pod", "pods", "po")
 
 
@@ -472,16 +483,22 @@ def pod_answer(observed: Observed, session: Session, key: str) -> PodAnswer | st
     # the key the World files it under: its PodGroup's, else its one-pod group's
     group = task.job or shadow_key(task)
     job = session.snapshot.jobs.get(group)
-    where = f"PodGroup {group}"
+    where = describe_group(group)
     if group == shadow_key(task):
         where = f"no PodGroup: it is its own one-pod group {group}"
     role = f" (role {task.role})" if task.role else ""
     lines = [f"Pod {key}: member of {where}{role}"]
+    if task.ignored_group:
+        lines.append(
+            f"  its spec.schedulingGroup names {PODGROUP_RESOURCE} {task.ignored_group}, "
+            "which muster does not use: the annotation scheduling.k8s.io/group-name wins"
+        )
     if job is None:
         owner = f" muster controller makes it for the pod's owner (uid {task.owner_uid})"
+        made = task.owner_uid and not _annotated(pod) and not pod.spec.scheduling_group
         lines.append(
-            f"  waits: PodGroup {group} does not exist; the scheduler places no member of "
-            f"a group it cannot see.{owner if task.owner_uid and not _annotated(pod) else ''}"
+            f"  waits: {describe_group(group)} does not exist; the scheduler places no member "
+            f"of a group it cannot see.{owner if made else ''}"
         )
         return PodAnswer(group, lines, waits=True)
     placed = member_nodes(session, group).get(name)
@@ -503,6 +520,30 @@ def pod_answer(observed: Observed, session: Session, key: str) -> PodAnswer | st
         waits = status == "Pending"
     lines.append("")
     return PodAnswer(group, lines, waits)
+
+
+def podgroup_key(kind: str, key: str, observed: Observed) -> str:
+    """The gang key of the PodGroup namespace/name that `kind` names: Volcano's, the
+    native one, or for a plain podgroup whichever of the two exists; raises ValueError
+    (its message for the user) when both do."""
+    namespace, _, name = key.partition("/")
+    native = native_key(namespace, name)
+    if kind in VOLCANO_KINDS:
+        return key
+    if kind in NATIVE_KINDS:
+        return native
+    volcano_exists = any(
+        g.metadata.namespace == namespace and g.metadata.name == name
+        for g in observed.objects.podgroups
+    )
+    native_exists = native in observed.world.native_podgroups
+    if volcano_exists and native_exists:
+        raise ValueError(
+            f"both a PodGroup {key} of Volcano's API and a {PODGROUP_RESOURCE} {key} exist; "
+            f"ask for one by its qualified kind: `muster explain pg {key}` or "
+            f"`muster explain {PODGROUP_RESOURCE} {key}`"
+        )
+    return native if native_exists else key
 
 
 def grouping_rule(observed: Observed, key: str) -> str | None:
@@ -540,13 +581,19 @@ def main(args: argparse.Namespace) -> int:
             return 2
         answer = found
         key = answer.group
-    updates = {f"{u.namespace}/{u.name}": u for u in session.result.podgroups}
+    else:
+        try:
+            key = podgroup_key(args.kind, key, observed)
+        except ValueError as both:
+            print(f"muster explain: {both}", file=sys.stderr)
+            return 2
+    updates = {u.key: u for u in session.result.podgroups}
     job = session.snapshot.jobs.get(key)
     if job is None:
         if answer is not None:
             print("\n".join(answer.lines).rstrip())
             return 1
-        print(f"muster explain: PodGroup {key} not found", file=sys.stderr)
+        print(f"muster explain: {describe_group(key)} not found", file=sys.stderr)
         return 2
     view = group_view(job, updates.get(key), world.live.jobs.get(key))
     views = {v.key: v for v in group_views(session, world)}

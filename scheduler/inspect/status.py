@@ -13,7 +13,11 @@ from typing import Any
 
 import yaml
 
+from scheduler.api import paths
 from scheduler.api.job import PodGroupPhase
+from scheduler.api.native import GROUP as NATIVE_GROUP
+from scheduler.api.native import PODGROUPS as NATIVE_PODGROUPS
+from scheduler.api.native import VERSIONS as NATIVE_VERSIONS
 from scheduler.inspect.cluster import (
     PODGROUPS,
     QUEUES,
@@ -39,8 +43,10 @@ from scheduler.inspect.views import (
     table,
 )
 from scheduler.kube.client import KubeClient
+from scheduler.kube.discovery import served_version
 
 PHASES = [phase.value.lower() for phase in PodGroupPhase]
+NATIVE_SINGULAR = f"podgroup.{NATIVE_GROUP}"
 
 
 def queue_table(queues: list[QueueView], *, wide: bool = False) -> str:
@@ -78,7 +84,10 @@ def podgroup_table(
         header.insert(-1, "MEMBERS")
     rows = []
     for g in groups:
-        row = [g.name, g.phase, f"{g.placed}/{g.min_member}", g.queue, age(g.created, now)]
+        # A native PodGroup by its resource, as `kubectl get -o name` names it: Volcano's and
+        # a native one of the same name are two rows.
+        name = f"{NATIVE_SINGULAR}/{g.name}" if g.native else g.name
+        row = [name, g.phase, f"{g.placed}/{g.min_member}", g.queue, age(g.created, now)]
         if all_namespaces:
             row.insert(0, g.namespace)
         if wide:
@@ -181,23 +190,27 @@ def main(args: argparse.Namespace) -> int:
 WATCH_INTERVAL = 1.0
 
 
-async def collection_versions(client: KubeClient) -> tuple[str, str]:
-    """The resourceVersion of the PodGroup and Queue lists: when neither moved, nothing
-    the tables show has changed."""
+async def collection_versions(client: KubeClient, native: str = "") -> tuple[str, ...]:
+    """The resourceVersion of the PodGroup and Queue lists (and of the native PodGroups at
+    `native`, their path when served): when none moved, nothing the tables show has changed."""
     versions = []
-    for path in (PODGROUPS, QUEUES):
+    for path in (PODGROUPS, QUEUES, native):
+        if not path:
+            continue
         body = await client.get_json(path, params={"limit": "1"})
         versions.append(str(((body or {}).get("metadata") or {}).get("resourceVersion", "")))
-    return versions[0], versions[1]
+    return tuple(versions)
 
 
 async def _watch(args: argparse.Namespace, options: Options) -> int:
     shown = ""
     said: str | None = None
-    seen: tuple[str, str] | None = None
+    seen: tuple[str, ...] | None = None
     async with KubeClient(connection(options)) as client:
+        served = await served_version(client, NATIVE_GROUP, NATIVE_PODGROUPS, NATIVE_VERSIONS)
+        native = paths.native_collection(served, NATIVE_PODGROUPS) if served else ""
         while True:
-            versions = await collection_versions(client)
+            versions = await collection_versions(client, native)
             if versions != seen:
                 seen = versions
                 configuration = await options.configuration(client)

@@ -10,12 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.job import ADMITTED, JobInfo, PodGroupPhase
+from scheduler.api.names import GROUP
+from scheduler.api.native import GROUP as NATIVE_GROUP
+from scheduler.api.native import PODGROUP_RESOURCE, native_key
 from scheduler.api.resources import UNLIMITED, Resource, share_of
 from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import parse_rfc3339
 from scheduler.cache.world import World
 from scheduler.framework.decisions import GroupCondition, PodGroupStatusUpdate, SessionResult
-from scheduler.framework.job_status import UNSCHEDULABLE
+from scheduler.framework.job_status import UNSCHEDULABLE, scheduled_condition
 from scheduler.inspect.cluster import Session
 
 
@@ -32,11 +35,31 @@ class GroupView:
     placed: int
     created: str
     conditions: tuple[GroupCondition, ...]
+    # A native PodGroup's (scheduling.k8s.io) scheduled condition type; "" for Volcano's.
+    scheduled_type: str = ""
+
+    @property
+    def native(self) -> bool:
+        """Whether it is a native PodGroup (podgroups.scheduling.k8s.io)."""
+        return bool(self.scheduled_type)
 
     @property
     def key(self) -> str:
-        """namespace/name."""
+        """The gang key: namespace/name, scheduling.k8s.io/namespace/name for a native one."""
+        if self.native:
+            return native_key(self.namespace, self.name)
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def title(self) -> str:
+        """How the commands name it: "PodGroup ns/name", or a native one's resource."""
+        kind = PODGROUP_RESOURCE if self.native else "PodGroup"
+        return f"{kind} {self.namespace}/{self.name}"
+
+    @property
+    def api(self) -> str:
+        """Its API group."""
+        return NATIVE_GROUP if self.native else GROUP
 
     def condition(self, kind: str) -> GroupCondition | None:
         """The condition of that type, if the PodGroup carries one."""
@@ -44,9 +67,11 @@ class GroupView:
 
     @property
     def waiting_reason(self) -> str:
-        """Why it waits, in one line: the Unschedulable condition's message (or the
-        Admitted condition's when it was sent back); "" when it does not wait."""
-        for kind in (UNSCHEDULABLE, ADMITTED):
+        """Why it waits, in one line: the Unschedulable condition's message (a native
+        PodGroup's scheduled condition's while False; or the Admitted condition's when it
+        was sent back); "" when it does not wait."""
+        waiting = self.scheduled_type or UNSCHEDULABLE
+        for kind in (waiting, ADMITTED):
             found = self.condition(kind)
             if found is None:
                 continue
@@ -57,6 +82,7 @@ class GroupView:
     def as_dict(self, now: float) -> dict[str, Any]:
         """The row as JSON."""
         return {
+            "api": self.api,
             "namespace": self.namespace,
             "name": self.name,
             "queue": self.queue,
@@ -190,18 +216,19 @@ def group_view(
         placed=before.ready_count(),
         created=job.creation_timestamp,
         conditions=conditions,
+        scheduled_type=scheduled_condition(job) if job.native else "",
     )
 
 
 def group_views(session: Session, world: World) -> list[GroupView]:
     """Every PodGroup (not the one-pod groups of bare pods), by namespace and name."""
-    updates = {f"{u.namespace}/{u.name}": u for u in session.result.podgroups}
+    updates = {u.key: u for u in session.result.podgroups}
     views = [
         group_view(job, updates.get(key), world.live.jobs.get(key))
         for key, job in session.snapshot.jobs.items()
         if not job.shadow
     ]
-    return sorted(views, key=lambda v: (v.namespace, v.name))
+    return sorted(views, key=lambda v: (v.namespace, v.name, v.native))
 
 
 def queue_views(session: Session) -> list[QueueView]:

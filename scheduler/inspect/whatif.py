@@ -24,11 +24,23 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.job import JobInfo
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, VERSION
+from scheduler.api.native import GROUP as NATIVE_GROUP
+from scheduler.api.native import (
+    PODGROUP_RESOURCE,
+    V1ALPHA2,
+    V1BETA1,
+    PodGroupWire,
+    QueueSource,
+    decode_podgroup,
+    native_key,
+    read_podgroup,
+)
+from scheduler.api.native import PODGROUPS as NATIVE_PODGROUPS
 from scheduler.api.priority import PriorityRefused, admit_priority
 from scheduler.api.snapshot import PriorityClassInfo, shadow_key
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339
-from scheduler.cache.kinds import podgroups, pods
+from scheduler.cache.kinds import native_podgroups, podgroups, pods
 from scheduler.cache.world import World
 from scheduler.framework.decisions import Evict, ScaleUpReport
 from scheduler.inspect.cluster import (
@@ -47,6 +59,11 @@ from scheduler.kube.errors import NotFound, StatusError
 
 POD_API = "v1"
 PODGROUP_API = f"{GROUP}/{VERSION}"
+# Kubernetes' own PodGroups, at either version muster reads.
+NATIVE_APIS = (
+    ("PodGroup", f"{NATIVE_GROUP}/{V1ALPHA2}"),
+    ("PodGroup", f"{NATIVE_GROUP}/{V1BETA1}"),
+)
 # The uids the file's objects get: no real object has one of this shape.
 UID_PREFIX = "whatif-"
 
@@ -63,6 +80,8 @@ class Submission:
     pods: list[str] = field(default_factory=list)
     # The one-pod groups of its pods that name no PodGroup.
     bare: list[str] = field(default_factory=list)
+    # The namespaces its objects go in.
+    namespaces: set[str] = field(default_factory=set)
 
 
 def load_documents(text: str) -> list[dict[str, Any]]:
@@ -106,15 +125,17 @@ def add_manifests(
     created = format_rfc3339(now)
     existing_pods = {f"{t.namespace}/{t.name}" for t in world.tasks.values()}
     groups: list[wire.PodGroup] = []
+    native_groups: list[tuple[PodGroupWire, str]] = []
     new_pods: list[wire.Pod] = []
     for index, doc in enumerate(docs):
         kind, api = doc.get("kind"), doc.get("apiVersion")
         name = (doc.get("metadata") or {}).get("name")
         label = f"document {index + 1} ({kind} {name or '<no name>'})"
-        if (kind, api) not in (("Pod", POD_API), ("PodGroup", PODGROUP_API)):
+        if (kind, api) not in (("Pod", POD_API), ("PodGroup", PODGROUP_API), *NATIVE_APIS):
             raise ManifestError(
                 f"{label}: apiVersion {api!r} kind {kind!r} is not one whatif submits; "
-                f"give {POD_API} Pod and {PODGROUP_API} PodGroup documents only"
+                f"give {POD_API} Pod and {PODGROUP_API} or {NATIVE_GROUP}/{V1ALPHA2} or "
+                f"{NATIVE_GROUP}/{V1BETA1} PodGroup documents only"
             )
         if not name:
             raise ManifestError(
@@ -122,6 +143,7 @@ def add_manifests(
                 "supported: the answer must name the pods)"
             )
         ns = _namespace_of(doc, label, namespace, explicit_namespace)
+        submission.namespaces.add(ns)
         body = {k: v for k, v in doc.items() if k != "status"}
         body["metadata"] = {
             **(doc.get("metadata") or {}),
@@ -130,7 +152,10 @@ def add_manifests(
             "creationTimestamp": created,
         }
         try:
-            if kind == "PodGroup":
+            if kind == "PodGroup" and api != PODGROUP_API:
+                version = str(api).partition("/")[2]
+                native_groups.append((decode_podgroup(msgspec.json.encode(body)), version))
+            elif kind == "PodGroup":
                 groups.append(wire.from_dict(body, wire.PodGroup))
             else:
                 body["spec"] = dict(body.get("spec") or {})
@@ -148,6 +173,18 @@ def add_manifests(
         except InvalidObject as error:
             raise ManifestError(str(error)) from error
         submission.podgroups.append(key)
+    for native, version in native_groups:
+        record = read_podgroup(native, version)
+        if record.key in submission.podgroups or record.key in world.native_podgroups:
+            raise ManifestError(
+                f"{PODGROUP_RESOURCE} {record.namespace}/{record.name} exists already; give "
+                "the new one another name"
+            )
+        try:
+            JobInfo.from_native(record, 0, "", QueueSource.DEFAULT)
+        except InvalidObject as error:
+            raise ManifestError(str(error)) from error
+        submission.podgroups.append(record.key)
     for pod in new_pods:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         if key in existing_pods or key in submission.pods:
@@ -163,10 +200,21 @@ def add_manifests(
         except InvalidObject as error:
             raise ManifestError(str(error)) from error
         submission.pods.append(key)
-        if not pod.metadata.annotations.get(GROUP_NAME_ANNOTATION):
+        if (
+            not pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+            and not pod.spec.scheduling_group
+        ):
             submission.bare.append(shadow_key(task))
     for group in groups:
         podgroups.upsert(world, group)
+    for native, version in native_groups:
+        # As the server it was written for would serve it (a version the cluster serves).
+        world.served_versions[NATIVE_PODGROUPS] = version
+        native_podgroups.upsert(world, native)
+        # Submitted for muster: its pods come below, but a gang with none yet is claimed.
+        record = world.native_podgroups[native_key(native.metadata.namespace, native.metadata.name)]
+        if not world.owns(record.key):
+            world.owners.adopt(record.key, record, spec_changed=True)
     for pod in new_pods:
         pods.upsert(world, pod)
     return submission
@@ -239,7 +287,7 @@ def answers(
 ) -> list[Answer]:
     """Per submitted group: the session's verdict, placements, pending messages, and the
     evictions the submission causes (those the session without it would not make)."""
-    updates = {f"{u.namespace}/{u.name}": u for u in session.result.podgroups}
+    updates = {u.key: u for u in session.result.podgroups}
     already = {e.uid for e in baseline.result.evictions}
     caused = [e for e in session.result.evictions if e.uid not in already]
     found = []
@@ -264,7 +312,7 @@ def answers(
 async def missing_namespaces(options: Options, submission: Submission) -> list[str]:
     """The submission's namespaces that do not exist (a user who may not read namespaces
     is not refused: the API server is the judge of that)."""
-    wanted = sorted({key.partition("/")[0] for key in [*submission.pods, *submission.podgroups]})
+    wanted = sorted(submission.namespaces)
     missing = []
     async with KubeClient(connection(options)) as client:
         for namespace in wanted:
@@ -280,7 +328,7 @@ async def missing_namespaces(options: Options, submission: Submission) -> list[s
 def answer_text(answer: Answer) -> str:
     """One group's answer in words."""
     view = answer.view
-    lines = [f"PodGroup {view.key}: {answer.verdict}"]
+    lines = [f"{view.title}: {answer.verdict}"]
     admitted = "yes" if view.phase != "Pending" else "no"
     lines.append(f"  admitted: {admitted} (phase {view.phase})")
     if answer.placements:

@@ -51,6 +51,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "autoscaler(groups, **timings): sim runs its stand-in cluster autoscaler with these "
         "node groups (the test is skipped on a real cluster)",
     )
+    config.addinivalue_line(
+        "markers",
+        "native_api(version): sim serves Kubernetes' own gang API at this version (on a real "
+        "cluster, the test is skipped unless the server serves it)",
+    )
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -86,8 +91,11 @@ def cluster(
         spec.update(marker.kwargs)
     real = environ_kubeconfig()
     autoscaler = request.node.get_closest_marker("autoscaler")
+    native = request.node.get_closest_marker("native_api")
     if real is None:
-        extra = autoscaler_flags(tmp_path, **autoscaler.kwargs) if autoscaler else ()
+        extra = list(autoscaler_flags(tmp_path, **autoscaler.kwargs) if autoscaler else ())
+        if native is not None:
+            extra += ["--native-api", native.args[0]]
         sim = Sim.start(tmp_path, spec["count"], str(spec["cpu"]), str(spec["memory"]), extra=extra)
         processes.append(sim.process)
         api = Cluster(sim.kubeconfig, sim)
@@ -97,6 +105,9 @@ def cluster(
     if autoscaler is not None:
         pytest.skip("needs muster sim's stand-in autoscaler (MUSTER_E2E_KUBECONFIG is set)")
     api = Cluster(real, None, pool=uuid.uuid4().hex[:8])
+    if native is not None and not api.serves_native(native.args[0]):
+        api.close()
+        pytest.skip(f"the API server does not serve scheduling.k8s.io/{native.args[0]} podgroups")
     stop = threading.Event()
     kubelet = threading.Thread(target=api.confirm_deletions, args=(stop,), daemon=True)
     kubelet.start()

@@ -46,6 +46,8 @@ VERSION = "v1beta1"
 GROUP_NAME = "scheduling.k8s.io/group-name"
 TASK_SPEC = "volcano.sh/task-spec"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+# Kubernetes' own gang API (scheduling.k8s.io Workloads and PodGroups).
+NATIVE_GROUP = "scheduling.k8s.io"
 # on a real cluster the suite's simulated nodes carry this label and taint, so that
 # only the suite's pods land there and the suite's pods land nowhere else
 POOL_KEY = "muster.dev/e2e-pool"
@@ -356,6 +358,22 @@ class Cluster:
 
     def close(self) -> None:
         self.api.close()
+
+    def serves_native(self, version: str) -> bool:
+        """Whether the API server serves Kubernetes' own PodGroups at `version`."""
+        url, context, token = kubeconfig_access(self.kubeconfig)
+        request = urllib.request.Request(
+            f"{url}/apis/{NATIVE_GROUP}/{version}",
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5, context=context) as response:
+                found = json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return False
+            raise
+        return any(r.get("name") == "podgroups" for r in found.get("resources", []))
 
     def ready(self) -> bool:
         """Whether the API server's /readyz answers 200 to the suite's admin."""

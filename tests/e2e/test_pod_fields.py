@@ -93,12 +93,15 @@ def test_pod_with_pod_level_resources_is_not_bound_and_its_condition_names_the_f
 
 
 @pytest.mark.nodes(2, "4")
-def test_pod_with_a_scheduling_group_is_bound_with_one_field_not_honoured_event(
+def test_pod_with_an_eviction_responder_is_bound_with_one_field_not_honoured_event(
     cluster: Cluster, namespace: str, start_scheduler: StartScheduler
 ) -> None:
     scheduler = start_scheduler(period=0.5)
-    cluster.create_pod(namespace, pod_with("db-0", schedulingGroup={"podGroupName": "db"}))
-    served(cluster, namespace, "db-0", "schedulingGroup")
+    cluster.create_pod(
+        namespace,
+        pod_with("db-0", evictionResponders=[{"name": "example.com/drainer", "priority": 10}]),
+    )
+    served(cluster, namespace, "db-0", "evictionResponders")
     wait_for(lambda: node_of(cluster, namespace, "db-0"), timeout=10, message="db-0 bound")
     events = wait_for(
         lambda: field_warnings(cluster, namespace, "db-0"),
@@ -109,7 +112,7 @@ def test_pod_with_a_scheduling_group_is_bound_with_one_field_not_honoured_event(
     events = field_warnings(cluster, namespace, "db-0")
     assert len(events) == 1 and events[0].get("count", 1) == 1, events
     message = events[0]["message"]
-    assert "muster does not honour spec.schedulingGroup yet" in message
+    assert "muster does not honour spec.evictionResponders yet" in message
     assert "placed as if the field were absent" in message
 
 

@@ -9,6 +9,14 @@ minMember exist, and all of them once the last arrives.
 One sim, scheduler and controller serve the whole module (each kind in a namespace of its
 own), so the module stays fast; the workload kinds' CRDs are plain schemas
 (tests/e2e/workload-crds.yaml), as on a real server with MUSTER_E2E_KUBECONFIG.
+
+A real server runs kube-controller-manager, whose Job and StatefulSet controllers make the
+pods of the Jobs and StatefulSets a test creates: there the test lets them (their templates
+confined to the suite's nodes) instead of playing them, and creates only what the operators
+above them create. With its WorkloadWithJob gate on, the Job controller gangs an Indexed Job
+of parallelism = completions > 1 itself (a native PodGroup: api/native.py); the test then
+checks what muster makes of that: the native gang placed whole, no PodGroup of the
+controller's for it, and a JobSet's other Jobs grouped Job by Job.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from tests.e2e.harness import (
     GROUP,
     GROUP_NAME,
     MUSTER,
+    NATIVE_GROUP,
     VERSION,
     Cluster,
     Controller,
@@ -172,6 +181,76 @@ def create(world: World, obj: Obj) -> Obj:
     )
 
 
+def real(world: World) -> bool:
+    """Whether kube-controller-manager's Job and StatefulSet controllers make the pods."""
+    return world.cluster.sim is None
+
+
+def create_owned(world: World, obj: Obj) -> Obj:
+    """Create a Job or StatefulSet; on a real server its template is confined to the suite's
+    nodes, as the pods its controller makes must be."""
+    if world.cluster.pool is not None:
+        confine_to_pool(obj["spec"]["template"], world.cluster.pool)
+    return create(world, obj)
+
+
+def native_podgroups(world: World, namespace: str) -> list[Obj]:
+    """The namespace's native PodGroups (scheduling.k8s.io/v1alpha2), [] when not served."""
+    try:
+        listed = world.cluster.custom.list_namespaced_custom_object(
+            NATIVE_GROUP, "v1alpha2", namespace, "podgroups"
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return []
+        raise
+    return list(listed["items"])
+
+
+def gangs_jobs_natively(world: World, namespace: str, jobs: int) -> bool:
+    """Whether Kubernetes' Job controller made native PodGroups for `jobs` Jobs just created
+    (its WorkloadWithJob gate on): waited for a few seconds, as it does so before any pod."""
+    try:
+        wait_for(lambda: len(native_podgroups(world, namespace)) >= jobs, 5)
+    except AssertionError:
+        return False
+    return True
+
+
+def controller_pods(world: World, namespace: str, count: int) -> list[str]:
+    """The names of the `count` pods the real controllers make, once they exist."""
+    names = wait_for(
+        lambda: (
+            (found := [p["metadata"]["name"] for p in world.cluster.pods(namespace)])
+            and len(found) >= count
+            and found
+        ),
+        15,
+        message=lambda: f"{count} pods made\n{world.cluster.describe(namespace)}",
+    )
+    return sorted(names)
+
+
+def all_bound(world: World, namespace: str, names: list[str]) -> None:
+    wait_for(
+        lambda: len(bound(world, namespace, names)) == len(names),
+        15,
+        message=lambda: f"all {len(names)} pods bound\n{world.cluster.describe(namespace)}",
+    )
+
+
+def natively_ganged(world: World, namespace: str, names: list[str], jobs: int) -> None:
+    """The pods of `jobs` natively ganged Jobs: each names its Job's native PodGroup (whose
+    minCount is the Job's parallelism), none a PodGroup of muster controller's."""
+    groups = {g["metadata"]["name"]: g for g in native_podgroups(world, namespace)}
+    assert len(groups) == jobs, groups
+    pods = {p["metadata"]["name"]: p for p in world.cluster.pods(namespace)}
+    for name in names:
+        pod = pods[name]
+        assert (pod["spec"].get("schedulingGroup") or {}).get("podGroupName") in groups
+        assert GROUP_NAME not in (pod["metadata"].get("annotations") or {})
+
+
 def podgroup(world: World, namespace: str, name: str) -> Obj | None:
     try:
         return world.cluster.podgroup(namespace, name)
@@ -241,6 +320,9 @@ def a_gang(
 
 def test_jobset_any_order_is_one_gang_of_every_replicated_jobs_pods(world: World, ns: str) -> None:
     js = create(world, w.jobset("train", ns, [("driver", 1, 1, 1), ("workers", 2, 2, 2)]))
+    if real(world):
+        jobset_on_a_real_server(world, ns, js)
+        return
     pods = []
     for rjob, replicas, count in (("driver", 1, 1), ("workers", 2, 2)):
         for index in range(replicas):
@@ -256,9 +338,44 @@ def test_jobset_any_order_is_one_gang_of_every_replicated_jobs_pods(world: World
     assert f"made by muster controller: {rule}" in explained.stdout, explained.stdout
 
 
+def jobset_on_a_real_server(world: World, ns: str, js: Obj) -> None:
+    """The Job controller makes the JobSet's pods. The worker Jobs first (the JobSet
+    controller makes them together; the driver after them here, so that the Job
+    controller's native groups exist when the driver is grouped)."""
+    for index in range(2):
+        create_owned(world, w.jobset_job(js, "workers", index))
+    native = gangs_jobs_natively(world, ns, 2)
+    driver = create_owned(world, w.jobset_job(js, "driver", 0))
+    names = controller_pods(world, ns, 5)
+    all_bound(world, ns, names)
+    if not native:
+        # No native gangs: the JobSet is one gang, as on sim.
+        made = podgroup(world, ns, f"podgroup-{js['metadata']['uid']}")
+        assert made is not None and made["spec"]["minMember"] == 5
+        return
+    workers = [n for n in names if "-workers-" in n]
+    natively_ganged(world, ns, workers, 2)
+    # The driver's Job is no gang candidate: it is grouped as its own Job, not with the JobSet.
+    assert [g["metadata"]["name"] for g in controller_made(world, ns)] == [
+        f"podgroup-{driver['metadata']['uid']}"
+    ]
+
+
 def test_trainjob_is_grouped_through_its_jobset(world: World, ns: str) -> None:
     train = create(world, w.trainjob("llm", ns))
     js = create(world, w.trainjob_jobset(train, [("node", 1, 3, 3)]))
+    if real(world):
+        create_owned(world, w.jobset_job(js, "node", 0))
+        native = gangs_jobs_natively(world, ns, 1)
+        names = controller_pods(world, ns, 3)
+        all_bound(world, ns, names)
+        if native:
+            natively_ganged(world, ns, names, 1)
+            assert controller_made(world, ns) == []
+        else:
+            made = podgroup(world, ns, f"podgroup-{js['metadata']['uid']}")
+            assert made is not None and made["spec"]["minMember"] == 3
+        return
     job = create(world, w.jobset_job(js, "node", 0))
     pods = [w.job_pod(job, i) for i in range(3)]
     a_gang(world, ns, pods[:-1], pods[-1:], owner_uid=js["metadata"]["uid"], size=3)
@@ -268,6 +385,9 @@ def test_leaderworkerset_group_is_a_gang_with_leader_and_workers_subgroups(
     world: World, ns: str
 ) -> None:
     lws = create(world, w.leaderworkerset("serve", ns, replicas=1, size=3))
+    if real(world):
+        leaderworkerset_on_a_real_server(world, ns, lws)
+        return
     leader_sts = create(world, w.lws_leader_statefulset(lws))
     leader = create(world, w.lws_leader_pod(lws, leader_sts, 0))
     workers = create(world, w.lws_worker_statefulset(lws, leader))
@@ -282,6 +402,43 @@ def test_leaderworkerset_group_is_a_gang_with_leader_and_workers_subgroups(
         size=3,
     )
     assert leader["metadata"]["name"] in world.cluster.placements(ns)
+    assert [sub["name"] for sub in made["spec"]["subGroupPolicy"]] == ["leader", "workers"]
+
+
+def leaderworkerset_on_a_real_server(world: World, ns: str, lws: Obj) -> None:
+    """The StatefulSet controller makes the pods. LeaderWorkerSet's pod webhook (not on the
+    suite's server) labels a pod with its group's index and key: for one group, the leader
+    StatefulSet's template carries them. Its workers' StatefulSet starts at one replica
+    (2 of the group's 3 pods: none bound), then is scaled to two (all 3 bound)."""
+    leader_sts = w.lws_leader_statefulset(lws)
+    leader_sts["spec"]["template"]["metadata"]["labels"].update(
+        {w.LWS_GROUP: "0", w.LWS_KEY: "key0"}
+    )
+    leader_sts = create_owned(world, leader_sts)
+    (leader_name,) = controller_pods(world, ns, 1)
+    leader = next(p for p in world.cluster.pods(ns) if p["metadata"]["name"] == leader_name)
+    leader = {"apiVersion": "v1", "kind": "Pod", **leader}
+    workers_sts = w.lws_worker_statefulset(lws, leader)
+    workers_sts["spec"]["replicas"] = 1
+    workers_sts = create_owned(world, workers_sts)
+    name = f"podgroup-{lws['metadata']['uid']}-0"
+    names = controller_pods(world, ns, 2)
+    wait_for(
+        lambda: all(
+            (p["metadata"].get("annotations") or {}).get(GROUP_NAME) == name
+            for p in world.cluster.pods(ns)
+        ),
+        10,
+        message=lambda: f"pods annotated with {name}\n{world.cluster.describe(ns)}",
+    )
+    made = podgroup(world, ns, name)
+    assert made is not None and made["spec"]["minMember"] == 3
+    world.scheduler.wait_sessions(3)
+    assert bound(world, ns, names) == [], "a gang of 3 started with 2 pods"
+    client.AppsV1Api(world.cluster.api).patch_namespaced_stateful_set(
+        workers_sts["metadata"]["name"], ns, {"spec": {"replicas": 2}}
+    )
+    all_bound(world, ns, controller_pods(world, ns, 3))
     assert [sub["name"] for sub in made["spec"]["subGroupPolicy"]] == ["leader", "workers"]
 
 
@@ -319,8 +476,13 @@ def test_mpijob_gangs_its_workers_then_counts_the_launcher_once_it_exists(
     mpi = create(world, w.mpijob("allreduce", ns, workers=2, wait_for_workers=True))
     workers = [w.mpi_worker_pod(mpi, i) for i in range(2)]
     made = a_gang(world, ns, workers[:1], workers[1:], owner_uid=mpi["metadata"]["uid"], size=2)
-    launcher_job = create(world, w.mpi_launcher_job(mpi))
-    launcher = create(world, w.job_pod(launcher_job, 0))
+    if real(world):
+        # The Job controller makes the launcher's pod.
+        create_owned(world, w.mpi_launcher_job(mpi))
+        launcher_name = next(n for n in controller_pods(world, ns, 3) if "launcher" in n)
+    else:
+        launcher_job = create(world, w.mpi_launcher_job(mpi))
+        launcher_name = create(world, w.job_pod(launcher_job, 0))["metadata"]["name"]
     name = made["metadata"]["name"]
     wait_for(
         lambda: (podgroup(world, ns, name) or {}).get("spec", {}).get("minMember") == 3,
@@ -328,7 +490,7 @@ def test_mpijob_gangs_its_workers_then_counts_the_launcher_once_it_exists(
         message=lambda: f"{name} counts the launcher: {podgroup(world, ns, name)}",
     )
     wait_for(
-        lambda: world.cluster.placements(ns).get(launcher["metadata"]["name"]),
+        lambda: world.cluster.placements(ns).get(launcher_name),
         10,
         message=lambda: f"the launcher bound\n{world.cluster.describe(ns)}",
     )
@@ -366,6 +528,18 @@ def test_raycluster_of_a_rayjob_is_a_gang_of_head_and_workers(world: World, ns: 
 
 
 def test_indexed_job_with_parallelism_equal_to_completions_is_a_gang(world: World, ns: str) -> None:
+    if real(world):
+        job = create_owned(world, w.job("ranks", ns, parallelism=3, completions=3, indexed=True))
+        native = gangs_jobs_natively(world, ns, 1)
+        names = controller_pods(world, ns, 3)
+        all_bound(world, ns, names)
+        if native:
+            natively_ganged(world, ns, names, 1)
+            assert controller_made(world, ns) == []
+        else:
+            made = podgroup(world, ns, f"podgroup-{job['metadata']['uid']}")
+            assert made is not None and made["spec"]["minMember"] == 3
+        return
     job = create(world, w.job("ranks", ns, parallelism=3, completions=3, indexed=True))
     pods = [w.job_pod(job, i) for i in range(3)]
     a_gang(world, ns, pods[:-1], pods[-1:], owner_uid=job["metadata"]["uid"], size=3)

@@ -24,6 +24,9 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
             ("scheduling.k8s.io", "priorityclasses"),
             ("scheduling.volcano.sh", "podgroups"),
             ("scheduling.volcano.sh", "queues"),
+            # At the version discovery finds (none when neither is served).
+            ("scheduling.k8s.io", "podgroups"),
+            ("scheduling.k8s.io", "workloads"),
             ("", "persistentvolumeclaims"),
             ("", "persistentvolumes"),
             ("storage.k8s.io", "storageclasses"),
@@ -60,6 +63,8 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
         ("scheduling.volcano.sh", "podgroups", "patch"),
         ("scheduling.volcano.sh", "queues/status", "patch"),
         ("topology.volcano.sh", "hypernodes/status", "patch"),
+        # A native PodGroup's conditions, by strategic merge patch of its status.
+        ("scheduling.k8s.io", "podgroups/status", "patch"),
     },
     "effects/evictor.py": {("", "pods/status", "patch"), ("", "pods/eviction", "create")},
     "effects/recorder.py": {("", "events", "create")},
@@ -122,6 +127,14 @@ CONTROLLER: dict[str, set[Grant]] = {
         ("scheduling.volcano.sh", "podgroups", verb) for verb in ("create", "patch")
     },
     "objects.py annotate_pod(): the group's name": {("", "pods", "patch")},
+    "objects.py native_podgroup(), native_workload(), annotate_native_podgroup()": {
+        ("scheduling.k8s.io", "podgroups", "get"),
+        ("scheduling.k8s.io", "workloads", "get"),
+        ("scheduling.k8s.io", "podgroups", "patch"),
+    },
+    "objects.py native_podgroups_in(): whether the Job controller gangs a workload's Jobs": {
+        ("scheduling.k8s.io", "podgroups", "list"),
+    },
     "objects.py set_queue_state()": {("scheduling.volcano.sh", "queues/status", "patch")},
     "objects.py ensure_queue(): the default queue": {("scheduling.volcano.sh", "queues", "create")},
     "objects.py ensure_peering(): kopf's peering object": {
@@ -173,7 +186,11 @@ def collection(path: str) -> tuple[str, str]:
 
 def test_every_kind_the_cache_watches_and_only_those_are_listed_and_watched_above() -> None:
     # A kind registered in cache/wiring.py without its grant would be forbidden on a cluster.
-    watched = {collection(handler.path) for handler in HANDLERS}
+    watched = {
+        collection(handler.versions.path(version) if handler.versions else handler.path)
+        for handler in HANDLERS
+        for version in (handler.versions.versions if handler.versions else ("",))
+    }
     granted = {
         (group, resource)
         for use, grants in CLUSTER_WIDE.items()

@@ -203,3 +203,15 @@ def test_a_node_created_through_the_api_starts_tainted_not_ready(raw: Raw) -> No
         {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
     ]
     raw.json("DELETE", "/api/v1/nodes/fresh")
+
+
+def test_a_pods_scheduling_group_is_dropped_where_the_native_api_is_not_served(raw: Raw) -> None:
+    # As kube-apiserver with its GenericWorkload gate off: the field is not stored.
+    name = unique("grouped")
+    code, made = raw.json(
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        pod_body(name, schedulingGroup={"podGroupName": "g"}),
+    )
+    assert code == 201, made
+    assert "schedulingGroup" not in made["spec"]

@@ -1,9 +1,10 @@
 """Handler: what the cache does with one watched kind, declared once in the kind's module.
 
-A handler says where the kind is served (its API path, whether the cluster may not serve it
-at all, whether a partition's label selector filters it), how an object of it is decoded
-and keyed, and what its upsert and delete do to a World. `bind` turns it into the
-reflector's Kind for one World; cache/wiring.py lists the handlers the scheduler runs.
+A handler says where the kind is served (its API path, or the versions it may be served
+at; whether the cluster may not serve it at all, whether a partition's label selector
+filters it), how an object of it is decoded and keyed, and what its upsert and delete do
+to a World. `bind` turns it into the reflector's Kind for one World; cache/wiring.py lists
+the handlers the scheduler runs.
 """
 
 from __future__ import annotations
@@ -17,8 +18,31 @@ import msgspec
 
 from scheduler.cache.reflector import Kind
 from scheduler.cache.world import World
+from scheduler.kube.client import KubeClient
+from scheduler.kube.discovery import served_version
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Versions:
+    """A built-in kind served at whichever of several versions the server has (Kubernetes'
+    own gang API): the first of `versions` it serves is listed and watched."""
+
+    group: str
+    plural: str
+    versions: tuple[str, ...]
+
+    def path(self, version: str) -> str:
+        """The collection at `version`, cluster-wide."""
+        return f"/apis/{self.group}/{version}/{self.plural}"
+
+    async def discover(self, world: World, client: KubeClient) -> str | None:
+        """The collection to list at the version the server serves, or None; the World
+        learns the version (its records are read, and their status written, at it)."""
+        version = await served_version(client, self.group, self.plural, self.versions)
+        world.served_versions[self.plural] = version or ""
+        return self.path(version) if version is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +67,8 @@ class Handler(Generic[T]):
     # Whether an instance that owns a partition (api/partition.py) lists only the objects
     # its label selector picks.
     partitioned: bool = False
+    # A kind whose version is discovered (`path` is then only its name in logs until then).
+    versions: Versions | None = None
 
     def bind(self, world: World, partition_selector: str = "") -> Kind[T]:
         """The reflector's Kind that applies this kind's events to `world`."""
@@ -56,6 +82,7 @@ class Handler(Generic[T]):
             decode=self.decode,
             optional=self.optional,
             selector=partition_selector if self.partitioned else "",
+            discover=partial(self.versions.discover, world) if self.versions else None,
         )
 
 

@@ -19,13 +19,14 @@ from collections.abc import Collection
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
-from scheduler.api.names import GROUP_NAME_ANNOTATION
+from scheduler.api.native import QueueSource
 from scheduler.api.snapshot import shadow_key
 from scheduler.api.task import (
     BOUND_STATUSES,
     TERMINAL_STATUSES,
     TaskInfo,
     TaskStatus,
+    named_group,
     pod_digest,
 )
 from scheduler.cache.kinds.base import Handler
@@ -98,6 +99,9 @@ def upsert(world: World, pod: wire.Pod) -> None:
     world.remove_task(uid)
     world.add_task(task)
     settled.touch(task.job)
+    if task.queue_annotation or (old is not None and old.queue_annotation):
+        # A native PodGroup's queue may come from its pods' annotation (api/native.py).
+        world.requeue((task.job,), QueueSource.PODS)
 
 
 def delete(world: World, uid: str) -> None:
@@ -116,6 +120,8 @@ def _forget(world: World, uid: str) -> None:
             world.room_freed()
     world.releasing.pop(uid, None)
     world.remove_task(uid)
+    if task is not None and task.queue_annotation:
+        world.requeue((task.job,), QueueSource.PODS)
 
 
 def _uid(pod: wire.Pod) -> str:
@@ -123,9 +129,9 @@ def _uid(pod: wire.Pod) -> str:
 
 
 def _named_group(pod: wire.Pod) -> str:
-    """The PodGroup ("namespace/name") a pod names in its group annotation, or ""."""
-    group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
-    return f"{pod.metadata.namespace}/{group}" if group else ""
+    """The gang key of the PodGroup a pod names (its annotation, else its
+    spec.schedulingGroup), or ""."""
+    return named_group(pod.metadata, pod.spec)[0]
 
 
 def _assumed_still_pending(old: TaskInfo, new: TaskInfo) -> bool:

@@ -126,8 +126,14 @@ CASES: list[Any] = [
     pytest.param(
         containers(schedulingGroup={"podGroupName": "g"}),
         "",
-        "spec.schedulingGroup",
-        id="scheduling-group",
+        "",
+        id="scheduling-group-is-honoured",
+    ),
+    pytest.param(
+        containers(evictionResponders=[{"name": "drainer"}]),
+        "",
+        "spec.evictionResponders",
+        id="eviction-responders",
     ),
     pytest.param(containers(fancyNewField={"x": 1}), "", "spec.fancyNewField", id="unknown-field"),
 ]

@@ -52,7 +52,9 @@ class ListingClient:
     def __init__(self, items: Mapping[str, list[Any]]) -> None:
         self.items = items
 
-    async def request(self, method: str, path: str, params: Mapping[str, str]) -> bytes:
+    async def request(
+        self, method: str, path: str, params: Mapping[str, str] | None = None
+    ) -> bytes:
         if path not in self.items:
             raise NotFound(404, "NotFound", "the server could not find it", method, path)
         return json.dumps({"metadata": {}, "items": self.items[path]}).encode()

@@ -40,6 +40,7 @@ class FakeObjects:
         self.events: list[tuple[str, str, str]] = []
         self.creates = 0
         self.patches: list[tuple[str, Obj]] = []
+        self.native_patches: list[tuple[str, dict[str, str]]] = []
         self.owner_reads = 0
 
     def add(self, obj: Obj) -> Obj:
@@ -84,6 +85,28 @@ class FakeObjects:
 
     async def warn(self, pod: Obj, reason: str, message: str) -> None:
         self.events.append((pod["metadata"]["name"], reason, message))
+
+    async def native_podgroup(self, namespace: str, name: str) -> Obj | None:
+        return self.stored.get(("NativePodGroup", namespace, name))
+
+    async def native_workload(self, namespace: str, name: str) -> Obj | None:
+        return self.stored.get(("Workload", namespace, name))
+
+    async def native_podgroups_in(self, namespace: str) -> list[Obj]:
+        return [
+            obj
+            for (kind, ns, _), obj in self.stored.items()
+            if kind == "NativePodGroup" and ns == namespace
+        ]
+
+    async def annotate_native_podgroup(
+        self, namespace: str, name: str, annotations: dict[str, str]
+    ) -> None:
+        self.native_patches.append((name, annotations))
+        found = self.stored.get(("NativePodGroup", namespace, name))
+        if found is not None:
+            meta = found["metadata"]
+            meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
 
     async def set_queue_state(self, name: str, state: str) -> None:
         raise AssertionError("not used")

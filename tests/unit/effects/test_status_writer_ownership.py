@@ -33,14 +33,14 @@ def update(name: str, running: int = 0) -> PodGroupStatusUpdate:
 
 
 def test_a_status_queued_for_a_podgroup_that_became_another_schedulers_is_not_written() -> None:
-    theirs = {("ns", "taken")}
+    theirs = {"ns/taken"}
 
     async def main() -> list[str]:
         client = Recording()
         writer = StatusWriter(
             client,  # type: ignore[arg-type]
             Quiet(),  # type: ignore[arg-type]
-            is_ours=lambda namespace, name: (namespace, name) not in theirs,
+            is_ours=lambda key: key not in theirs,
         )
         writer.podgroups([update("taken"), update("kept")])
         await writer.drain()

@@ -13,11 +13,11 @@ from scheduler.api.snapshot import build_snapshot
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
 
-# Pod-level resources (PodLevelResources) are refused; spec.schedulingGroup is warned.
+# Pod-level resources (PodLevelResources) are refused; spec.evictionResponders is warned.
 POD_RESOURCES = {"requests": {"cpu": "1"}}
 REFUSED_FIELD = "spec.resources"
-WARNED = {"schedulingGroup": {"podGroupName": "g"}}
-WARNED_FIELD = "spec.schedulingGroup"
+WARNED = {"evictionResponders": [{"name": "drainer"}]}
+WARNED_FIELD = "spec.evictionResponders"
 
 
 def pod(name: str, group: str, **spec: Any) -> wire.Pod:

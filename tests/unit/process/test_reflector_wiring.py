@@ -17,6 +17,7 @@ from scheduler.cache.reflector import Kind
 from scheduler.cache.wiring import HANDLERS, world_kinds, world_reflectors
 from scheduler.cache.world import World
 from scheduler.metrics import Metrics
+from tests.unit import native_objects
 
 
 def world() -> World:
@@ -84,6 +85,7 @@ WATCHED = [
     "csinode",
     "hypernode",
     "namespace",
+    "nativepodgroup",
     "node",
     "persistentvolume",
     "persistentvolumeclaim",
@@ -94,6 +96,7 @@ WATCHED = [
     "provisioningrequest",
     "queue",
     "storageclass",
+    "workload",
 ]
 
 
@@ -189,3 +192,12 @@ def test_reflectors_count_failures_by_code_and_export_how_long_a_watch_is_broken
         == 1
     )
     assert registry.get_sample_value("muster_watch_broken_seconds", {"resource": "pod"}) == 12
+
+
+def test_native_podgroups_and_workloads_are_watched_at_the_version_discovery_finds() -> None:
+    kinds = kinds_by_name(world())
+    for name in ("nativepodgroup", "workload"):
+        assert kinds[name].discover is not None
+        assert kinds[name].path == ""
+    group = native_objects.native_podgroup("train", 2, namespace="ml")
+    assert kinds["nativepodgroup"].key(group) == "scheduling.k8s.io/ml/train"
