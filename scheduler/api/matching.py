@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Protocol
 
+from scheduler.api import wire
 from scheduler.api.task import SelectorRequirement, SelectorTerm
 
 # The only field a node selector's matchFields may name.
@@ -125,3 +126,18 @@ def tolerates(toleration: TolerationLike, taint: TaintLike) -> bool:
     if operator == "Equal" or operator == "":
         return toleration.value == taint.value
     return False
+
+
+def wire_term(term: wire.NodeSelectorTerm) -> SelectorTerm:
+    """A node selector term as decoded from the API, in the form the matchers take."""
+    return SelectorTerm(
+        tuple(
+            SelectorRequirement(r.key, r.operator, tuple(r.values)) for r in term.match_expressions
+        ),
+        tuple(SelectorRequirement(r.key, r.operator, tuple(r.values)) for r in term.match_fields),
+    )
+
+
+def selector_matches(terms: tuple[SelectorTerm, ...], labels: Mapping[str, str], node: str) -> bool:
+    """Whether a node satisfies a node selector: any of its terms (none: no node)."""
+    return any(term_matches(term, labels, node) for term in terms)
