@@ -441,7 +441,8 @@ class DeviceAllocator:
             free = sum(
                 1
                 for d in devices
-                if choice.admin_access or self.holdings.holder(d.id) in (None, key)
+                if d.order not in unit.blocked
+                and (choice.admin_access or self.holdings.holder(d.id) in (None, key))
             )
             need = len(devices) if choice.all_devices else choice.count
             if (choice.all_devices and devices and free == need) or (

@@ -8,7 +8,9 @@ allocates. A device whose selectors fail to evaluate is kept as a candidate with
 error ("poison"): kube-scheduler fails the pod only when its search reaches that device,
 and so does muster's. An All request fails at once instead (kube-scheduler lists all its
 devices before searching), and so does an All request on a node that sees an incomplete
-or invalid pool, or whose devices include one muster does not allocate.
+or invalid pool, or whose devices include one muster does not allocate; a device an All
+request must take but whose taint it does not tolerate is kept too, `blocked`, so the
+request fails on the node as kube-scheduler's does.
 
 The candidates of a choice depend on its class, selectors, tolerations and nodes only,
 so they are kept for the session; selectors' answers per device come from the memo.
@@ -29,7 +31,7 @@ from scheduler.dra.search import Job, Unit
 # Stands for the claim's name in a selector's error, which several claims' candidates share.
 _CLAIM = "\x00claim\x00"
 
-_Found = tuple[list[Device], dict[int, str], list[str]]
+_Found = tuple[list[Device], dict[int, str], list[str], set[int]]
 
 
 class Candidates:
@@ -52,17 +54,19 @@ class Candidates:
         for request in job.claim.requests:
             poison: dict[int, str] = {}
             refused: dict[str, list[str]] = {}
+            blocked: set[int] = set()
             choices = []
             for choice in request.choices:
-                devices, errors, unhonoured = self._for_choice(job, choice)
+                devices, errors, unhonoured, tainted = self._for_choice(job, choice)
                 poison.update({order: _for(text, job.claim) for order, text in errors.items()})
                 if unhonoured:
                     refused[choice.name] = unhonoured
+                blocked |= tainted
                 choices.append((choice, devices))
             need = min(
                 len(devices) if choice.all_devices else choice.count for choice, devices in choices
             )
-            units.append(Unit(job, choices, need, poison, refused))
+            units.append(Unit(job, choices, need, poison, refused, blocked))
         total = sum(unit.need for unit in units)
         if total > dra.ALLOCATION_RESULTS_MAX:
             raise PodProblem(
@@ -93,6 +97,7 @@ class Candidates:
         devices: list[Device] = []
         errors: dict[int, str] = {}
         unhonoured: list[str] = []
+        tainted: set[int] = set()
         for device in self._reachable(job.nodes):
             selectable = self._selectable(choice, class_selectors, device)
             if isinstance(selectable, str):
@@ -104,6 +109,11 @@ class Candidates:
             if not selectable:
                 continue
             if not all(_tolerated(choice, taint) for taint in device.taints):
+                # All's devices are every selected one: kube-scheduler then finds one it
+                # cannot take, and the request fails on the node.
+                if choice.all_devices:
+                    tainted.add(device.order)
+                    devices.append(device)
                 continue
             if device.refusal is not None:
                 if choice.all_devices:
@@ -116,7 +126,7 @@ class Candidates:
                 unhonoured.append(device.refusal)
                 continue
             devices.append(device)
-        return devices, errors, unhonoured
+        return devices, errors, unhonoured, tainted
 
     def _reachable(self, nodes: tuple[str, ...]) -> list[Device]:
         first = self.inventory.devices_on(nodes[0])

@@ -66,6 +66,8 @@ class Unit:
     poison: dict[int, str]
     # Devices that match but muster does not allocate, by choice name: what they need.
     refused: dict[str, list[str]]
+    # Devices an All choice must take but cannot (a taint it does not tolerate), by order.
+    blocked: set[int]
 
 
 class Exhausted(Exception):
@@ -196,8 +198,16 @@ class Search:
         taken: list[Device] = []
         for device in devices:
             self._tick()
-            if not self._usable(unit, choice, device):
+            if not self._available(unit, choice, device):
                 break
+            if not self._constraints_hold(unit.job.claim, choice, device):
+                # kube-scheduler takes a claim whose constraints All cannot meet for an
+                # error in the claim, not a node without room.
+                raise PodProblem(
+                    Verdict.POD,
+                    f"claim {unit.job.claim.key}, request {choice.name}: cannot add device "
+                    f"{device.label} because a claim constraint would not be satisfied",
+                )
             self._add(unit, choice, device)
             taken.append(device)
         else:
@@ -230,6 +240,11 @@ class Search:
         return False
 
     def _usable(self, unit: Unit, choice: Choice, device: Device) -> bool:
+        return self._available(unit, choice, device) and self._constraints_hold(
+            unit.job.claim, choice, device
+        )
+
+    def _available(self, unit: Unit, choice: Choice, device: Device) -> bool:
         key = unit.job.claim.key
         if choice.admin_access:
             if any(pick.device is device for pick in self.picks[key]):
@@ -237,9 +252,9 @@ class Search:
         elif device.id in self.taken or not self.free(device, key, choice):
             return False
         self._check(unit, device)
-        if device.consumes and not self._counters_fit(device):
+        if device.order in unit.blocked:
             return False
-        return self._constraints_hold(unit.job.claim, choice, device)
+        return not device.consumes or self._counters_fit(device)
 
     def _counters_fit(self, device: Device) -> bool:
         pool = device.pool

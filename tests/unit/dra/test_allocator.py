@@ -137,6 +137,28 @@ def test_all_takes_every_matching_device_of_the_node_and_fails_if_one_is_taken()
     assert "needs all: 2 devices match" in fit.detail and "1 of them free" in fit.detail
 
 
+def test_all_fails_on_a_matching_device_whose_taint_it_does_not_tolerate() -> None:
+    taint = {"key": "broken", "effect": "NoSchedule"}
+    slices = [node_slice("n1", gpu("gpu-0"), gpu("gpu-1", taints=[taint]))]
+    everything = exactly("gpu", all_devices=True)
+    assert not allocator(slices, [claim("x", everything)]).fits(pod("x", "x"), "n1", "g").fits
+    tolerant = exactly("gpu", all_devices=True, tolerations=[{"operator": "Exists"}])
+    assert allocator(slices, [claim("x", tolerant)]).fits(pod("x", "x"), "n1", "g").fits
+
+
+def test_all_whose_devices_break_a_constraint_is_an_error_in_the_claim() -> None:
+    slices = [node_slice("n1", gpu("gpu-0", numa=0), gpu("gpu-1", numa=1))]
+    spec = claim(
+        "x", exactly("gpu", all_devices=True), constraints=[{"matchAttribute": f"{DRIVER}/numa"}]
+    )
+    fit = allocator(slices, [spec]).fits(pod("x", "x"), "n1", "g")
+    assert (fit.verdict, fit.reason) == (
+        Verdict.POD,
+        "claim ns/x, request gpu: cannot add device gpu.example.com/n1/gpu-1 because a claim "
+        "constraint would not be satisfied",
+    )
+
+
 def test_all_with_no_matching_device_fails() -> None:
     slices = [node_slice("n1", gpu("gpu-0", model="a100"))]
     devices = allocator(slices, [claim("x", exactly("gpu", f'{MODEL} == "l4"', all_devices=True))])

@@ -80,6 +80,28 @@ def test_three_members_and_three_device_types_with_one_assignment_only() -> None
     assert held(devices) == {"p1": ["gpu=gpu-c"], "p2": ["gpu=gpu-a"], "p3": ["gpu=gpu-b"]}
 
 
+def test_re_assignment_reaches_through_several_pools() -> None:
+    # p3 can use only x; p1 holds it and could move to y, which p2 holds and could leave
+    # for z: p1 is p3's competitor, p2 is p1's.
+    slices = [
+        node_slice("n1", gpu(name, model=name), pool=f"pool-{name}", name=f"s-{name}")
+        for name in ("x", "y", "z")
+    ]
+    devices = allocator(
+        slices,
+        [
+            claim("p1", exactly("gpu", f'{MODEL} in ["x", "y"]')),
+            claim("p2", exactly("gpu", f'{MODEL} in ["y", "z"]')),
+            claim("p3", exactly("gpu", f'{MODEL} == "x"')),
+        ],
+    )
+    devices.take(pod("p2", "p2"), "n1", "g")
+    devices.take(pod("p1", "p1"), "n1", "g")
+    assert held(devices) == {"p1": ["gpu=x"], "p2": ["gpu=y"]}
+    devices.take(pod("p3", "p3"), "n1", "g")
+    assert held(devices) == {"p1": ["gpu=y"], "p2": ["gpu=z"], "p3": ["gpu=x"]}
+
+
 def nvlink_domains() -> list[object]:
     return [
         node_slice(
@@ -139,8 +161,11 @@ def test_first_available_choices_are_revisited_for_a_later_member() -> None:
 def test_a_shared_claim_is_allocated_once_for_its_members() -> None:
     devices = allocator([node_slice("n1", gpu("gpu-0"), gpu("gpu-1"))], [claim("shared")])
     devices.take(pod("a", "shared"), "n1", "g")
+    searched = devices.steps_left
     devices.take(pod("b", "shared"), "n1", "g")
     assert held(devices) == {"shared": ["gpu=gpu-0"]}
+    # The second member reuses the claim as it is: no search.
+    assert devices.steps_left == searched
     results = devices.commit("g")
     assert list(results) == ["ns/shared"]
 
