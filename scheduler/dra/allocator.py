@@ -9,7 +9,9 @@ where an assignment exists: kubernetes#138765). `DeviceAllocator.fits(pod, node,
    are reused as they are: the node must be one their node selector allows ("resourceclaim
    not available on the node"). A claim the gang took tentatively for an earlier member is
    reused if its devices reach this node; otherwise it is allocated again, from devices
-   every node of its pods reaches (none node-local, then).
+   every node of its pods reaches (none node-local, then). A claim another gang is
+   allocating makes the pod wait until that gang commits or gives it back, as
+   kube-scheduler answers for a claim whose allocation is in flight.
 2. **The quick answer**: the pod's other claims alone, from the devices free now (held by
    no claim, tentative or allocated), in kube-scheduler's order: claims as the pod lists
    them, requests as the claim does, devices first fit in dra/inventory.py's order, so a
@@ -62,6 +64,8 @@ from scheduler.dra.search import Exhausted, Job, Pick, Search, Unit
 
 DEFAULT_STEP_LIMIT = 20_000
 DEFAULT_SESSION_STEPS = 1_000_000
+# The answers kept between two changes of the state (see _plan).
+_PLANS_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,11 +307,17 @@ class DeviceAllocator:
     def _plan(self, pod: PodClaims, node: str, gang: str) -> _Plan:
         cache_key = (pod, node, gang)
         plan = self._plans.get(cache_key)
-        if plan is None or plan.version != self._version:
-            try:
-                plan = self._decide(pod, node, gang)
-            except PodProblem as problem:
-                plan = _Plan(self._version, problem.fit)
+        if plan is not None and plan.version == self._version:
+            return plan
+        try:
+            plan = self._decide(pod, node, gang)
+        except PodProblem as problem:
+            plan = _Plan(self._version, problem.fit)
+        # Only a yes is kept, for the take that follows it: a placement asks every node
+        # once per pod, and keeping every no would keep pods times nodes answers.
+        if plan.fit.fits:
+            if len(self._plans) >= _PLANS_KEPT:
+                self._plans.clear()
             self._plans[cache_key] = plan
         return plan
 
@@ -325,9 +335,13 @@ class DeviceAllocator:
             tentative = self._tentative.get(key)
             if tentative is None:
                 jobs.append(Job(claim, (node,)))
+            elif tentative.gang != gang:
+                # Another gang, not committed yet, is allocating it: kube-scheduler's
+                # answer for a claim whose allocation is in flight.
+                raise PodProblem(
+                    Verdict.POD, f"resource claim {key} is in the process of being allocated"
+                )
             elif not tentative.allocation.reaches(node, labels):
-                if tentative.gang != gang:
-                    return self._not_here(f"claim {key} is taken for another gang's pods")
                 jobs.append(Job(claim, tuple(sorted({*tentative.pods.values(), node}))))
                 moving.add(key)
         if not jobs:

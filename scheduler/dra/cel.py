@@ -39,12 +39,14 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import celpy
 import celpy.celtypes as ct
 import celpy.evaluation as celpy_evaluation
 import lark
-from celpy.celparser import CELParseError, CELParser
+from celpy.celparser import CELParser
 from celpy.evaluation import Activation, CELEvalError, Transpiler, TranspilerTree
 
 from scheduler.api import dra
@@ -252,7 +254,19 @@ def _runtime_message(problem: CELEvalError) -> str:
 
 # Compiling -------------------------------------------------------------------------------
 
-_PARSER = CELParser(tree_class=TranspilerTree)
+# A parser of its own: cel-python keeps one per process (CELParser.CEL_PARSER), made with
+# the tree class of whoever asked first, and the transpiler needs its TranspilerTree nodes.
+_PARSER = lark.Lark(
+    (Path(celpy.__file__).parent / "cel.lark").read_text(),
+    parser="lalr",
+    start="expr",
+    g_regex_flags=re.M,
+    lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+    propagate_positions=True,
+    maybe_placeholders=False,
+    priority="invert",
+    tree_class=TranspilerTree,
+)
 _HAS = re.compile(
     r"lambda activation: (not isinstance\(celpy\.evaluation\.result\(.*\), CELEvalError\))$", re.M
 )
@@ -264,7 +278,10 @@ _GLOBALS: dict[str, Any] = {**vars(celpy_evaluation), "scheduler": sys.modules["
 def _parse(text: str) -> TranspilerTree:
     try:
         tree = _PARSER.parse(text)
-    except (CELParseError, lark.exceptions.LarkError) as problem:
+    except (lark.exceptions.UnexpectedToken, lark.exceptions.UnexpectedCharacters) as problem:
+        first = str(problem).splitlines()[0]
+        raise SelectorError(f"compilation failed: {first}\n{problem.get_context(text)}") from None
+    except lark.exceptions.LarkError as problem:
         raise SelectorError(f"compilation failed: {problem}") from None
     assert isinstance(tree, TranspilerTree)
     return tree

@@ -426,8 +426,7 @@ def _arithmetic(name: str, left: Any, right: Any, direction: int) -> Any:
 
 def semver(text: Any, normalize: Any = None) -> Any:
     """semver(string[, bool normalize])."""
-    parsed = _semver(text, normalize, "semver")
-    return parsed
+    return _semver(text, normalize, "semver")
 
 
 def is_semver(text: Any, normalize: Any = None) -> Any:

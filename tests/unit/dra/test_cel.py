@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import celpy
 import msgspec
 import pytest
+from celpy.celparser import CELParser
 
 from scheduler.api import dra
 from scheduler.dra import cel_library
@@ -173,6 +175,18 @@ def test_what_kube_scheduler_would_not_compile_or_muster_lacks_is_refused_at_com
 ) -> None:
     compiled = Selector(expression)
     assert compiled.compile_error is not None and message in compiled.compile_error
+
+
+def test_selectors_compile_whatever_parser_cel_python_made_first() -> None:
+    # cel-python keeps one parser per process, made with the tree class of the first
+    # Environment (sim's interpreter uses plain lark trees).
+    kept = CELParser.CEL_PARSER
+    CELParser.CEL_PARSER = None
+    try:
+        celpy.Environment()
+        assert Selector(f'{A}.model == "a100"').compile_error is None
+    finally:
+        CELParser.CEL_PARSER = kept
 
 
 def test_the_cost_bound_grows_with_what_a_comprehension_iterates() -> None:

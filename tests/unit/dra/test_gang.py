@@ -46,6 +46,18 @@ def test_the_issue_example_x_gets_the_h100_and_y_the_a100() -> None:
     assert held(devices) == {"x": ["gpu=gpu-1"], "y": ["gpu=gpu-0"]}
 
 
+def test_a_claim_another_gang_is_allocating_makes_the_pod_wait() -> None:
+    devices = allocator([node_slice("n1", gpu("gpu-0"))], [claim("shared")])
+    devices.take(pod("a", "shared"), "n1", "first")
+    fit = devices.fits(pod("b", "shared"), "n1", "second")
+    assert (fit.verdict, fit.reason) == (
+        Verdict.POD,
+        "resource claim ns/shared is in the process of being allocated",
+    )
+    devices.commit("first")
+    assert devices.fits(pod("b", "shared"), "n1", "second").fits
+
+
 def test_another_gangs_tentative_devices_are_not_re_assigned() -> None:
     devices = allocator(
         a100_and_h100(),  # type: ignore[arg-type]
