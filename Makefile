@@ -44,7 +44,7 @@ test: lint typecheck unit test-compiled manifests
 # test-compiled runs the core's unit tests against that copy and checks that it makes the
 # same decisions as plain Python on the bench's workloads (bench/decisions.py).
 COMPILED := build/compiled
-CORE_TESTS := tests/unit/api tests/unit/framework tests/unit/actions tests/unit/plugins tests/unit/nodefit
+CORE_TESTS := tests/unit/api tests/unit/framework tests/unit/actions tests/unit/plugins tests/unit/nodefit tests/unit/dra
 
 compiled: venv
 	rm -rf $(COMPILED) && mkdir -p $(COMPILED)

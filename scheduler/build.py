@@ -2,8 +2,9 @@
 
 The modules a session spends its time in (the snapshot's records, the session, its state
 and its node picker, the cycle builder, enqueue, allocate and backfill, the default
-plugins and the pod-to-pod rules of nodefit/ they call) are compiled into C extension
-modules when muster is built with MUSTER_COMPILE=1 (setup.py; the image is built so).
+plugins and the pod-to-pod rules of nodefit/ they call, and DRA's allocation core) are
+compiled into C extension modules when muster is built with MUSTER_COMPILE=1 (setup.py;
+the image is built so).
 Plain Python runs the very same sources: it is what development and most of `make test`
 use, and `make test-compiled` checks that both make the same decisions
 (docs/design.md, "The compiled core").
@@ -53,6 +54,17 @@ COMPILED_MODULES = (
     "scheduler.nodefit.podtopologyspread",
     "scheduler.nodefit.interpodaffinity",
     "scheduler.engine",
+    # DRA's allocation core (scheduler/dra/): what fits asks per pod and node. Its CEL
+    # modules stay plain: their time is cel-python's, and cel-python's transpiled code
+    # calls their functions by module and name.
+    "scheduler.dra.fit",
+    "scheduler.dra.inventory",
+    "scheduler.dra.requests",
+    "scheduler.dra.holdings",
+    "scheduler.dra.search",
+    "scheduler.dra.candidates",
+    "scheduler.dra.results",
+    "scheduler.dra.allocator",
 )
 
 

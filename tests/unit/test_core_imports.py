@@ -9,15 +9,17 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CORE_PACKAGES = ("api", "framework", "nodefit", "actions", "plugins")
+CORE_PACKAGES = ("api", "dra", "framework", "nodefit", "actions", "plugins")
 # Which core packages each may import (engine.py, the entry point, may import them all).
+# dra/ (devices) stands on api/ alone; what places pods may ask it.
 MAY_IMPORT = {
     "api": set(),
-    "framework": {"api"},
+    "dra": {"api"},
+    "framework": {"api", "dra"},
     "nodefit": {"api", "framework"},
-    "actions": {"api", "framework"},
-    "plugins": {"api", "framework", "nodefit"},
-    "engine": {"api", "framework", "nodefit", "actions", "plugins"},
+    "actions": {"api", "framework", "dra"},
+    "plugins": {"api", "framework", "nodefit", "dra"},
+    "engine": {"api", "dra", "framework", "nodefit", "actions", "plugins"},
 }
 
 

@@ -1,0 +1,502 @@
+"""Joint device allocation: the devices of every claim of a gang's members, chosen together.
+
+A gang's pods are placed one at a time inside one Statement; their claims are allocated
+with them, tentatively, and a later member may have the devices of the gang's earlier
+claims re-assigned to make room for its own (kube-scheduler never does, so a gang can fail
+where an assignment exists: kubernetes#138765). `DeviceAllocator.fits(pod, node, gang)`:
+
+1. **Claims allocated already** (on the API server, or committed earlier in the session)
+   are reused as they are: the node must be one their node selector allows ("resourceclaim
+   not available on the node"). A claim the gang took tentatively for an earlier member is
+   reused if its devices reach this node; otherwise it is allocated again, from devices
+   every node of its pods reaches (none node-local, then). A claim another gang is
+   allocating makes the pod wait until that gang commits or gives it back, as
+   kube-scheduler answers for a claim whose allocation is in flight.
+2. **The quick answer**: the pod's other claims alone, from the devices free now (held by
+   no claim, tentative or allocated), in kube-scheduler's order: claims as the pod lists
+   them, requests as the claim does, devices first fit in dra/inventory.py's order, so a
+   pod alone gets the devices kube-scheduler would give it. One claim with one request of
+   identical devices is a walk over the free ones (dra/search.py, matching).
+3. **The joint answer**, only when the quick one is no and some of the gang's tentative
+   claims hold devices in the pools the pod's requests draw from: those claims, and
+   transitively the gang's claims holding devices in their pools, are searched again with
+   the pod's, each on the nodes of its pods, the most constrained request first
+   (dra/search.py: matching when it can, else backtracking). A search counts every device
+   it tries and gives up after `step_limit` steps, or when the session has spent
+   `session_steps`; the failure says so.
+
+`take(pod, node, gang)` applies what `fits` found. `give_back(pod)` undoes it exactly when
+it is the newest take (a Statement discards newest first): the claims it allocated let go
+of their devices and those it re-assigned get their previous ones back; an older take
+given back only lets go of its claims. `commit(gang)` makes the gang's claims allocated
+for the rest of the session and returns each one's AllocationResult (dra/results.py).
+`freed_by`, `release` and `unrelease` are preemption's: a claim frees its devices when
+no pod that stays uses it.
+
+A failure says it in kube-scheduler's words ("cannot allocate all claims") and then in
+muster's: which claim, which request, which class, how many devices match its selectors
+on the node and how many of those are free, and the devices muster does not allocate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from scheduler.api import dra, wire
+from scheduler.api.matching import selector_matches, wire_term
+from scheduler.dra.candidates import Candidates
+from scheduler.dra.cel import SelectorMemo
+from scheduler.dra.fit import (
+    CANNOT_ALLOCATE,
+    FITS,
+    INVALID_POOLS,
+    NOT_AVAILABLE,
+    DeviceFit,
+    PodProblem,
+    Verdict,
+)
+from scheduler.dra.holdings import Holdings
+from scheduler.dra.inventory import INVALID, DeviceId, Inventory
+from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
+from scheduler.dra.results import allocation_result
+from scheduler.dra.search import Exhausted, Job, Pick, Search, Unit
+
+DEFAULT_STEP_LIMIT = 20_000
+DEFAULT_SESSION_STEPS = 1_000_000
+# The answers kept between two changes of the state (see _plan).
+_PLANS_KEPT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """The devices muster chose for a claim, and the node they pin it to (a node-local
+    device), or None (usable wherever every device is)."""
+
+    picks: tuple[Pick, ...]
+    node: str | None
+
+    def reaches(self, node: str, labels: Mapping[str, str]) -> bool:
+        """Whether a pod on the node can use these devices."""
+        if self.node is not None:
+            return node == self.node
+        return all(pick.device.reaches(node, labels) for pick in self.picks)
+
+    @property
+    def held(self) -> list[DeviceId]:
+        """The devices it holds (admin access holds none)."""
+        return [pick.device.id for pick in self.picks if not pick.choice.admin_access]
+
+
+@dataclass(slots=True)
+class _Tentative:
+    gang: str
+    allocation: Allocation
+    # The taken pods that use the claim, and their nodes.
+    pods: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Take:
+    pod: PodClaims
+    gang: str
+    # The claims this take allocated, the previous devices of those it re-assigned, and
+    # the claims it added the pod to the users of.
+    allocated: list[str]
+    previous: dict[str, Allocation]
+    users_added: list[str]
+
+
+@dataclass(slots=True)
+class _Plan:
+    version: int
+    fit: DeviceFit
+    allocations: dict[str, Allocation] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Failure:
+    exhausted: bool = False
+    short: bool = False
+    steps: int = 0
+
+
+class DeviceAllocator:
+    """The devices of one session: who holds what, and the claims gangs take tentatively.
+
+    Built from the cache's decoded DeviceClasses, ResourceSlices and ResourceClaims, the
+    nodes' labels by name, the namespaces' labels by name (for admin access; None: as the
+    API server admitted the claims) and a selector memo the cache keeps across sessions."""
+
+    def __init__(
+        self,
+        classes: Iterable[dra.DeviceClass],
+        slices: Iterable[dra.ResourceSlice],
+        claims: Iterable[dra.ResourceClaim],
+        nodes: Mapping[str, Mapping[str, str]],
+        *,
+        memo: SelectorMemo | None = None,
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        step_limit: int = DEFAULT_STEP_LIMIT,
+        session_steps: int = DEFAULT_SESSION_STEPS,
+    ) -> None:
+        self.memo = memo if memo is not None else SelectorMemo()
+        self.inventory = Inventory(slices, nodes)
+        self.memo.keep_only(self.inventory.slice_keys)
+        self.classes = {item.metadata.name: item for item in classes}
+        self.candidates = Candidates(self.inventory, self.classes, self.memo)
+        self.holdings = Holdings(self.inventory)
+        self.step_limit = step_limit
+        self.steps_left = session_steps
+        self.claims: dict[str, Claim] = {}
+        # Claims allocated for the rest of the session: on the API server, or committed.
+        self._allocated: dict[str, dra.AllocationResult] = {}
+        self._tentative: dict[str, _Tentative] = {}
+        # Who uses each claim: its reservedFor, and the pods taken since.
+        self._users: dict[str, set[str]] = {}
+        self._takes: list[_Take] = []
+        self._released: dict[str, list[tuple[str, list[DeviceId]]]] = {}
+        self._plans: dict[tuple[PodClaims, str, str], _Plan] = {}
+        self._version = 0
+        for obj in claims:
+            labels = None if namespaces is None else namespaces.get(obj.metadata.namespace, {})
+            claim = claim_from_wire(obj, labels)
+            self.claims[claim.key] = claim
+            self._users[claim.key] = set(claim.reserved_for)
+            if claim.allocation is not None:
+                self._allocated[claim.key] = claim.allocation
+                self.holdings.hold(
+                    claim.key,
+                    [
+                        (result.driver, result.pool, result.device)
+                        for result in claim.allocation.devices.results
+                        if not result.admin_access
+                    ],
+                )
+
+    # Placement ---------------------------------------------------------------------------
+
+    def fits(self, pod: PodClaims, node: str, gang: str) -> DeviceFit:
+        """Whether the pod's claims can be allocated for it on the node, given what the
+        gang's earlier members took tentatively (which may be re-assigned) and what every
+        other claim holds."""
+        return self._plan(pod, node, gang).fit
+
+    def take(self, pod: PodClaims, node: str, gang: str) -> None:
+        """Allocate the pod's claims on the node, tentatively (`fits` must have said yes)."""
+        plan = self._plan(pod, node, gang)
+        if not plan.fit.fits:
+            raise ValueError(f"pod {pod.key} does not fit on {node}: {plan.fit}")
+        record = _Take(pod, gang, [], {}, [])
+        # Every re-assigned claim lets go first: another may take over what it held.
+        for key in plan.allocations:
+            tentative = self._tentative.get(key)
+            if tentative is not None:
+                record.previous[key] = tentative.allocation
+                self.holdings.let_go(key)
+        for key, allocation in plan.allocations.items():
+            tentative = self._tentative.get(key)
+            if tentative is None:
+                record.allocated.append(key)
+                self._tentative[key] = _Tentative(gang, allocation)
+            else:
+                tentative.allocation = allocation
+            self.holdings.hold(key, allocation.held)
+        for key in pod.claims:
+            users = self._users.setdefault(key, set())
+            if pod.uid not in users:
+                users.add(pod.uid)
+                record.users_added.append(key)
+            tentative = self._tentative.get(key)
+            if tentative is not None:
+                tentative.pods[pod.key] = node
+        self._takes.append(record)
+        self._changed()
+
+    def give_back(self, pod: PodClaims) -> None:
+        """Undo the pod's take: exactly when it is the newest (the module docstring)."""
+        position = next(
+            (i for i in range(len(self._takes) - 1, -1, -1) if self._takes[i].pod.key == pod.key),
+            None,
+        )
+        if position is None:
+            return
+        record = self._takes.pop(position)
+        newest = position == len(self._takes)
+        for key in record.users_added:
+            self._users[key].discard(pod.uid)
+        for key in pod.claims:
+            tentative = self._tentative.get(key)
+            if tentative is not None:
+                tentative.pods.pop(pod.key, None)
+        for key in record.allocated:
+            tentative = self._tentative.get(key)
+            if tentative is not None and not tentative.pods:
+                self.holdings.let_go(key)
+                del self._tentative[key]
+        if newest:
+            restored = [key for key in record.previous if key in self._tentative]
+            for key in restored:
+                self.holdings.let_go(key)
+            for key in restored:
+                self._tentative[key].allocation = record.previous[key]
+                self.holdings.hold(key, record.previous[key].held)
+        self._changed()
+
+    def commit(self, gang: str) -> dict[str, dra.AllocationResult]:
+        """Make the gang's tentative claims allocated for the rest of the session; the
+        AllocationResult of each, by claim key, for the binder to write."""
+        results = self.tentative_results(gang)
+        for key in results:
+            del self._tentative[key]
+        self._allocated.update(results)
+        self._takes = [take for take in self._takes if take.gang != gang]
+        self._changed()
+        return results
+
+    def tentative_results(self, gang: str) -> dict[str, dra.AllocationResult]:
+        """What `commit` would return now."""
+        return {
+            key: allocation_result(
+                self.claims[key],
+                list(tentative.allocation.picks),
+                tentative.allocation.node or next(iter(tentative.pods.values()), None),
+                self.classes,
+            )
+            for key, tentative in self._tentative.items()
+            if tentative.gang == gang
+        }
+
+    # Preemption --------------------------------------------------------------------------
+
+    def freed_by(self, pods: Iterable[PodClaims]) -> frozenset[DeviceId]:
+        """The devices evicting all these pods would free: those of the claims no other
+        pod uses (a claim shared with a pod that stays frees nothing)."""
+        leaving: dict[str, set[str]] = {}
+        for pod in pods:
+            for key in pod.claims:
+                leaving.setdefault(key, set()).add(pod.uid)
+        freed: set[DeviceId] = set()
+        for key, uids in leaving.items():
+            if self._users.get(key, set()) <= uids:
+                freed.update(self.holdings.held_by(key))
+        return frozenset(freed)
+
+    def release(self, pod: PodClaims) -> None:
+        """The pod is evicted (tentatively): its claims no other pod uses free their
+        devices for the rest of the session, or until `unrelease`."""
+        freed: list[tuple[str, list[DeviceId]]] = []
+        for key in pod.claims:
+            users = self._users.get(key)
+            if users is None or pod.uid not in users:
+                continue
+            users.discard(pod.uid)
+            freed.append((key, [] if users else self.holdings.let_go(key)))
+        self._released[pod.key] = freed
+        self._changed()
+
+    def unrelease(self, pod: PodClaims) -> None:
+        """Undo `release`."""
+        for key, devices in self._released.pop(pod.key, []):
+            self._users.setdefault(key, set()).add(pod.uid)
+            self.holdings.hold(key, devices)
+        self._changed()
+
+    # Deciding ---------------------------------------------------------------------------
+
+    def _plan(self, pod: PodClaims, node: str, gang: str) -> _Plan:
+        cache_key = (pod, node, gang)
+        plan = self._plans.get(cache_key)
+        if plan is not None and plan.version == self._version:
+            return plan
+        try:
+            plan = self._decide(pod, node, gang)
+        except PodProblem as problem:
+            plan = _Plan(self._version, problem.fit)
+        # Only a yes is kept, for the take that follows it: a placement asks every node
+        # once per pod, and keeping every no would keep pods times nodes answers.
+        if plan.fit.fits:
+            if len(self._plans) >= _PLANS_KEPT:
+                self._plans.clear()
+            self._plans[cache_key] = plan
+        return plan
+
+    def _decide(self, pod: PodClaims, node: str, gang: str) -> _Plan:
+        labels = self.inventory.labels(node)
+        jobs: list[Job] = []
+        moving: set[str] = set()
+        for claim in self._claims_of(pod):
+            key = claim.key
+            allocated = self._allocated.get(key)
+            if allocated is not None:
+                if not _allows(allocated.node_selector, node, labels):
+                    return self._not_here(f"claim {key} is allocated for other nodes")
+                continue
+            tentative = self._tentative.get(key)
+            if tentative is None:
+                jobs.append(Job(claim, (node,)))
+            elif tentative.gang != gang:
+                # Another gang, not committed yet, is allocating it: kube-scheduler's
+                # answer for a claim whose allocation is in flight.
+                raise PodProblem(
+                    Verdict.POD, f"resource claim {key} is in the process of being allocated"
+                )
+            elif not tentative.allocation.reaches(node, labels):
+                jobs.append(Job(claim, tuple(sorted({*tentative.pods.values(), node}))))
+                moving.add(key)
+        if not jobs:
+            return _Plan(self._version, FITS)
+        units = [unit for job in jobs for unit in self.candidates.units(job)]
+        outcome = self._search(units, moving, joint=False)
+        if isinstance(outcome, _Failure):
+            competitors = self._competitors(units, gang, {job.claim.key for job in jobs})
+            if competitors:
+                joint = units + [u for job in competitors for u in self.candidates.units(job)]
+                released = moving | {job.claim.key for job in competitors}
+                outcome = self._search(joint, released, joint=True)
+        if isinstance(outcome, _Failure):
+            return _Plan(self._version, self._failure(outcome, units, node))
+        return _Plan(self._version, FITS, outcome)
+
+    def _not_here(self, detail: str) -> _Plan:
+        return _Plan(self._version, DeviceFit(Verdict.NODE, NOT_AVAILABLE, detail))
+
+    def _claims_of(self, pod: PodClaims) -> list[Claim]:
+        """The pod's claims; PodProblem for kube-scheduler's reasons a pod waits
+        (PreEnqueue's), then for what muster refuses."""
+        if pod.waiting is not None:
+            raise PodProblem(Verdict.POD, pod.waiting)
+        claims: list[Claim] = []
+        for key in pod.claims:
+            claim = self.claims.get(key)
+            if claim is None:
+                raise PodProblem(Verdict.POD, f'could not find ResourceClaim "{key}"')
+            if claim.deleting:
+                raise PodProblem(Verdict.POD, f'resourceclaim "{claim.name}" is being deleted')
+            if key in pod.from_template and claim.owner_pod_uid != pod.uid:
+                raise PodProblem(
+                    Verdict.POD,
+                    f"ResourceClaim {key} was not created for Pod {pod.key} (Pod is not owner)",
+                )
+            if claim.refusal is not None and key not in self._allocated:
+                raise PodProblem(Verdict.REFUSED, f"claim {key}: {claim.refusal}")
+            claims.append(claim)
+        return claims
+
+    def _competitors(self, units: list[Unit], gang: str, searched: set[str]) -> list[Job]:
+        """The gang's tentative claims holding devices in the pools these units draw
+        from, and transitively those holding devices in their pools."""
+        pools = {id(d.pool) for unit in units for _, devices in unit.choices for d in devices}
+        found: list[Job] = []
+        seen = set(searched)
+        grew = True
+        while grew:
+            grew = False
+            for key, tentative in self._tentative.items():
+                if key in seen or tentative.gang != gang:
+                    continue
+                if not any(id(pick.device.pool) in pools for pick in tentative.allocation.picks):
+                    continue
+                seen.add(key)
+                job = Job(self.claims[key], tuple(sorted(set(tentative.pods.values()))))
+                found.append(job)
+                for unit in self.candidates.units(job):
+                    pools.update(id(d.pool) for _, devices in unit.choices for d in devices)
+                grew = True
+        return found
+
+    def _search(
+        self, units: list[Unit], released: set[str], *, joint: bool
+    ) -> dict[str, Allocation] | _Failure:
+        search = Search(
+            self.holdings, units, released, min(self.step_limit, max(self.steps_left, 0))
+        )
+        if joint:
+            search.most_constrained_first()
+        try:
+            found = search.run()
+        except Exhausted:
+            return _Failure(exhausted=True, steps=search.steps)
+        finally:
+            self.steps_left -= search.steps
+        if found is None:
+            return _Failure(short=search.short, steps=search.steps)
+        nodes = {unit.job.claim.key: unit.job.nodes for unit in units}
+        return {
+            key: Allocation(
+                tuple(picks),
+                nodes[key][0] if any(pick.device.node_bound for pick in picks) else None,
+            )
+            for key, picks in found.items()
+        }
+
+    def _failure(self, failure: _Failure, units: list[Unit], node: str) -> DeviceFit:
+        detail = next((text for unit in units if (text := self._shortage(unit, node))), "")
+        if not detail:
+            if failure.exhausted:
+                detail = (
+                    f"the search for devices gave up after {failure.steps} steps (its bound; "
+                    f"{max(self.steps_left, 0)} left in this session)"
+                )
+            elif failure.short:
+                detail = "the claims' requests need more devices together than match and are free"
+            else:
+                detail = "no choice of free devices meets the claims' constraints and counters"
+        if any(pool.state == INVALID for pool in self.inventory.pools_on(node)):
+            return DeviceFit(Verdict.NODE, INVALID_POOLS, detail)
+        return DeviceFit(Verdict.NODE, CANNOT_ALLOCATE, detail)
+
+    def _shortage(self, unit: Unit, node: str) -> str:
+        """muster's words for a request that cannot be met alone on the node, or ""."""
+        key = unit.job.claim.key
+        parts = []
+        for choice, candidates in unit.choices:
+            devices = [d for d in candidates if d.order not in unit.poison]
+            free = sum(
+                1
+                for d in devices
+                if d.order not in unit.blocked
+                and (choice.admin_access or self.holdings.holder(d.id) in (None, key))
+            )
+            need = len(devices) if choice.all_devices else choice.count
+            if (choice.all_devices and devices and free == need) or (
+                not choice.all_devices and free >= need
+            ):
+                return ""
+            where = ", ".join(unit.job.nodes)
+            part = (
+                f"request {choice.name} (class {choice.device_class}) needs "
+                f"{'all' if choice.all_devices else need}: {len(devices)} "
+                f"{'device matches' if len(devices) == 1 else 'devices match'} its selectors "
+                f"on {'node' if len(unit.job.nodes) == 1 else 'nodes'} {where}, {free} of them free"
+            )
+            refused = unit.refused.get(choice.name, [])
+            if refused:
+                part += (
+                    f" ({len(refused)} more would match but need "
+                    f"{' and '.join(sorted(set(refused)))}, which muster does not honour yet)"
+                )
+            parts.append(part)
+        return f"claim {key}, " + "; ".join(parts)
+
+    def holder(self, device: DeviceId) -> str | None:
+        """The claim holding the device now (allocated or tentatively), if any."""
+        return self.holdings.holder(device)
+
+    def state(self) -> tuple[object, ...]:
+        """Everything a later question reads, comparable (tests of exact undo)."""
+        return (
+            self.holdings.state(),
+            {k: (t.gang, t.allocation, dict(t.pods)) for k, t in sorted(self._tentative.items())},
+            {k: set(v) for k, v in sorted(self._users.items()) if v},
+        )
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._plans.clear()
+
+
+def _allows(selector: wire.NodeSelector | None, node: str, labels: Mapping[str, str]) -> bool:
+    if selector is None:
+        return True
+    return selector_matches(tuple(wire_term(t) for t in selector.node_selector_terms), labels, node)

@@ -1,0 +1,182 @@
+"""Which devices each request of a claim may take on the nodes of its pods.
+
+A candidate is a device, in inventory order, that the pods' nodes all reach (a claim
+used on several nodes takes no node-local device), that meets the class's selectors and
+then the request's (kube-scheduler's order: a class selector that says no spares the
+request's), whose NoSchedule and NoExecute taints the request tolerates, and that muster
+allocates. A device whose selectors fail to evaluate is kept as a candidate with its
+error ("poison"): kube-scheduler fails the pod only when its search reaches that device,
+and so does muster's. An All request fails at once instead (kube-scheduler lists all its
+devices before searching), and so does an All request on a node that sees an incomplete
+or invalid pool, or whose devices include one muster does not allocate; a device an All
+request must take but whose taint it does not tolerate is kept too, `blocked`, so the
+request fails on the node as kube-scheduler's does.
+
+The candidates of a choice depend on its class, selectors, tolerations and nodes only,
+so they are kept for the session; selectors' answers per device come from the memo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from scheduler.api import dra
+from scheduler.api.matching import tolerates
+from scheduler.dra.cel import SelectorError, SelectorMemo
+from scheduler.dra.fit import PodProblem, Verdict
+from scheduler.dra.inventory import COMPLETE, INCOMPLETE, Device, Inventory
+from scheduler.dra.requests import Choice, Claim
+from scheduler.dra.search import Job, Unit
+
+# Stands for the claim's name in a selector's error, which several claims' candidates share.
+_CLAIM = "\x00claim\x00"
+
+_Found = tuple[list[Device], dict[int, str], list[str], set[int]]
+
+
+class Candidates:
+    """The candidates of every request, found once per session."""
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        classes: Mapping[str, dra.DeviceClass],
+        memo: SelectorMemo,
+    ) -> None:
+        self.inventory = inventory
+        self.classes = classes
+        self.memo = memo
+        self._found: dict[tuple[object, ...], _Found] = {}
+
+    def units(self, job: Job) -> list[Unit]:
+        """One unit per request of the job's claim; PodProblem for what fails the pod."""
+        units = []
+        for request in job.claim.requests:
+            poison: dict[int, str] = {}
+            refused: dict[str, list[str]] = {}
+            blocked: set[int] = set()
+            choices = []
+            for choice in request.choices:
+                devices, errors, unhonoured, tainted = self._for_choice(job, choice)
+                poison.update({order: _for(text, job.claim) for order, text in errors.items()})
+                if unhonoured:
+                    refused[choice.name] = unhonoured
+                blocked |= tainted
+                choices.append((choice, devices))
+            need = min(
+                len(devices) if choice.all_devices else choice.count for choice, devices in choices
+            )
+            units.append(Unit(job, choices, need, poison, refused, blocked))
+        total = sum(unit.need for unit in units)
+        if total > dra.ALLOCATION_RESULTS_MAX:
+            raise PodProblem(
+                Verdict.POD,
+                f"claim {job.claim.key}: number of requested devices {total} exceeds the "
+                f"claim limit of {dra.ALLOCATION_RESULTS_MAX}",
+            )
+        return units
+
+    def _for_choice(self, job: Job, choice: Choice) -> _Found:
+        device_class = self.classes.get(choice.device_class)
+        if device_class is None:
+            raise PodProblem(
+                Verdict.POD,
+                f"request {choice.name}: device class {choice.device_class} does not exist",
+            )
+        if choice.all_devices:
+            self._pools_ready(job, choice)
+        tolerations = tuple((t.key, t.operator, t.value, t.effect) for t in choice.tolerations)
+        key = (choice.device_class, choice.selectors, tolerations, choice.all_devices, job.nodes)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = self._search(job, choice, device_class)
+        return found
+
+    def _search(self, job: Job, choice: Choice, device_class: dra.DeviceClass) -> _Found:
+        class_selectors = [s.cel.expression for s in device_class.spec.selectors if s.cel]
+        devices: list[Device] = []
+        errors: dict[int, str] = {}
+        unhonoured: list[str] = []
+        tainted: set[int] = set()
+        for device in self._reachable(job.nodes):
+            selectable = self._selectable(choice, class_selectors, device)
+            if isinstance(selectable, str):
+                if choice.all_devices:
+                    raise PodProblem(Verdict.POD, _for(selectable, job.claim))
+                errors[device.order] = selectable
+                devices.append(device)
+                continue
+            if not selectable:
+                continue
+            if not all(_tolerated(choice, taint) for taint in device.taints):
+                # All's devices are every selected one: kube-scheduler then finds one it
+                # cannot take, and the request fails on the node.
+                if choice.all_devices:
+                    tainted.add(device.order)
+                    devices.append(device)
+                continue
+            if device.refusal is not None:
+                if choice.all_devices:
+                    raise PodProblem(
+                        Verdict.REFUSED,
+                        f"claim {job.claim.key}, request {choice.name}: asks for all devices, "
+                        f"and device {device.label} needs {device.refusal}, which muster "
+                        "does not honour yet",
+                    )
+                unhonoured.append(device.refusal)
+                continue
+            devices.append(device)
+        return devices, errors, unhonoured, tainted
+
+    def _reachable(self, nodes: tuple[str, ...]) -> list[Device]:
+        first = self.inventory.devices_on(nodes[0])
+        if len(nodes) == 1:
+            return first
+        others = [(node, self.inventory.labels(node)) for node in nodes[1:]]
+        return [
+            device
+            for device in first
+            if not device.node_bound and all(device.reaches(n, labels) for n, labels in others)
+        ]
+
+    def _pools_ready(self, job: Job, choice: Choice) -> None:
+        for node in job.nodes:
+            for pool in self.inventory.pools_on(node):
+                if pool.state != COMPLETE:
+                    state = "being updated" if pool.state == INCOMPLETE else "invalid"
+                    raise PodProblem(
+                        Verdict.POD,
+                        f"claim {job.claim.key}, request {choice.name}: asks for all devices, "
+                        f"but resource pool {pool.label} is currently {state}",
+                    )
+
+    def _selectable(self, choice: Choice, class_selectors: list[str], device: Device) -> bool | str:
+        """Whether the device meets the class's selectors, then the request's; an error
+        in kube-scheduler's words when one cannot be evaluated."""
+        for owner, selectors in (
+            (f"class {choice.device_class}", class_selectors),
+            (f"claim {_CLAIM}", choice.selectors),
+        ):
+            for index, text in enumerate(selectors):
+                compiled = self.memo.selector(text)
+                if compiled.compile_error is not None:
+                    return (
+                        f"{owner}: selector #{index}: CEL compile error: {compiled.compile_error}"
+                    )
+                try:
+                    matched = self.memo.matches(
+                        text, device.slice_key, device.slot, device.driver, device.spec
+                    )
+                except SelectorError as problem:
+                    return f"{owner}: selector #{index}: CEL runtime error: {problem}"
+                if not matched:
+                    return False
+        return True
+
+
+def _for(text: str, claim: Claim) -> str:
+    return text.replace(_CLAIM, claim.key)
+
+
+def _tolerated(choice: Choice, taint: dra.DeviceTaint) -> bool:
+    return any(tolerates(toleration, taint) for toleration in choice.tolerations)

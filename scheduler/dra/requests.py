@@ -1,0 +1,294 @@
+"""A ResourceClaim as allocation reads it: its requests normalised, its constraints, its
+state, and the claims a pod uses.
+
+A request becomes a `Request` with one or more `Choice`s, tried in order: `exactly` is one
+choice; `firstAvailable` gives one per sub-request, named "request/sub-request" as the
+results name them. A choice is ExactCount (its count, 1 when unset, as the API server
+defaults it) or All; it carries its class, its own selectors, admin access and
+tolerations. A constraint (`matchAttribute` or `distinctAttribute`) applies to the
+requests it names, or to all of the claim's; naming a request covers its sub-requests.
+
+What muster does not honour is refused by name (`Claim.refusal`), never ignored: capacity
+requests (consumable capacity), an allocation mode or a request, selector or constraint
+kind v1 does not define, and admin access in a namespace without the
+`resource.kubernetes.io/admin-access: "true"` label (the API server checks that label
+when the claim is made; muster checks it again, since a label can be removed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from scheduler.api import dra, wire
+
+MATCH = "matchAttribute"
+DISTINCT = "distinctAttribute"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One way to satisfy a request: the request itself (`exactly`) or one of its
+    sub-requests (`firstAvailable`)."""
+
+    request: str
+    # The name results carry: "request", or "request/sub-request".
+    name: str
+    device_class: str
+    selectors: tuple[str, ...]
+    all_devices: bool
+    count: int
+    admin_access: bool
+    tolerations: tuple[dra.DeviceToleration, ...]
+    # Where the choice sits in the claim's spec, for refusals' field paths.
+    path: str
+
+    @property
+    def sub_request(self) -> str:
+        """The sub-request's name, or "" for an `exactly` request."""
+        return self.name.partition("/")[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request and its choices, in the order they are tried."""
+
+    name: str
+    choices: tuple[Choice, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """A constraint over the devices of the requests it names (none: all of the claim's)."""
+
+    kind: str
+    attribute: str
+    requests: frozenset[str]
+
+    def applies_to(self, choice: Choice) -> bool:
+        """Whether a device chosen for this choice is subject to the constraint."""
+        if not self.requests:
+            return True
+        return choice.request in self.requests or choice.name in self.requests
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A ResourceClaim: its normalised spec, its allocation on the API server (if any), who
+    it is reserved for, and what muster refuses in it."""
+
+    namespace: str
+    name: str
+    uid: str
+    requests: tuple[Request, ...]
+    constraints: tuple[Constraint, ...]
+    config: tuple[dra.DeviceClaimConfiguration, ...]
+    allocation: dra.AllocationResult | None
+    reserved_for: frozenset[str]
+    deleting: bool
+    # The pod a template made this claim for (its controller ownerReference), if any.
+    owner_pod_uid: str
+    refusal: str | None
+
+    @property
+    def key(self) -> str:
+        """namespace/name."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def choices(self) -> tuple[Choice, ...]:
+        """Every choice of every request, in spec order."""
+        return tuple(choice for request in self.requests for choice in request.choices)
+
+
+def claim_from_wire(
+    obj: dra.ResourceClaim, namespace_labels: Mapping[str, str] | None = None
+) -> Claim:
+    """The claim as allocation reads it. `namespace_labels` are its namespace's labels
+    (None: not known, admin access is then taken as the API server admitted it)."""
+    meta = obj.metadata
+    devices = obj.spec.devices
+    refusals: list[str] = []
+    requests = tuple(
+        _request(index, request, refusals) for index, request in enumerate(devices.requests)
+    )
+    constraints = tuple(
+        _constraint(index, constraint, refusals)
+        for index, constraint in enumerate(devices.constraints)
+    )
+    if namespace_labels is not None and namespace_labels.get(dra.ADMIN_ACCESS_LABEL) != "true":
+        for request in requests:
+            for choice in request.choices:
+                if choice.admin_access:
+                    refusals.append(
+                        f"{choice.path}.adminAccess: admin access to devices requires the "
+                        f"`{dra.ADMIN_ACCESS_LABEL}: true` label on the containing namespace"
+                    )
+    owner = next(
+        (ref.uid for ref in meta.owner_references if ref.controller and ref.kind == "Pod"), ""
+    )
+    status = obj.status
+    return Claim(
+        namespace=meta.namespace,
+        name=meta.name,
+        uid=meta.uid,
+        requests=requests,
+        constraints=tuple(c for c in constraints if c is not None),
+        config=tuple(devices.config),
+        allocation=status.allocation,
+        reserved_for=frozenset(
+            ref.uid for ref in status.reserved_for if ref.resource == "pods" and not ref.api_group
+        ),
+        deleting=meta.deletion_timestamp is not None,
+        owner_pod_uid=owner,
+        refusal="; ".join(refusals) or None,
+    )
+
+
+def _request(index: int, request: dra.DeviceRequest, refusals: list[str]) -> Request:
+    path = f"spec.devices.requests[{index}]"
+    if request.exactly is not None and not request.first_available:
+        exact = request.exactly
+        choice = _choice(
+            request.name,
+            request.name,
+            f"{path}.exactly",
+            exact.device_class_name,
+            exact.selectors,
+            exact.allocation_mode,
+            exact.count,
+            bool(exact.admin_access),
+            exact.tolerations,
+            exact.capacity,
+            refusals,
+        )
+        return Request(request.name, (choice,))
+    if request.first_available and request.exactly is None:
+        choices = tuple(
+            _choice(
+                request.name,
+                f"{request.name}/{sub.name}",
+                f"{path}.firstAvailable[{position}]",
+                sub.device_class_name,
+                sub.selectors,
+                sub.allocation_mode,
+                sub.count,
+                False,
+                sub.tolerations,
+                sub.capacity,
+                refusals,
+            )
+            for position, sub in enumerate(request.first_available)
+        )
+        return Request(request.name, choices)
+    refusals.append(f"{path}: exactly one of `exactly` or `firstAvailable` is required")
+    return Request(request.name, ())
+
+
+def _choice(
+    request: str,
+    name: str,
+    path: str,
+    device_class: str,
+    selectors: Sequence[dra.DeviceSelector],
+    mode: str,
+    count: int,
+    admin_access: bool,
+    tolerations: Sequence[dra.DeviceToleration],
+    capacity: dra.CapacityRequirements | None,
+    refusals: list[str],
+) -> Choice:
+    if capacity is not None and capacity.requests:
+        refusals.append(
+            f"{path}.capacity: {dra.NOT_HONOURED['spec.devices.requests[].exactly.capacity']} "
+            "is not honoured yet"
+        )
+    if mode not in (dra.EXACT_COUNT, dra.ALL):
+        refusals.append(f'{path}.allocationMode: unsupported allocation mode "{mode}"')
+    texts: list[str] = []
+    for position, selector in enumerate(selectors):
+        if selector.cel is None:
+            refusals.append(f"{path}.selectors[{position}]: a selector without `cel` is unknown")
+        else:
+            texts.append(selector.cel.expression)
+    return Choice(
+        request=request,
+        name=name,
+        device_class=device_class,
+        selectors=tuple(texts),
+        all_devices=mode == dra.ALL,
+        # The API server defaults an ExactCount request's count to 1.
+        count=0 if mode == dra.ALL else max(count, 1),
+        admin_access=admin_access,
+        tolerations=tuple(tolerations),
+        path=path,
+    )
+
+
+def _constraint(
+    index: int, constraint: dra.DeviceConstraint, refusals: list[str]
+) -> Constraint | None:
+    names = frozenset(constraint.requests)
+    if constraint.match_attribute and not constraint.distinct_attribute:
+        return Constraint(MATCH, constraint.match_attribute, names)
+    if constraint.distinct_attribute and not constraint.match_attribute:
+        return Constraint(DISTINCT, constraint.distinct_attribute, names)
+    refusals.append(
+        f"spec.devices.constraints[{index}]: exactly one of `matchAttribute` or "
+        "`distinctAttribute` is required"
+    )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PodClaims:
+    """The claims a pod uses, as allocation asks about it: "namespace/name" keys in its
+    `spec.resourceClaims` order (once each), and which of them a template made (those must
+    be owned by the pod)."""
+
+    namespace: str
+    name: str
+    uid: str
+    claims: tuple[str, ...]
+    from_template: frozenset[str] = frozenset()
+    # Why the pod cannot be considered yet (a template's claim not made yet), in
+    # kube-scheduler's words.
+    waiting: str | None = None
+
+    @property
+    def key(self) -> str:
+        """namespace/name of the pod."""
+        return f"{self.namespace}/{self.name}"
+
+
+def pod_claims(
+    namespace: str,
+    name: str,
+    uid: str,
+    claims: Sequence[wire.PodResourceClaim],
+    statuses: Sequence[dra.PodResourceClaimStatus],
+) -> PodClaims:
+    """The claims a pod uses: a named claim as it is, a template's claim by the name the
+    resourceclaim controller wrote in the pod's status (kube-scheduler's rule: until it
+    is there, the pod waits; a status entry without a claim name means none is needed)."""
+    made = {status.name: status for status in statuses}
+    keys: list[str] = []
+    templated: set[str] = set()
+    for claim in claims:
+        if claim.resource_claim_name:
+            keys.append(f"{namespace}/{claim.resource_claim_name}")
+            continue
+        status = made.get(claim.name)
+        if status is None:
+            return PodClaims(
+                namespace,
+                name,
+                uid,
+                (),
+                waiting=f'pod "{namespace}/{name}": ResourceClaim not created yet',
+            )
+        if status.resource_claim_name:
+            key = f"{namespace}/{status.resource_claim_name}"
+            keys.append(key)
+            templated.add(key)
+    return PodClaims(namespace, name, uid, tuple(dict.fromkeys(keys)), frozenset(templated))
