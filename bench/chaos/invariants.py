@@ -94,7 +94,8 @@ def of_resource(records: Iterable[Record], resource: str) -> Iterable[tuple[Reco
 
 
 def pod_requests(pod: Obj) -> dict[str, Fraction]:
-    """What a pod asks of a node: max(sum of containers, each init container), plus overhead."""
+    """What a pod asks of a node: max(sum of containers, each init container), its pod-level
+    requests (cpu, memory, hugepages) in their place where it names them, plus overhead."""
     spec = pod.get("spec") or {}
 
     def of(container: Obj) -> dict[str, Fraction]:
@@ -116,6 +117,13 @@ def pod_requests(pod: Obj) -> dict[str, Fraction]:
     for container in spec.get("initContainers") or []:
         for name, value in of(container).items():
             total[name] = max(total[name], value)
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    for name, value in pod_level.items():
+        if name in ("cpu", "memory") or name.startswith("hugepages-"):
+            try:
+                total[name] = parse_quantity(value)
+            except InvalidQuantity:
+                continue
     for name, value in (spec.get("overhead") or {}).items():
         try:
             total[name] += parse_quantity(value)

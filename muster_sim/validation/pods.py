@@ -1,6 +1,7 @@
 """A pod's defaults and validation as kube-apiserver applies them: SetDefaults_Pod (and the
-DefaultTolerationSeconds admission), ValidatePodSpec's container and resource checks, and what
-an update may change; also a pod template's spec, which gets the same defaults and checks."""
+DefaultTolerationSeconds admission), ValidatePodSpec's container and resource checks (the
+pod-level resources' in pod_resources.py), and what an update may change; also a pod
+template's spec, which gets the same checks and the defaults of a PodSpec."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ from typing import Any
 
 from muster_sim.errors import FieldError, invalid
 from muster_sim.validation.names import LABEL_MSG, LABEL_RE
+from muster_sim.validation.pod_resources import (
+    default_pod_resources,
+    drop_empty_lists,
+    pod_resources_errors,
+    qos_class,
+)
 from muster_sim.validation.pod_scheduling import scheduling_field_errors
-from muster_sim.validation.quantities import decoded_quantity, quantity
+from muster_sim.validation.quantities import decoded_quantity
 
 Obj = dict[str, Any]
 
@@ -30,6 +37,8 @@ def default_pod(pod: Obj) -> None:
             requests = resources.setdefault("requests", {})
             for name, value in limits.items():
                 requests.setdefault(name, value)
+    # then the pod level's, from the containers' as they now stand
+    default_pod_resources(spec)
     # SetDefaults_Pod's own (a PodTemplate's spec does not get it)
     spec.setdefault("enableServiceLinks", True)
     # DefaultTolerationSeconds admission
@@ -50,7 +59,7 @@ def default_pod(pod: Obj) -> None:
             )
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
-    status.setdefault("qosClass", _qos_class(spec))
+    status.setdefault("qosClass", qos_class(spec))
 
 
 def default_pod_spec(spec: Obj) -> None:
@@ -70,25 +79,7 @@ def default_pod_spec(spec: Obj) -> None:
         latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
         container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
         container.setdefault("resources", {})
-
-
-def _qos_class(spec: Obj) -> str:
-    guaranteed = True
-    any_set = False
-    for container in spec.get("containers") or []:
-        resources = container.get("resources") or {}
-        requests = resources.get("requests") or {}
-        limits = resources.get("limits") or {}
-        if requests or limits:
-            any_set = True
-        for name in ("cpu", "memory"):
-            if name not in limits or quantity(requests.get(name, limits[name])) != (
-                quantity(limits[name])
-            ):
-                guaranteed = False
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
+    drop_empty_lists(spec)
 
 
 def validate_pod(pod: Obj) -> None:
@@ -109,6 +100,7 @@ def pod_spec_errors(spec: Obj, kind: str) -> list[FieldError]:
     for group in ("initContainers", "containers"):
         for index, container in enumerate(spec.get(group) or []):
             errors.extend(_container_errors(f"spec.{group}[{index}]", container, kind))
+    errors.extend(pod_resources_errors(spec, kind))
     errors.extend(scheduling_field_errors(spec))
     return errors
 

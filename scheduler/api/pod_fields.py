@@ -32,7 +32,6 @@ class FieldRule:
     note: str = ""
 
 
-_NOT_PLACED = "the pod is not placed rather than placed against it"
 _AS_IF_ABSENT = "the pod is placed as if the field were absent"
 _CLAIMS = (
     "muster does not allocate resource claims yet: the pod is not placed rather than "
@@ -63,6 +62,11 @@ POD_FIELDS: dict[str, FieldRule] = {
     "spec.preemptionPolicy": FieldRule(_HONOURED, "Never: the pod does not preempt"),
     "spec.priority": FieldRule(_HONOURED, "task order, preemption"),
     "spec.priorityClassName": FieldRule(_HONOURED, "resolved by admission into spec.priority"),
+    "spec.resources": FieldRule(
+        _HONOURED,
+        "pod-level requests: each of cpu, memory and hugepages it names is the pod's request "
+        "of it in place of its containers' sum (extended resources stay the containers')",
+    ),
     "spec.schedulerName": FieldRule(_HONOURED, "muster places only pods naming it"),
     "spec.schedulingGates": FieldRule(_HONOURED, "a gated pod is not placed (SchedulingGated)"),
     "spec.schedulingGroup": FieldRule(
@@ -130,7 +134,6 @@ POD_FIELDS: dict[str, FieldRule] = {
     f"{_SPREAD}.whenUnsatisfiable=ScheduleAnyway": FieldRule(_HONOURED, "PodTopologySpread score"),
     # Not honoured yet: refused.
     "spec.resourceClaims": FieldRule(Verdict.REFUSED, _CLAIMS),
-    "spec.resources": FieldRule(Verdict.REFUSED, _NOT_PLACED),
     # Not honoured yet: placed with a warning.
     "spec.evictionResponders": FieldRule(
         Verdict.WARNED,
@@ -190,7 +193,6 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
         pod_terms
         or spec.topology_spread_constraints
         or spec.resource_claims
-        or spec.resources is not None
         or spec.eviction_responders
         or unknown
     ):
@@ -213,12 +215,10 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
         paths.append(path if path in POD_FIELDS else f"{_SPREAD}.whenUnsatisfiable=DoNotSchedule")
     if spec.resource_claims:
         paths.append("spec.resourceClaims")
-    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
-        paths.append("spec.resources")
     if spec.eviction_responders:
         paths.append("spec.evictionResponders")
     if not paths and not unknown:
-        return None  # e.g. an empty spec.resources or empty affinity terms
+        return None  # e.g. empty affinity terms
     unique = list(dict.fromkeys(paths))
     refusals = tuple(message(p) for p in unique if POD_FIELDS[p].verdict is Verdict.REFUSED)
     warnings = tuple(message(p) for p in unique if POD_FIELDS[p].verdict is Verdict.WARNED)

@@ -2,10 +2,10 @@
 
 An autoscaler simulates a template's pods on the nodes it could add, as kube-scheduler
 would place them, so a template carries what decides where a pod may go: its request
-(as one container asking the pod's effective request, overhead and init containers
-included), nodeSelector, node affinity, pod (anti-)affinity, tolerations, topology spread
-constraints, host ports, and the pod's own labels that its terms select on. Pods whose
-shapes are equal share a template. Built from the session's records (api/task.py), which
+(as one container asking the pod's effective request, init containers, pod-level requests
+and overhead included), nodeSelector, node affinity, pod (anti-)affinity, tolerations,
+topology spread constraints, host ports, and the pod's own labels that its terms select on.
+Pods whose shapes are equal share a template. Built from the session's records (api/task.py), which
 hold these fields as muster reads them.
 """
 

@@ -12,6 +12,8 @@ from scheduler.api.quantity import format_bytes, format_milli, int_value, milli_
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
+# hugepages-<page size>: a resource per page size, counted in bytes.
+HUGEPAGES_PREFIX = "hugepages-"
 
 _IGNORED = frozenset({PODS})
 # What an unnamed cpu or memory dimension of a limit (queue capability) means.
@@ -102,6 +104,15 @@ class Resource:
         if name == MEMORY:
             return self.memory
         return self.scalars.get(name, 0)
+
+    def set(self, name: str, value: int) -> None:
+        """Set one dimension's value."""
+        if name == CPU:
+            self.cpu = value
+        elif name == MEMORY:
+            self.memory = value
+        else:
+            self._own_scalars()[name] = value
 
     # In-place arithmetic: the session mutates node and queue accounting in
     # the hot path, where allocating a new vector per operation shows up.

@@ -246,7 +246,7 @@ class PodSpec(_Wire):
     )
     volumes: list[Volume] = msgspec.field(default_factory=list)
     resource_claims: list[PodResourceClaim] = msgspec.field(default_factory=list)
-    # Pod-level resources (PodLevelResources): read to refuse the pod, not to size it.
+    # Pod-level resources (PodLevelResources): their requests size the pod (pod_request).
     resources: ResourceRequirements | None = None
     scheduling_group: PodSchedulingGroup | None = None
     # Read for its presence only (api/pod_fields.py says what muster does instead).

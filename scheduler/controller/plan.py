@@ -30,6 +30,7 @@ from scheduler.api.names import (
     QUEUE_NAME_ANNOTATION,
     VERSION,
 )
+from scheduler.api.pod_defaults import with_defaulted_requests
 from scheduler.api.resources import Resource
 from scheduler.api.task import pod_request
 from scheduler.controller.groupers import DEFAULT, choose
@@ -247,23 +248,9 @@ def _role_request(role: Role, request: Resource | None, owner: Obj) -> Resource:
             raise _NeedsPod()
         return request
     kind, name = describe(owner)
-    spec = _with_requests_from_limits(role.template["spec"])
+    # the template's pods get the requests SetDefaults_Pod writes, which they are sized by
+    spec = with_defaulted_requests(role.template["spec"])
     return pod_request(wire.from_dict(spec, wire.PodSpec), name=f"{kind} {name} ({role.name})")
-
-
-def _with_requests_from_limits(spec: Obj) -> Obj:
-    # a pod made from the template gets its limits as requests where it names none
-    # (SetDefaults_Pod), so the template's pods request that much
-    copied = dict(spec)
-    for group in ("containers", "initContainers"):
-        containers = []
-        for container in spec.get(group) or []:
-            resources = dict(container.get("resources") or {})
-            requests = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-            containers.append({**container, "resources": {**resources, "requests": requests}})
-        if group in spec:
-            copied[group] = containers
-    return copied
 
 
 def _times(request: Resource, count: int) -> Resource:

@@ -36,6 +36,7 @@ from scheduler.api.native import (
     read_podgroup,
 )
 from scheduler.api.native import PODGROUPS as NATIVE_PODGROUPS
+from scheduler.api.pod_defaults import with_defaulted_requests
 from scheduler.api.priority import PriorityRefused, admit_priority
 from scheduler.api.snapshot import PriorityClassInfo, shadow_key
 from scheduler.api.task import TaskInfo
@@ -119,8 +120,9 @@ def add_manifests(
     explicit_namespace: bool = False,
 ) -> Submission:
     """Add the file's PodGroups and pods to the World as the API server would create them
-    (a fresh uid, creationTimestamp now, no status); raises ManifestError on a document
-    that could not be created or that the scheduler would not see."""
+    (a fresh uid, creationTimestamp now, requests defaulted from limits, the priority of its
+    class, no status); raises ManifestError on a document that could not be created or that
+    the scheduler would not see."""
     submission = Submission()
     created = format_rfc3339(now)
     existing_pods = {f"{t.namespace}/{t.name}" for t in world.tasks.values()}
@@ -158,10 +160,11 @@ def add_manifests(
             elif kind == "PodGroup":
                 groups.append(wire.from_dict(body, wire.PodGroup))
             else:
-                body["spec"] = dict(body.get("spec") or {})
+                # the requests the API server writes into a new pod (limits as requests)
+                body["spec"] = with_defaulted_requests(dict(body.get("spec") or {}))
                 _admit_priority(world, body)
                 new_pods.append(wire.from_dict(body, wire.Pod))
-        except msgspec.ValidationError as error:
+        except (msgspec.ValidationError, InvalidObject) as error:
             raise ManifestError(f"{label}: {error}") from error
     for group in groups:
         key = f"{group.metadata.namespace}/{group.metadata.name}"

@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,6 +53,7 @@ NATIVE_GROUP = "scheduling.k8s.io"
 POOL_KEY = "muster.dev/e2e-pool"
 NODE_PREFIX = "muster-e2e-"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+DEFAULT_SERVICE_ACCOUNT = "default"
 PR_SET_PDEATHSIG = 1
 
 
@@ -406,7 +407,35 @@ class Cluster:
     # namespaces and nodes
 
     def create_namespace(self, name: str) -> None:
+        """Create the namespace; where a ServiceAccount controller runs, return only once it
+        has made the namespace's `default` ServiceAccount (below)."""
         self.core.create_namespace({"metadata": {"name": name}})
+        if self.makes_service_accounts:
+            wait_for(
+                lambda: self._has_service_account(name, DEFAULT_SERVICE_ACCOUNT),
+                timeout=60,
+                message=f"ServiceAccount {name}/{DEFAULT_SERVICE_ACCOUNT}, which "
+                "kube-controller-manager makes in every new namespace",
+            )
+
+    @cached_property
+    def makes_service_accounts(self) -> bool:
+        """Whether the cluster runs kube-controller-manager's ServiceAccount controller (it
+        made the `default` namespace's `default` ServiceAccount). There, the API server's
+        ServiceAccount admission refuses a pod in a namespace whose `default` ServiceAccount
+        the controller has not made yet (403 "serviceaccount default not found": it retries
+        for a second or two, not longer), so the suite waits for it, as kubectl users learn
+        to. sim runs no such controller and no such admission."""
+        return self._has_service_account("default", DEFAULT_SERVICE_ACCOUNT)
+
+    def _has_service_account(self, namespace: str, name: str) -> bool:
+        try:
+            self.core.read_namespaced_service_account(name, namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
 
     def ensure_namespace(self, name: str) -> None:
         try:

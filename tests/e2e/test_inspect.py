@@ -335,11 +335,15 @@ def test_explain_of_a_waiting_gang_gives_its_figures_and_who_holds_the_room_it_l
     low_pods, _, _ = crowd_with_low_pods(cluster, namespace, low, high)
     placements = cluster.placements(namespace)
 
-    explained = muster(cluster, "explain", "podgroup", f"{namespace}/big")
+    # A ConfigMap of the test's own namespace that does not exist: the built-in default
+    # config, whatever scheduler ConfigMap the cluster holds (a shared cluster may run muster).
+    absent = f"{namespace}/muster-scheduler-config"
+    config_flag = ("--scheduler-config-map", absent)
+    explained = muster(cluster, "explain", "podgroup", f"{namespace}/big", *config_flag)
 
     assert explained.returncode == 1, explained.stdout + explained.stderr
     out = explained.stdout
-    assert "configuration: built-in default (ConfigMap muster-system/" in out, out
+    assert f"configuration: built-in default (ConfigMap {absent} not found)" in out, out
     assert "nodes: Insufficient cpu (need 1500m, largest free 500m)" in out, out
     room = out[out.index("What would let it run:") :]
     for name in low_pods:
@@ -353,9 +357,8 @@ def test_explain_of_a_waiting_gang_gives_its_figures_and_who_holds_the_room_it_l
     assert set(cluster.placements(namespace)) >= set(low_pods), "explain evicted nothing"
 
     # the same findings as one document, as kubectl's -o json
-    document = json.loads(
-        muster(cluster, "explain", "podgroup", f"{namespace}/big", "-o", "json").stdout
-    )
+    as_json = muster(cluster, "explain", "podgroup", f"{namespace}/big", "-o", "json", *config_flag)
+    document = json.loads(as_json.stdout)
     assert document["verdict"] == "waits"
     assert document["podgroup"]["name"] == "big"
     figures = [f for r in document["placement"]["reasons"] for f in r["figures"]]

@@ -19,9 +19,9 @@ from tests.e2e.harness import (
     wait_for,
 )
 
-# Pod-level resources (PodLevelResources) are refused: muster sums the containers.
-POD_RESOURCES = {"requests": {"cpu": "1"}}
-REFUSED_FIELD = "spec.resources"
+# DRA resource claims are refused: muster does not allocate them.
+CLAIMS = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
+REFUSED_FIELD = "spec.resourceClaims"
 
 
 def pod_with(name: str, **spec: Any) -> Obj:
@@ -77,22 +77,6 @@ def served(cluster: Cluster, namespace: str, name: str, field: str) -> None:
 
 
 @pytest.mark.nodes(2, "4")
-def test_pod_with_pod_level_resources_is_not_bound_and_its_condition_names_the_field(
-    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
-) -> None:
-    scheduler = start_scheduler(period=0.5)
-    cluster.create_pod(namespace, pod_with("db-0", resources=POD_RESOURCES))
-    served(cluster, namespace, "db-0", "resources")
-    cluster.create_pod(namespace, make_pod("plain"))
-    found = stays_pending_naming(cluster, namespace, "db-0", REFUSED_FIELD, timeout=10)
-    assert "the pod is not placed rather than placed against it" in found["message"]
-    # the scheduler is not stuck: the plain pod beside it was placed
-    wait_for(lambda: node_of(cluster, namespace, "plain"), timeout=10, message="plain bound")
-    scheduler.wait_sessions(scheduler.sessions() + 2)
-    assert node_of(cluster, namespace, "db-0") is None
-
-
-@pytest.mark.nodes(2, "4")
 def test_pod_with_an_eviction_responder_is_bound_with_one_field_not_honoured_event(
     cluster: Cluster, namespace: str, start_scheduler: StartScheduler
 ) -> None:
@@ -120,15 +104,17 @@ def test_pod_with_an_eviction_responder_is_bound_with_one_field_not_honoured_eve
 def test_pod_with_resource_claims_stays_pending_saying_muster_does_not_allocate_them(
     cluster: Cluster, namespace: str, start_scheduler: StartScheduler
 ) -> None:
-    start_scheduler(period=0.5)
-    claims = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
-    cluster.create_pod(namespace, pod_with("dra", resourceClaims=claims))
-    if not cluster.core.read_namespaced_pod("dra", namespace).spec.resource_claims:
-        # An API server older than the field (before 1.26) drops it: the pod has no claims.
-        pytest.skip("this API server does not serve spec.resourceClaims")
+    scheduler = start_scheduler(period=0.5)
+    cluster.create_pod(namespace, pod_with("dra", resourceClaims=CLAIMS))
+    served(cluster, namespace, "dra", "resourceClaims")
+    cluster.create_pod(namespace, make_pod("plain"))
     stays_pending_naming(
         cluster, namespace, "dra", "muster does not allocate resource claims yet", timeout=10
     )
+    # the scheduler is not stuck: the plain pod beside it was placed
+    wait_for(lambda: node_of(cluster, namespace, "plain"), timeout=10, message="plain bound")
+    scheduler.wait_sessions(scheduler.sessions() + 2)
+    assert node_of(cluster, namespace, "dra") is None
 
 
 @pytest.mark.nodes(3, "4")
@@ -137,9 +123,9 @@ def test_gang_with_one_refused_member_binds_nothing_and_its_podgroup_says_why(
 ) -> None:
     scheduler = start_scheduler(period=0.5)
     podgroup, pods = make_gang("db", 3)
-    pods[2]["spec"]["resources"] = POD_RESOURCES
+    pods[2]["spec"]["resourceClaims"] = CLAIMS
     cluster.submit(namespace, podgroup, pods)
-    served(cluster, namespace, "db-2", "resources")
+    served(cluster, namespace, "db-2", "resourceClaims")
 
     def podgroup_condition() -> Obj | None:
         return placement_verdict(cluster.podgroup(namespace, "db"))

@@ -12,6 +12,7 @@ from typing import Any
 from muster_sim.apiserver.admission_plugins import NOT_READY_TAINT
 from muster_sim.cluster.autoscaler.node_groups import NodeGroup
 from muster_sim.selectors import node_selector_matches
+from muster_sim.validation.pod_resources import pod_requests
 from muster_sim.validation.quantities import quantity
 
 Obj = dict[str, Any]
@@ -106,17 +107,9 @@ def amounts(values: Obj | None) -> Amounts:
 
 
 def pod_need(spec: Obj) -> Amounts:
-    """What a pod takes on its node: its effective request (containers, the largest init
-    container, overhead) and one pod slot."""
-    total: Amounts = {}
-    for container in spec.get("containers") or []:
-        for name, value in amounts((container.get("resources") or {}).get("requests")).items():
-            total[name] = total.get(name, Fraction(0)) + value
-    for container in spec.get("initContainers") or []:
-        for name, value in amounts((container.get("resources") or {}).get("requests")).items():
-            total[name] = max(total.get(name, Fraction(0)), value)
-    for name, value in amounts(spec.get("overhead")).items():
-        total[name] = total.get(name, Fraction(0)) + value
+    """What a pod takes on its node: its effective request (PodRequests: its containers',
+    pod-level requests in their place, overhead) and one pod slot."""
+    total: Amounts = dict(pod_requests(spec))
     total["pods"] = Fraction(1)
     return total
 

@@ -118,9 +118,9 @@ CASES: list[Any] = [
     ),
     pytest.param(
         containers(resources={"requests": {"cpu": "2"}}),
-        "spec.resources",
         "",
-        id="pod-level-resources",
+        "",
+        id="pod-level-resources-are-honoured",
     ),
     pytest.param(containers(resources={}), "", "", id="empty-pod-level-resources"),
     pytest.param(

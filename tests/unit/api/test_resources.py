@@ -117,6 +117,16 @@ def test_get_reads_any_dimension_with_missing_as_zero() -> None:
     assert resource.get(HUGEPAGES) == 0
 
 
+def test_set_writes_any_dimension_and_leaves_shared_vectors_alone() -> None:
+    empty = Resource()
+    changed = Resource()
+    changed.set("cpu", 4000)
+    changed.set("memory", 2**30)
+    changed.set(HUGEPAGES, 2**21)
+    assert changed == vector(4000, 2**30, hugepages=2**21)
+    assert empty.scalars == {}  # vectors with no scalars share one empty mapping
+
+
 def test_clone_is_independent() -> None:
     original = vector(1000, gpu=1)
     copy = original.clone()

@@ -216,6 +216,19 @@ def test_binding_beyond_a_nodes_allocatable_cpu_is_a_violation(
         assert "node n1" in found[0].message and "cpu" in found[0].message
 
 
+def test_a_pods_pod_level_request_is_what_it_holds_on_its_node() -> None:
+    # 100m by their containers, 3 cpu each by their pod level: two overcommit a 4-cpu node
+    log = Log()
+    log.node("n1", cpu="4")
+    for name in ("a", "b"):
+        bound = pod(name, "100m", None, node="n1")
+        bound["spec"]["resources"] = {"requests": {"cpu": "3"}}
+        log.add("pods", name, bound, verb="create", sub="binding", who=SCHED_A,
+                request={"target": {"kind": "Node", "name": "n1"}})  # fmt: skip
+    (found,) = node_overcommit(log.records)
+    assert "node n1" in found.message and "cpu" in found.message
+
+
 def test_finished_and_deleted_pods_free_their_room() -> None:
     log = Log()
     log.node("n1", cpu="2")

@@ -198,6 +198,20 @@ def test_min_resources_sum_each_roles_template_with_limits_as_requests() -> None
     assert made["spec"]["minResources"] == {"cpu": "5", "memory": "128Mi", "nvidia.com/gpu": "2"}
 
 
+def test_min_resources_count_a_templates_pod_level_requests_and_limits_as_its_pods_do() -> None:
+    job = w.with_uid(w.pytorchjob("mnist", NS, masters=1, workers=2))
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    # the master's pods ask cpu 3 at pod level; the workers' name only a pod-level limit,
+    # which becomes their pods' request (their container names no cpu)
+    specs["Master"]["template"]["spec"]["resources"] = {"requests": {"cpu": "3"}}
+    worker = specs["Worker"]["template"]["spec"]
+    worker["containers"][0]["resources"] = {"requests": {"memory": "128Mi"}}
+    worker["resources"] = {"limits": {"cpu": "2", "memory": "1Gi"}}
+    objects = FakeObjects(job)
+    made = objects.podgroups[group(objects, w.kubeflow_pod(job, "Worker", 0)) or ""]
+    assert made["spec"]["minResources"] == {"cpu": "7", "memory": "384Mi"}
+
+
 def test_names_are_a_pure_function_of_owner_uid_and_key() -> None:
     assert podgroup_name("u-1", "") == "podgroup-u-1"
     assert podgroup_name("u-1", "workers") == "podgroup-u-1-workers"

@@ -13,9 +13,9 @@ from scheduler.api.snapshot import build_snapshot
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
 
-# Pod-level resources (PodLevelResources) are refused; spec.evictionResponders is warned.
-POD_RESOURCES = {"requests": {"cpu": "1"}}
-REFUSED_FIELD = "spec.resources"
+# DRA resource claims are refused; spec.evictionResponders is warned.
+REFUSED = {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]}
+REFUSED_FIELD = "spec.resourceClaims"
 WARNED = {"evictionResponders": [{"name": "drainer"}]}
 WARNED_FIELD = "spec.evictionResponders"
 
@@ -65,7 +65,7 @@ def run(pods: list[wire.Pod], min_member: int) -> SessionResult:
 
 
 def test_gang_with_one_refused_member_binds_nothing_and_names_the_field() -> None:
-    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", resources=POD_RESOURCES)], 3)
+    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", **REFUSED)], 3)
     assert result.binds == []
     (update,) = result.podgroups
     condition = next(c for c in update.conditions if c.type == "Unschedulable")
@@ -73,14 +73,14 @@ def test_gang_with_one_refused_member_binds_nothing_and_names_the_field() -> Non
     assert REFUSED_FIELD in condition.message and "ns/c" in condition.message
     messages = {m.name: m for m in result.unschedulable}
     assert messages["c"].reason == "Unschedulable"
-    assert messages["c"].message.startswith(f"muster does not honour {REFUSED_FIELD} yet")
+    assert messages["c"].message.startswith(f"{REFUSED_FIELD}: muster does not allocate")
     # the others wait for the gang, and say why
     assert REFUSED_FIELD in messages["a"].message
     assert REFUSED_FIELD in messages["b"].message
 
 
 def test_a_refused_extra_member_does_not_hold_back_a_gang_that_has_enough() -> None:
-    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", resources=POD_RESOURCES)], 2)
+    result = run([pod("a", "g"), pod("b", "g"), pod("c", "g", **REFUSED)], 2)
     assert sorted(b.name for b in result.binds) == ["a", "b"]
     assert [m.name for m in result.unschedulable] == ["c"]
     assert REFUSED_FIELD in result.unschedulable[0].message

@@ -139,6 +139,28 @@ def test_room_names_its_holders_on_the_nodes_that_would_otherwise_fit_largest_fi
     assert found.added == ["preempt", "reclaim"]
 
 
+def test_explain_counts_what_pods_hold_and_need_at_their_pod_level_figure() -> None:
+    objects = crowded()
+    # The holders' containers ask 100m, their pod level the 1500m; the gang's likewise.
+    for held in objects.pods:
+        held.spec.containers[0].resources.requests = {"cpu": "100m"}
+        held.spec.resources = wire.ResourceRequirements(requests={"cpu": "1500m"})
+    world = build_world(objects)
+    configuration = built_in()
+    session = run_session(world, configuration.config, NOW)
+
+    reasons = placement_figures(world, configuration.config, session, "ns/big")
+    found = room(world, configuration, session, "ns/big", ["cpu"])
+
+    cpu = next(f for f in reasons[0][1] if f.resource == "cpu")
+    assert (cpu.nodes, cpu.need, cpu.largest_free) == (2, "1500m", "500m")
+    assert found is not None
+    assert found.holders[0].line(["cpu"]) == (
+        "ns/low-0 (Pod, queue default, priority 10) holds cpu=1500m on n0"
+    )
+    assert {e.name for e in found.evictions} == {"low-0", "low-1"}
+
+
 def test_room_says_what_a_session_with_preempt_and_reclaim_added_would_evict() -> None:
     world = build_world(crowded())
     configuration = built_in()

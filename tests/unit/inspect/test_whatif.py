@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.resources import Resource
 from scheduler.engine import default_config, load_config
 from scheduler.inspect.cluster import ClusterObjects, build_world, run_session
 from scheduler.inspect.whatif import (
@@ -173,6 +174,38 @@ def test_pods_get_the_priority_of_their_class_as_the_api_server_admits_them() ->
     assert task.priority == 1000
     with pytest.raises(ManifestError, match="no PriorityClass with name missing was found"):
         add_manifests(world, [pod_doc("q", priority_class="missing")], "ns", NOW)
+
+
+def test_pods_get_the_requests_the_api_server_defaults_from_limits() -> None:
+    world = build_world(empty_cluster())
+    # a container naming only a limit; a pod naming only pod-level limits
+    by_container = pod_doc("c")
+    by_container["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1500m"}}
+    by_pod = pod_doc("p", cpu="100m")
+    by_pod["spec"]["resources"] = {"limits": {"cpu": "2", "memory": "1Gi"}}
+
+    add_manifests(world, [by_container, by_pod], "ns", NOW)
+
+    requests = {t.name: t.request for t in world.tasks.values()}
+    assert requests["c"] == Resource(1500)
+    # pod-level cpu from the containers' 100m, which name it; memory from the limit
+    assert requests["p"] == Resource(100, 2**30)
+
+
+def test_a_pod_level_request_of_a_manifest_sizes_its_pod() -> None:
+    world = build_world(empty_cluster())
+    # three pods of 100m would share a 2-cpu node; at 1500m each, two nodes hold two
+    docs = gang("big", 3, cpu="100m")
+    for doc in docs[1:]:
+        doc["spec"]["resources"] = {"requests": {"cpu": "1500m"}}
+    baseline = run_session(world, default_config(), NOW)
+    submission = add_manifests(world, docs, "ns", NOW)
+    session = run_session(world, default_config(), NOW)
+
+    (answer,) = answers(session, baseline, world, submission)
+
+    assert answer.verdict == "waits"
+    assert "Insufficient cpu" in answer.view.waiting_reason
 
 
 SCALE_UP = """
