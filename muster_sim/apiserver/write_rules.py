@@ -27,7 +27,7 @@ from muster_sim.apiserver.resources import (
 from muster_sim.apiserver.store import Store, name_of
 from muster_sim.errors import FieldError, bad_request, forbidden, invalid, not_found
 from muster_sim.timestamps import now_rfc3339
-from muster_sim.validation import typed_decode
+from muster_sim.validation import fields, typed_decode
 from muster_sim.validation.pods import default_pod, validate_pod, validate_pod_update
 from muster_sim.validation.schema import compiled as compiled_schema
 from muster_sim.validation.schema import structural_errors
@@ -102,13 +102,7 @@ def check_annotations_size(kind: Kind, obj: Obj) -> None:
             kind.group,
             kind.kind,
             str(obj["metadata"].get("name") or ""),
-            [
-                FieldError(
-                    "metadata.annotations",
-                    f"Too long: must have at most {ANNOTATIONS_SIZE_LIMIT} bytes",
-                    "FieldValueTooLong",
-                )
-            ],
+            [fields.too_long("metadata.annotations", ANNOTATIONS_SIZE_LIMIT)],
         )
 
 

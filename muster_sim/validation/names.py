@@ -119,10 +119,11 @@ def qualified_name_errors(value: str, path: str) -> list[FieldError]:
 
 
 def csi_driver_name_errors(name: str, path: str) -> list[FieldError]:
-    """core ValidateCSIDriverName: required, at most 63 characters, a DNS subdomain."""
-    errors: list[FieldError] = []
+    """core ValidateCSIDriverName: required (and nothing more said of an empty name), at most
+    63 characters, a DNS subdomain."""
     if not name:
-        errors.append(fields.required(path))
+        return [fields.required(path)]
+    errors: list[FieldError] = []
     if len(name) > 63:
         errors.append(fields.too_long(path, 63))
     problem = subdomain_problem(name.lower())
