@@ -31,6 +31,7 @@ from muster_sim.validation import fields, typed_decode
 from muster_sim.validation.pods import default_pod, validate_pod, validate_pod_update
 from muster_sim.validation.schema import compiled as compiled_schema
 from muster_sim.validation.schema import structural_errors
+from muster_sim.validation.strategy import WriteContext
 
 Obj = dict[str, Any]
 
@@ -154,15 +155,21 @@ def identify(kind: Kind, obj: Obj) -> None:
         kind.after_uid(obj)
 
 
-def validate(kind: Kind, name: str, obj: Obj, old: Obj | None) -> None:
-    """Validation after mutation: the kind's own rules, then a CRD's schema."""
+def validate(
+    kind: Kind, name: str, obj: Obj, old: Obj | None, context: WriteContext | None = None
+) -> None:
+    """Validation after mutation: the kind's own rules (with the write's `context` for kinds
+    that read it), then a CRD's schema."""
+    context = context or WriteContext()
     if old is None:
         if kind.key == PODS:
             validate_pod(obj)
-        if kind.validator is not None:
+        if kind.request_validator is not None:
+            kind.request_validator.validate_request(context, None, obj)
+        elif kind.validator is not None:
             kind.validator.validate_create(obj)
     else:
-        _validate_update(kind, old, obj)
+        _validate_update(kind, old, obj, context)
     errors: list[FieldError] = []
     if kind.from_crd and kind.schema is not None:
         errors = compiled_schema(kind.schema).validate(obj, old)
@@ -181,7 +188,7 @@ def reconcile_patched(kind: Kind, obj: Obj) -> None:
         apply_schema_defaults(obj, kind.schema)
 
 
-def _validate_update(kind: Kind, current: Obj, new: Obj) -> None:
+def _validate_update(kind: Kind, current: Obj, new: Obj, context: WriteContext) -> None:
     """What no update may do (annotations over 256 KiB, a new finalizer on an object being
     deleted), then the kind's own update rules."""
     name = name_of(current)
@@ -204,5 +211,7 @@ def _validate_update(kind: Kind, current: Obj, new: Obj) -> None:
         )
     if kind.key == PODS:
         validate_pod_update(current, new)
-    if kind.validator is not None:
+    if kind.request_validator is not None:
+        kind.request_validator.validate_request(context, current, new)
+    elif kind.validator is not None:
         kind.validator.validate_update(current, new)
