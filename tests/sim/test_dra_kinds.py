@@ -872,3 +872,24 @@ def test_deleting_a_slice_answers_with_the_slice(raw: Raw) -> None:
     code, answer = raw.json("DELETE", f"{SLICES}/{name}")
     assert code == 200, answer
     assert answer["kind"] == "ResourceSlice"
+
+
+def test_slices_are_selected_by_node_and_driver_and_nothing_else(raw: Raw) -> None:
+    mine, other = unique("slice"), unique("slice")
+    assert raw.json("POST", SLICES, resource_slice(mine, nodeName="n-select"))[0] == 201
+    assert raw.json("POST", SLICES, resource_slice(other, nodeName="n-other"))[0] == 201
+    code, listed = raw.json("GET", f"{SLICES}?fieldSelector=spec.nodeName=n-select")
+    assert code == 200, listed
+    assert [s["metadata"]["name"] for s in listed["items"]] == [mine]
+    code, listed = raw.json("GET", f"{SLICES}?fieldSelector=spec.driver=nope.example.com")
+    assert (code, listed["items"]) == (200, [])
+    code, answer = raw.json("GET", f"{SLICES}?fieldSelector=spec.pool.name=p1")
+    assert code == 400, answer
+    assert answer["message"] == (
+        "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: spec.pool.name"
+    )
+    code, answer = raw.json("GET", f"{CLASSES}?fieldSelector=spec.driver=x")
+    assert code == 400, answer
+    assert answer["message"] == (
+        '"spec.driver" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
