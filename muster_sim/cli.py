@@ -55,6 +55,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--node-cpu", default="32", help="cpu of each --nodes node")
     parser.add_argument("--node-memory", default="128Gi", help="memory of each --nodes node")
     parser.add_argument("--node-gpus", type=int, default=0, help="nvidia.com/gpu per node")
+    parser.add_argument(
+        "--dra-gpus",
+        type=_count,
+        default=0,
+        help="simulated GPUs per --nodes node, published through ResourceSlices by the DRA "
+        "driver gpu.sim.muster.dev, with the DeviceClass gpu.sim.muster.dev (default 0: none)",
+    )
+    parser.add_argument(
+        "--dra-gpu-models",
+        type=_models,
+        default=("a100",),
+        help="comma-separated GPU models given to --nodes nodes in turn, as their GPUs' "
+        "`model` attribute (default a100)",
+    )
     parser.add_argument("--node-pools", type=Path, help="YAML file of node pools")
     parser.add_argument("--crds", type=Path, help="directory of CRD manifests to register")
     parser.add_argument(
@@ -72,6 +86,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_false",
         help="run no PV controller nor volume provisioner: claims stay Pending unless a client "
         "binds them (default: claims are bound and provisioned as StorageClasses say)",
+    )
+    parser.add_argument(
+        "--no-resource-claim-controller",
+        dest="resource_claim_controller",
+        action="store_false",
+        help="run no resourceclaim controller: claims of pods' ResourceClaimTemplates are never "
+        "made nor reservations of gone pods dropped (default: as kube-controller-manager does)",
     )
     parser.add_argument(
         "--no-disruption-controller",
@@ -209,6 +230,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
         node_gpus=args.node_gpus,
+        dra_gpus=args.dra_gpus,
+        dra_models=args.dra_gpu_models,
         node_pools=load_pools(args.node_pools) if args.node_pools else [],
         crds_dir=args.crds,
         pod_start_delay=args.pod_start_delay,
@@ -220,12 +243,32 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         restart_crd_delay=args.restart_crd_delay,
         faults=faults,
         provisioner=args.provisioner,
+        resource_claim_controller=args.resource_claim_controller,
         disruption_controller=args.disruption_controller,
         native_api="" if args.native_api == "none" else args.native_api,
         audit_log_path=args.audit_log,
         audit_capacity=args.audit_capacity,
         autoscaler=autoscaler.config_from_args(args),
     )
+
+
+def _count(text: str) -> int:
+    """A count of 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (0 or more)")
+    return value
+
+
+def _models(text: str) -> tuple[str, ...]:
+    """GPU models, comma-separated, at least one."""
+    models = tuple(m.strip() for m in text.split(",") if m.strip())
+    if not models:
+        raise argparse.ArgumentTypeError(f"{text!r} names no GPU model")
+    return models
 
 
 def _seconds(text: str) -> float:

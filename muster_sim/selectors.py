@@ -43,6 +43,15 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "namespaces": ("status.phase",),
     "secrets": ("type",),
+    "resourceslices": ("spec.nodeName", "spec.driver"),
+}
+# How kube-apiserver refuses a field it does not select on, where not in the default words.
+_UNSUPPORTED_FIELD = {
+    "resourceslices": "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: {}",
+    **dict.fromkeys(
+        ("deviceclasses", "resourceclaims", "resourceclaimtemplates"),
+        '"{}" is not a known field selector: only "metadata.name", "metadata.namespace"',
+    ),
 }
 
 
@@ -152,7 +161,8 @@ def parse_field_selector(text: str | None, plural: str) -> Predicate | None:
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         path = path.strip()
         if path not in allowed:
-            raise bad_request(f"field label not supported: {path}")
+            refusal = _UNSUPPORTED_FIELD.get(plural, "field label not supported: {}")
+            raise bad_request(refusal.format(path))
         terms.append((path, equal, value.strip()))
 
     def matches(obj: Obj) -> bool:

@@ -28,11 +28,13 @@ from muster_sim.apiserver.store import Store, WatchWindow
 from muster_sim.apiserver.verbs import ApiServer
 from muster_sim.cluster.autoscaler.config import AutoscalerConfig, provisioning_request_crd
 from muster_sim.cluster.autoscaler.scaler import CRD_NAME, Autoscaler
+from muster_sim.cluster.devices import DevicePublisher
 from muster_sim.cluster.disruption import DisruptionController
 from muster_sim.cluster.kubelet import Kubelet
 from muster_sim.cluster.nodes import NodePool, node_objects
 from muster_sim.cluster.podgroup_protection import PodGroupProtection
 from muster_sim.cluster.provisioner import Provisioner
+from muster_sim.cluster.resource_claims import ResourceClaimController
 from muster_sim.errors import ApiError
 from muster_sim.http.app import HttpApi
 from muster_sim.http.audit import AuditLog
@@ -60,6 +62,9 @@ class SimConfig:
     node_cpu: str = "32"
     node_memory: str = "128Gi"
     node_gpus: int = 0
+    # GPUs published through DRA on each --nodes node, their models node by node
+    dra_gpus: int = 0
+    dra_models: tuple[str, ...] = ("a100",)
     node_pools: list[NodePool] = field(default_factory=list)
     crds_dir: Path | None = None
     pod_start_delay: float = 0.1
@@ -79,6 +84,10 @@ class SimConfig:
     # the PV controller and an external provisioner for every StorageClass (--no-provisioner:
     # claims stay Pending unless a client binds them, as on a cluster without provisioners)
     provisioner: bool = True
+    # kube-controller-manager's resourceclaim controller: claims from templates, reservations
+    # kept to live pods, deallocation (--no-resource-claim-controller: claims from templates
+    # are never made, as on a server without kube-controller-manager)
+    resource_claim_controller: bool = True
     # kube-controller-manager's disruption controller, which computes PodDisruptionBudget
     # status (--no-disruption-controller: budgets stay unprocessed, and the Eviction API
     # refuses every pod they cover, as on a server without the controller)
@@ -98,7 +107,16 @@ class SimConfig:
         pools = list(self.node_pools)
         if self.nodes > 0:
             pools.insert(
-                0, NodePool("sim-node", self.nodes, self.node_cpu, self.node_memory, self.node_gpus)
+                0,
+                NodePool(
+                    "sim-node",
+                    self.nodes,
+                    self.node_cpu,
+                    self.node_memory,
+                    self.node_gpus,
+                    dra_gpus=self.dra_gpus,
+                    dra_models=self.dra_models,
+                ),
             )
         return pools
 
@@ -117,6 +135,8 @@ class SimServer:
         self.faults = FaultInjector(self.config.faults)
         self.kubelet: Kubelet | None = None
         self.provisioner: Provisioner | None = None
+        self.claim_controller: ResourceClaimController | None = None
+        self.devices: DevicePublisher | None = None
         self.autoscaler: Autoscaler | None = None
         self.port = 0
         self.url = ""
@@ -155,7 +175,12 @@ class SimServer:
             DisruptionController(self.store)
         if config.native_api:
             PodGroupProtection(api).attach(self._loop)
+        if config.resource_claim_controller:
+            self.claim_controller = ResourceClaimController(api)
+            self.claim_controller.attach(self._loop)
         self._create_nodes(api)
+        self.devices = DevicePublisher(api)
+        self.devices.attach(self._loop)
         if config.crds_dir is not None:
             self._load_crds(api, config.crds_dir)
         if config.autoscaler is not None:
@@ -335,6 +360,10 @@ class SimServer:
             self.kubelet.stop()
         if self.provisioner is not None:
             self.provisioner.stop()
+        if self.claim_controller is not None:
+            self.claim_controller.stop()
+        if self.devices is not None:
+            self.devices.stop()
         if self.autoscaler is not None:
             self.autoscaler.stop()
         if self._runner is not None:

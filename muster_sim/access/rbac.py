@@ -16,6 +16,7 @@ from muster_sim.access.authn import AUTHENTICATED, MASTERS, UNAUTHENTICATED, Use
 from muster_sim.apiserver.store import Store
 from muster_sim.errors import ApiError
 from muster_sim.selectors import label_selector_matches
+from muster_sim.validation.strategy import Denied, Permission
 
 Obj = dict[str, Any]
 
@@ -203,6 +204,28 @@ class RbacAuthorizer:
                 known = rules.decisions[key] = self._decide(rules, attrs)
             return known
         return self._decide(rules, attrs)
+
+    def denial(self, user: UserInfo) -> Denied:
+        """This authorizer's answer to `user` for permissions besides the request's own, which
+        some writes need (a ResourceClaim's binding): None when granted, else the message of
+        the 403 it would give."""
+
+        def denied(permission: Permission) -> str | None:
+            attrs = Attributes(
+                permission.verb,
+                "",
+                True,
+                permission.group,
+                "",
+                permission.namespace,
+                permission.resource,
+                permission.subresource,
+                permission.name,
+            )
+            allowed, reason = self.authorize(user, attrs)
+            return None if allowed else forbidden_error(user, attrs, reason).message
+
+        return denied
 
     @staticmethod
     def _decide(rules: UserRules, attrs: Attributes) -> tuple[bool, str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from muster_sim.errors import FieldError, bad_request, invalid
 from muster_sim.selectors import Predicate
+from muster_sim.validation.strategy import Denied
 
 Obj = dict[str, Any]
 
@@ -41,9 +42,20 @@ class WriteOptions:
     operation_options: str = "CreateOptions"
     # `dryRun=All`: admitted, defaulted and validated as usual, then not stored
     dry_run: bool = False
+    # the request's verb ("create", "update", "patch"), and what the authorizer answers its
+    # user for another permission, for the rules that ask (None: sim's own writes)
+    verb: str = ""
+    denied: Denied | None = None
 
     @classmethod
-    def from_query(cls, query: Any, operation_options: str, user: Any = None) -> WriteOptions:
+    def from_query(
+        cls,
+        query: Any,
+        operation_options: str,
+        user: Any = None,
+        verb: str = "",
+        denied: Denied | None = None,
+    ) -> WriteOptions:
         """Read `fieldValidation` (default Warn, as kube-apiserver) and `dryRun`; 4xx if bad."""
         dry_run = dry_run_of(query, operation_options)
         directive = query.get("fieldValidation") or "Warn"
@@ -61,7 +73,7 @@ class WriteOptions:
                     )
                 ],
             )
-        return cls(directive, user, [], operation_options, dry_run)
+        return cls(directive, user, [], operation_options, dry_run, verb, denied)
 
     def review_options(self, operation: str | None = None) -> Obj:
         """The `options` an AdmissionReview carries."""

@@ -13,6 +13,13 @@ from muster_sim.validation.apps import (
     ReplicaSetStrategy,
     StatefulSetStrategy,
 )
+from muster_sim.validation.dra.claims import (
+    RESOURCE_GROUP,
+    ResourceClaimStrategy,
+    ResourceClaimTemplateStrategy,
+)
+from muster_sim.validation.dra.classes import DeviceClassStrategy
+from muster_sim.validation.dra.slices import ResourceSliceStrategy
 from muster_sim.validation.jobs import BATCH_GROUP, JobStrategy
 from muster_sim.validation.native_scheduling import GROUP as NATIVE_GROUP
 from muster_sim.validation.native_scheduling import PodGroupStrategy, WorkloadStrategy
@@ -24,6 +31,7 @@ from muster_sim.validation.storage import (
     CSINodeStrategy,
     StorageClassStrategy,
 )
+from muster_sim.validation.strategy import RequestValidator
 from muster_sim.validation.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 
 Obj = dict[str, Any]
@@ -83,6 +91,9 @@ class Kind:
     # Runs once a new object has its uid, after mutating admission and before validation
     # (the steps of kube's PrepareForCreate that need the uid: a Job's generated selector).
     after_uid: Callable[[Obj], None] | None = field(default=None, compare=False, hash=False)
+    # Validation that also reads the write's context (the requester's other permissions, a
+    # namespace's labels); it takes the place of `validator`.
+    request_validator: RequestValidator | None = field(default=None, compare=False, hash=False)
 
     @property
     def key(self) -> str:
@@ -140,6 +151,23 @@ def _validated(
 
 
 _JOBS = JobStrategy()
+
+
+def _dra(
+    plural: str, kind: str, namespaced: bool, strategy: Any, sub: tuple[str, ...] = ()
+) -> Kind:
+    """A resource.k8s.io/v1 kind, validated with the write's context."""
+    return Kind(
+        RESOURCE_GROUP,
+        "v1",
+        plural,
+        kind.lower(),
+        kind,
+        namespaced,
+        subresources=sub,
+        strategy=strategy,
+        request_validator=strategy,
+    )
 
 
 BUILTIN_KINDS: tuple[Kind, ...] = (
@@ -218,6 +246,11 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
         ("all",),
         after_uid=_JOBS.generate_selector,
     ),
+    # Dynamic Resource Allocation
+    _dra("deviceclasses", "DeviceClass", False, DeviceClassStrategy()),
+    _dra("resourceclaims", "ResourceClaim", True, ResourceClaimStrategy(), ("status",)),
+    _dra("resourceclaimtemplates", "ResourceClaimTemplate", True, ResourceClaimTemplateStrategy()),
+    _dra("resourceslices", "ResourceSlice", False, ResourceSliceStrategy()),
     Kind("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     Kind("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",)),
     Kind(

@@ -31,10 +31,11 @@ from muster_sim.apiserver.resources import (
 from muster_sim.apiserver.store import Store, name_of
 from muster_sim.errors import FieldError, bad_request, forbidden, invalid, not_found
 from muster_sim.timestamps import now_rfc3339
-from muster_sim.validation import typed_decode
+from muster_sim.validation import fields, typed_decode
 from muster_sim.validation.pods import default_pod, validate_pod, validate_pod_update
 from muster_sim.validation.schema import compiled as compiled_schema
 from muster_sim.validation.schema import structural_errors
+from muster_sim.validation.strategy import WriteContext
 
 Obj = dict[str, Any]
 
@@ -106,13 +107,7 @@ def check_annotations_size(kind: Kind, obj: Obj) -> None:
             kind.group,
             kind.kind,
             str(obj["metadata"].get("name") or ""),
-            [
-                FieldError(
-                    "metadata.annotations",
-                    f"Too long: must have at most {ANNOTATIONS_SIZE_LIMIT} bytes",
-                    "FieldValueTooLong",
-                )
-            ],
+            [fields.too_long("metadata.annotations", ANNOTATIONS_SIZE_LIMIT)],
         )
 
 
@@ -184,18 +179,29 @@ def identify(kind: Kind, obj: Obj) -> None:
         kind.after_uid(obj)
 
 
-def validate(store: Store, kind: Kind, name: str, obj: Obj, old: Obj | None) -> None:
-    """Validation after mutation: the kind's own rules, then a CRD's schema; and the
-    validating admission plugins of a new object (PodGroupWorkloadExists)."""
+def validate(
+    store: Store,
+    kind: Kind,
+    name: str,
+    obj: Obj,
+    old: Obj | None,
+    context: WriteContext | None = None,
+) -> None:
+    """Validation after mutation: the kind's own rules (with the write's `context` for kinds
+    that read it), then a CRD's schema; and the validating admission plugins of a new object
+    (PodGroupWorkloadExists)."""
+    context = context or WriteContext()
     if old is None:
         if kind.key == PODS:
             validate_pod(obj)
-        if kind.validator is not None:
+        if kind.request_validator is not None:
+            kind.request_validator.validate_request(context, None, obj)
+        elif kind.validator is not None:
             kind.validator.validate_create(obj)
         if kind.key == NATIVE_PODGROUPS:
             check_workload_exists(store, obj, kind.version)
     else:
-        _validate_update(kind, old, obj)
+        _validate_update(kind, old, obj, context)
     errors: list[FieldError] = []
     if kind.from_crd and kind.schema is not None:
         errors = compiled_schema(kind.schema).validate(obj, old)
@@ -214,7 +220,7 @@ def reconcile_patched(kind: Kind, obj: Obj) -> None:
         apply_schema_defaults(obj, kind.schema)
 
 
-def _validate_update(kind: Kind, current: Obj, new: Obj) -> None:
+def _validate_update(kind: Kind, current: Obj, new: Obj, context: WriteContext) -> None:
     """What no update may do (annotations over 256 KiB, a new finalizer on an object being
     deleted), then the kind's own update rules."""
     name = name_of(current)
@@ -237,5 +243,7 @@ def _validate_update(kind: Kind, current: Obj, new: Obj) -> None:
         )
     if kind.key == PODS:
         validate_pod_update(current, new)
-    if kind.validator is not None:
+    if kind.request_validator is not None:
+        kind.request_validator.validate_request(context, current, new)
+    elif kind.validator is not None:
         kind.validator.validate_update(current, new)

@@ -24,6 +24,7 @@ from muster_sim.apiserver.patch import (
 from muster_sim.apiserver.reads import stored_object
 from muster_sim.apiserver.resources import (
     CRDS,
+    NAMESPACES,
     NATIVE_PODGROUPS,
     NATIVE_WORKLOADS,
     PDBS,
@@ -56,6 +57,7 @@ from muster_sim.errors import (
     unsupported_media_type,
 )
 from muster_sim.validation.names import validate_name
+from muster_sim.validation.strategy import WriteContext
 
 Obj = dict[str, Any]
 
@@ -368,8 +370,19 @@ class Writes:
             identify(pending.kind, pending.obj)
 
     def validate(self, pending: PendingWrite) -> None:
-        """The write's validation after mutation (write_rules.validate)."""
-        validate(self.store, pending.kind, pending.name, pending.obj, pending.old)
+        """The write's validation after mutation (write_rules.validate), with its context."""
+        options = pending.options
+        context = WriteContext(
+            verb=options.verb,
+            subresource=pending.subresource,
+            denied=options.denied,
+            namespace_labels=self._namespace_labels,
+        )
+        validate(self.store, pending.kind, pending.name, pending.obj, pending.old, context)
+
+    def _namespace_labels(self, name: str) -> dict[str, str] | None:
+        namespace = self.store.get(NAMESPACES, "", name)
+        return None if namespace is None else namespace["metadata"].get("labels") or {}
 
 
 def _spec_of(obj: Obj) -> Obj:

@@ -3,7 +3,11 @@
 Like a real kubelet it starts no container of a pod whose PersistentVolumeClaims are missing,
 unbound, or bound to a volume whose nodeAffinity excludes the node: the pod stays Pending with
 its containers waiting in ContainerCreating and a FailedMount event, until the claim is bound and
-reachable.
+reachable. Nor of a pod one of whose ResourceClaims does not exist yet, is not the pod's own (for
+a claim made from a template), or is not reserved for the pod: it waits the same way with a
+FailedPrepareDynamicResources event in the kubelet's words ("pod ... is not allowed to use
+ResourceClaim ..."), until the claim lists the pod in `reservedFor`. (sim's kubelet runs every
+DRA driver: it prepares any allocated device.)
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ from muster_sim.apiserver.options import DeleteOptions
 from muster_sim.apiserver.resources import NODES, PODS
 from muster_sim.apiserver.store import Event
 from muster_sim.apiserver.verbs import ApiServer
+from muster_sim.cluster.pod_claims import (
+    CLAIMS,
+    ClaimNameError,
+    claim_name,
+    owner_problem,
+    reserved_for,
+)
 from muster_sim.cluster.recorder import record_event
 from muster_sim.errors import ApiError
 from muster_sim.selectors import node_selector_matches
@@ -58,8 +69,8 @@ class Kubelet:
         # pod uid -> timer; one pending action per pod
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._terminating: set[str] = set()
-        # pods waiting for their volumes: uid -> (namespace, name); and the last FailedMount
-        # message each was told, so an unchanged cause is not reported again
+        # pods waiting for their volumes or resource claims: uid -> (namespace, name); and the
+        # last message each was told, so an unchanged cause is not reported again
         self._waiting: dict[str, tuple[str, str]] = {}
         self._told: dict[str, str] = {}
         self._ips = 0
@@ -69,8 +80,9 @@ class Kubelet:
         self._loop = loop
         self.api.store.listen(PODS, self._on_pod)
         # a claim or volume that changes may let a waiting pod start
-        self.api.store.listen(PVCS, self._on_volume_event)
-        self.api.store.listen(PVS, self._on_volume_event)
+        self.api.store.listen(PVCS, self._retry_waiting_pods)
+        self.api.store.listen(PVS, self._retry_waiting_pods)
+        self.api.store.listen(CLAIMS, self._retry_waiting_pods)
 
     def stop(self) -> None:
         """Cancel every pending timer."""
@@ -111,7 +123,7 @@ class Kubelet:
         if phase == "Pending" and uid not in self._timers and uid not in self._waiting:
             self._schedule(uid, self.start_delay, self._start, event.namespace, meta["name"], uid)
 
-    def _on_volume_event(self, event: Event) -> None:
+    def _retry_waiting_pods(self, event: Event) -> None:
         if self._loop is None:
             return
         for uid, (namespace, name) in list(self._waiting.items()):
@@ -140,13 +152,20 @@ class Kubelet:
     def _start(self, namespace: str, name: str, uid: str) -> None:
         self._timers.pop(uid, None)
         pod = self._live(namespace, name, uid)
-        if pod is None or pod["metadata"].get("deletionTimestamp"):
+        finished = (pod or {}).get("status", {}).get("phase") in ("Succeeded", "Failed")
+        if pod is None or pod["metadata"].get("deletionTimestamp") or finished:
+            # a pod that finished (a client may say so) never starts again
             self._waiting.pop(uid, None)
             return
         node = self.api.store.get(NODES, "", pod["spec"]["nodeName"])
         problem = self._volume_problem(pod, node)
         if problem is not None:
-            self._wait_for_volumes(pod, node, uid, problem)
+            self._wait(pod, node, uid, "FailedMount", problem)
+            return
+        problem = self._claims_problem(pod)
+        if problem is not None:
+            message = f"Failed to prepare dynamic resources: {problem}"
+            self._wait(pod, node, uid, "FailedPrepareDynamicResources", message)
             return
         self._waiting.pop(uid, None)
         self._told.pop(uid, None)
@@ -235,8 +254,35 @@ class Kubelet:
             )
         return None
 
-    def _wait_for_volumes(self, pod: Obj, node: Obj | None, uid: str, problem: str) -> None:
-        """Pending, containers ContainerCreating, and a FailedMount event when the cause is new."""
+    def _claims_problem(self, pod: Obj) -> str | None:
+        """Why the kubelet cannot prepare the pod's first unusable ResourceClaim, or None."""
+        meta = pod["metadata"]
+        for pod_claim in pod["spec"].get("resourceClaims") or []:
+            try:
+                found = claim_name(pod, pod_claim)
+            except ClaimNameError as error:
+                return str(error)
+            if found.name is None:
+                continue
+            claim = self.api.store.get(CLAIMS, str(meta.get("namespace", "")), found.name)
+            if claim is None:
+                return (
+                    f"fetch ResourceClaim {found.name}: resourceclaims.resource.k8s.io "
+                    f'"{found.name}" not found'
+                )
+            if found.generated:
+                problem = owner_problem(pod, claim)
+                if problem is not None:
+                    return problem
+            if not reserved_for(pod, claim):
+                return (
+                    f"pod {meta['name']} ({meta.get('uid')}) is not allowed to use ResourceClaim "
+                    f"{found.name} ({claim['metadata'].get('uid')})"
+                )
+        return None
+
+    def _wait(self, pod: Obj, node: Obj | None, uid: str, reason: str, problem: str) -> None:
+        """Pending, containers ContainerCreating, and a `reason` event when the cause is new."""
         meta = pod["metadata"]
         self._waiting[uid] = (str(meta.get("namespace", "")), str(meta["name"]))
         stamp = now_rfc3339()
@@ -266,7 +312,7 @@ class Kubelet:
                 self.api,
                 pod,
                 "Warning",
-                "FailedMount",
+                reason,
                 problem,
                 "kubelet",
                 host=str(pod["spec"].get("nodeName", "")),

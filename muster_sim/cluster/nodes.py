@@ -1,4 +1,4 @@
-"""Simulated Node objects built from node pools (sizes, labels, taints)."""
+"""Simulated Node objects built from node pools (sizes, labels, taints, simulated DRA GPUs)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ Obj = dict[str, Any]
 
 POOL_LABEL = "sim.muster.dev/pool"
 GPU = "nvidia.com/gpu"
+# what sim's simulated DRA driver publishes on a node (cluster/devices.py reads them)
+DRA_GPUS_LABEL = "sim.muster.dev/dra-gpus"
+DRA_MODEL_LABEL = "sim.muster.dev/dra-gpu-model"
 
 
 class PoolError(ValueError):
@@ -22,7 +25,8 @@ class PoolError(ValueError):
 
 @dataclass(frozen=True)
 class NodePool:
-    """`count` identical nodes with the given capacity, labels and taints."""
+    """`count` identical nodes with the given capacity, labels and taints; `dra_gpus` GPUs
+    each published through DRA, their models taken from `dra_models` node by node."""
 
     name: str
     count: int
@@ -32,10 +36,16 @@ class NodePool:
     pods: int = 110
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[Obj, ...] = ()
+    dra_gpus: int = 0
+    dra_models: tuple[str, ...] = ("a100",)
 
     def __post_init__(self) -> None:
         if self.count < 0:
             raise PoolError(f"node pool {self.name!r}: count must be >= 0, got {self.count}")
+        if self.dra_gpus < 0:
+            raise PoolError(f"node pool {self.name!r}: draGpus must be >= 0, got {self.dra_gpus}")
+        if not self.dra_models or not all(self.dra_models):
+            raise PoolError(f"node pool {self.name!r}: draModels must name at least one model")
         for what, value in (("cpu", self.cpu), ("memory", self.memory)):
             if quantity(value) is None:
                 raise PoolError(f"node pool {self.name!r}: {what} {value!r} is not a quantity")
@@ -63,11 +73,21 @@ def load_pools(path: str | Path) -> list[NodePool]:
                     pods=int(raw.get("pods", 110)),
                     labels={str(k): str(v) for k, v in (raw.get("labels") or {}).items()},
                     taints=tuple(dict(t) for t in raw.get("taints") or []),
+                    dra_gpus=int(raw.get("draGpus", 0)),
+                    dra_models=dra_models(raw.get("draModels")),
                 )
             )
         except (TypeError, ValueError) as error:
             raise PoolError(f"{path}: pool {raw.get('name')!r}: {error}") from None
     return pools
+
+
+def dra_models(raw: Any) -> tuple[str, ...]:
+    """`draModels` of a pool or template: a list or a comma-separated string (default a100)."""
+    if raw is None:
+        return ("a100",)
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    return tuple(str(item).strip() for item in items)
 
 
 def node_objects(pools: list[NodePool]) -> list[Obj]:
@@ -78,16 +98,17 @@ def node_objects(pools: list[NodePool]) -> list[Obj]:
         width = max(4, len(str(pool.count)))
         for index in range(pool.count):
             serial += 1
-            nodes.append(_node(pool, f"{pool.name}-{index:0{width}d}", serial))
+            nodes.append(_node(pool, f"{pool.name}-{index:0{width}d}", serial, index))
     return nodes
 
 
 def node_object(pool: NodePool, name: str, serial: int) -> Obj:
-    """One Ready Node of the pool named `name` (`serial` numbers its address)."""
-    return _node(pool, name, serial)
+    """One Ready Node of the pool named `name` (`serial` numbers its address and picks its
+    GPU model)."""
+    return _node(pool, name, serial, serial)
 
 
-def _node(pool: NodePool, name: str, serial: int) -> Obj:
+def _node(pool: NodePool, name: str, serial: int, turn: int) -> Obj:
     capacity = {
         "cpu": pool.cpu,
         "memory": pool.memory,
@@ -108,6 +129,9 @@ def _node(pool: NodePool, name: str, serial: int) -> Obj:
         "type": "kwok",
         **pool.labels,
     }
+    if pool.dra_gpus > 0:
+        labels[DRA_GPUS_LABEL] = str(pool.dra_gpus)
+        labels[DRA_MODEL_LABEL] = pool.dra_models[turn % len(pool.dra_models)]
     spec: Obj = {}
     if pool.taints:
         spec["taints"] = [dict(t) for t in pool.taints]

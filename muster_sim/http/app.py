@@ -56,6 +56,7 @@ class HttpApi:
             WatchStream(api.store, bookmark_interval, as_version),
             self.readiness,
             server_address,
+            authorizer,
         )
 
     def warm_up(self, authorizer_seconds: float, crd_seconds: float) -> None:

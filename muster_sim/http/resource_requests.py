@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
+from muster_sim.access.rbac import RbacAuthorizer
 from muster_sim.access.tokens import ServiceAccountTokens
 from muster_sim.apiserver.admission_plugins import taint_new_node
 from muster_sim.apiserver.options import DeleteOptions, ListOptions, WriteOptions, dry_run_of
@@ -22,6 +23,7 @@ from muster_sim.http.readiness import Readiness
 from muster_sim.http.routing import USER_KEY, Route, describe, route_of, verb_of
 from muster_sim.http.watch import WatchRequest, WatchStream
 from muster_sim.selectors import both, parse_field_selector, parse_label_selector
+from muster_sim.validation.strategy import Denied
 
 Obj = dict[str, Any]
 
@@ -45,6 +47,10 @@ RETURNS_DELETED_OBJECT = frozenset(
         "csinodes.storage.k8s.io",
         "storageclasses.storage.k8s.io",
         "volumeattachments.storage.k8s.io",
+        "deviceclasses.resource.k8s.io",
+        "resourceclaims.resource.k8s.io",
+        "resourceclaimtemplates.resource.k8s.io",
+        "resourceslices.resource.k8s.io",
     }
 )
 
@@ -60,8 +66,11 @@ class ResourceRequests:
         watches: WatchStream,
         readiness: Readiness,
         server_address: str,
+        authorizer: RbacAuthorizer | None = None,
     ) -> None:
         self.api = api
+        # asked again inside writes whose rules need another permission (None: --insecure)
+        self.authorizer = authorizer
         self.faults = faults
         self.tokens = tokens
         self.watches = watches
@@ -142,7 +151,9 @@ class ResourceRequests:
         if name is None:
             if kind.key == "nodes" and isinstance(body, dict):
                 taint_new_node(body)
-            write = WriteOptions.from_query(query, "CreateOptions", user)
+            write = WriteOptions.from_query(
+                query, "CreateOptions", user, "create", self._denied(user)
+            )
             created = await api.create_admitted(kind, ns, body, write)
             return with_warnings(json_response(created, 201), write)
         if pending is not None and route.subresource in ("binding", "eviction"):
@@ -165,18 +176,25 @@ class ResourceRequests:
             raise method_not_allowed()
         sub = "status" if route.subresource == "status" else None
         if verb == "update":
-            write = WriteOptions.from_query(query, "UpdateOptions", user)
+            write = WriteOptions.from_query(
+                query, "UpdateOptions", user, "update", self._denied(user)
+            )
             updated = await api.update_admitted(
                 kind, ns, name or "", await read_body(request), sub, write
             )
             return with_warnings(json_response(updated), write)
         content_type = request.headers.get("Content-Type", "")
         # kube admits a patch as an UPDATE carrying UpdateOptions
-        write = WriteOptions.from_query(query, "UpdateOptions", user)
+        write = WriteOptions.from_query(query, "UpdateOptions", user, "patch", self._denied(user))
         patched = await api.patch_admitted(
             kind, ns, name or "", content_type, await read_body(request), sub, write
         )
         return with_warnings(json_response(patched), write)
+
+    def _denied(self, user: Any) -> Denied | None:
+        if self.authorizer is None or user is None:
+            return None
+        return self.authorizer.denial(user)
 
     async def _delete(self, request: web.Request, route: Route, verb: str) -> web.StreamResponse:
         api, kind, ns, name = self.api, route.kind, route.namespace, route.name

@@ -58,8 +58,23 @@ def duplicate(path: str, value: Any) -> FieldError:
 
 
 def too_long(path: str, limit: int) -> FieldError:
-    """field.TooLong."""
-    return FieldError(path, f"Too long: must have at most {limit} bytes", "FieldValueTooLong")
+    """field.TooLong (which never shows the value)."""
+    unit = "byte" if limit == 1 else "bytes"
+    return FieldError(path, f"Too long: may not be more than {limit} {unit}", "FieldValueTooLong")
+
+
+def too_many(path: str, count: int, limit: int) -> FieldError:
+    """field.TooMany: a list longer than its limit, counted."""
+    unit = "item" if limit == 1 else "items"
+    return FieldError(
+        path, f"Too many: {count}: must have at most {limit} {unit}", "FieldValueTooMany"
+    )
+
+
+def not_found(path: str, value: Any, detail: str = "") -> FieldError:
+    """field.NotFound, with the explanation some callers add to its detail."""
+    message = f"Not found: {shown(value)}" + (f": {detail}" if detail else "")
+    return FieldError(path, message, "FieldValueNotFound")
 
 
 def immutable(path: str, value: Any) -> FieldError:

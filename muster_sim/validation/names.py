@@ -88,41 +88,56 @@ def subdomain_problem(name: str) -> str:
     return ""
 
 
+def subdomain_problems(name: str) -> list[str]:
+    """apimachinery's IsDNS1123Subdomain: every message for `name` (none when it is one)."""
+    problems = ["must be no more than 253 characters"] if len(name) > 253 else []
+    if not SUBDOMAIN_RE.match(name):
+        problems.append(SUBDOMAIN_MSG)
+    return problems
+
+
+def label_problems(name: str) -> list[str]:
+    """apimachinery's IsDNS1123Label: every message for `name` (none when it is one)."""
+    problems = ["must be no more than 63 characters"] if len(name) > 63 else []
+    if not LABEL_RE.match(name):
+        problems.append("must not contain dots" if SUBDOMAIN_RE.match(name) else LABEL_MSG)
+    return problems
+
+
 def qualified_name_errors(value: str, path: str) -> list[FieldError]:
-    """apimachinery's IsQualifiedName: an optional DNS-subdomain prefix, '/', a 63-char name."""
+    """apimachinery's IsQualifiedName (1.36's IsLabelKey): an optional DNS-subdomain prefix
+    and '/', then a name of at most 63 characters; every problem is its own error."""
     parts = value.split("/")
-    if len(parts) == 1:
-        prefix, name = "", parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return [fields.invalid(path, value, "prefix part must be non-empty")]
-        problem = subdomain_problem(prefix)
-        if problem:
-            return [fields.invalid(path, value, f"prefix part {problem}")]
-    else:
+    if len(parts) > 2:
         return [
             fields.invalid(
                 path,
                 value,
-                f"a qualified name {_QUALIFIED_MSG} with an optional DNS subdomain prefix and "
+                f"a valid label key {_QUALIFIED_MSG} with an optional DNS subdomain prefix and "
                 "'/' (e.g. 'example.com/MyName')",
             )
         ]
+    problems: list[str] = []
+    name = parts[-1]
+    if len(parts) == 2:
+        if not parts[0]:
+            problems.append("prefix part must be non-empty")
+        problems.extend(f"prefix part {p}" for p in subdomain_problems(parts[0]) if parts[0])
     if not name:
-        return [fields.invalid(path, value, "name part must be non-empty")]
-    if len(name) > 63:
-        return [fields.invalid(path, value, "name part must be no more than 63 characters")]
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
     if not _QUALIFIED_RE.match(name):
-        return [fields.invalid(path, value, f"name part {_QUALIFIED_MSG}")]
-    return []
+        problems.append(f"name part {_QUALIFIED_MSG}")
+    return [fields.invalid(path, value, problem) for problem in problems]
 
 
 def csi_driver_name_errors(name: str, path: str) -> list[FieldError]:
-    """core ValidateCSIDriverName: required, at most 63 characters, a DNS subdomain."""
-    errors: list[FieldError] = []
+    """core ValidateCSIDriverName: required (and nothing more said of an empty name), at most
+    63 characters, a DNS subdomain."""
     if not name:
-        errors.append(fields.required(path))
+        return [fields.required(path)]
+    errors: list[FieldError] = []
     if len(name) > 63:
         errors.append(fields.too_long(path, 63))
     problem = subdomain_problem(name.lower())

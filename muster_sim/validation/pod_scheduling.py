@@ -1,7 +1,7 @@
 """kube-apiserver's validation of a pod's scheduling fields:
-topology spread constraints, pod (anti-)affinity terms, resource claims and the native
-PodGroup it joins, spec.schedulingGroup (facts and
-messages from k8s.io/kubernetes pkg/apis/core/validation; code written here)."""
+topology spread constraints, pod (anti-)affinity terms, resource claims (the pod's, its
+containers' and its status's) and the native PodGroup it joins, spec.schedulingGroup (facts
+and messages from k8s.io/kubernetes pkg/apis/core/validation; code written here)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ from typing import Any
 
 from muster_sim.errors import FieldError
 from muster_sim.validation import fields
-from muster_sim.validation.names import LABEL_MSG, is_dns_label, qualified_name_errors
+from muster_sim.validation.names import (
+    LABEL_MSG,
+    is_dns_label,
+    label_problems,
+    qualified_name_errors,
+    subdomain_problems,
+)
 from muster_sim.validation.native_scheduling import scheduling_group_errors
 from muster_sim.validation.selector_fields import label_selector_errors
 
@@ -55,6 +61,84 @@ def scheduling_field_errors(spec: Obj) -> list[FieldError]:
                 errors.extend(_pod_affinity_errors(terms, f"spec.affinity.{kind}"))
     errors.extend(_claim_errors(spec.get("resourceClaims") or []))
     errors.extend(scheduling_group_errors(spec))
+    names = _claim_names(spec)
+    for group in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(group) or []):
+            resources = container.get("resources") if isinstance(container, dict) else None
+            claims = resources.get("claims") if isinstance(resources, dict) else None
+            at = f"spec.{group}[{index}].resources.claims"
+            errors.extend(container_claim_errors(claims or [], names, at))
+    return errors
+
+
+def _claim_names(spec: Obj) -> list[str]:
+    return [str(c.get("name", "")) for c in spec.get("resourceClaims") or [] if isinstance(c, dict)]
+
+
+def container_claim_errors(claims: list[Any], pod_claims: list[str], path: str) -> list[FieldError]:
+    """validateResourceClaimNames: each of a container's claims names one of the pod's, once
+    (a claim and one of its requests count as the same), and a request is a DNS label."""
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    known = sorted(set(pod_claims))
+    for index, claim in enumerate(claims):
+        if not isinstance(claim, dict):
+            continue
+        at = f"{path}[{index}]"
+        name = str(claim.get("name") or "")
+        if not name:
+            errors.append(fields.required(at))
+            continue
+        request = str(claim.get("request") or "")
+        if name in seen:
+            errors.append(fields.duplicate(at, name))
+        else:
+            key = name
+            if request:
+                errors.extend(
+                    fields.invalid(f"{at}.request", request, p) for p in label_problems(request)
+                )
+                key = f"{name}/{request}"
+            if key in seen:
+                errors.append(fields.duplicate(at, key))
+            elif not request:
+                errors.extend(
+                    fields.duplicate(at, name) for k in seen if k.split("/", 1)[0] == name
+                )
+            seen.add(key)
+        if name not in known:
+            detail = "must be one of the names in pod.spec.resourceClaims"
+            detail += " which is empty" if not known else ": " + ", ".join(known)
+            errors.append(fields.not_found(at, name, detail))
+    return errors
+
+
+def claim_status_errors(status: Obj, spec: Obj) -> list[FieldError]:
+    """validatePodResourceClaimStatuses: each entry names one of the pod's claims, once, and
+    the claim it names has a valid name."""
+    errors: list[FieldError] = []
+    names = set(_claim_names(spec))
+    seen: set[str] = set()
+    for index, entry in enumerate(status.get("resourceClaimStatuses") or []):
+        if not isinstance(entry, dict):
+            continue
+        at = f"status.resourceClaimStatuses[{index}]"
+        name = str(entry.get("name") or "")
+        if name not in names:
+            errors.append(
+                fields.invalid(
+                    f"{at}.name", name, "must match the name of an entry in `spec.resourceClaims`"
+                )
+            )
+        if name in seen:
+            errors.append(fields.duplicate(f"{at}.name", name))
+        seen.add(name)
+        claim = entry.get("resourceClaimName")
+        if claim is not None:
+            errors.extend(
+                fields.invalid(f"{at}.resourceClaimName", claim, p)
+                for p in subdomain_problems(str(claim))
+            )
     return errors
 
 

@@ -16,7 +16,7 @@ from muster_sim.validation.pod_resources import (
     pod_resources_errors,
     qos_class,
 )
-from muster_sim.validation.pod_scheduling import scheduling_field_errors
+from muster_sim.validation.pod_scheduling import claim_status_errors, scheduling_field_errors
 from muster_sim.validation.quantities import decoded_quantity
 
 Obj = dict[str, Any]
@@ -149,8 +149,14 @@ _MUTABLE_POD_SPEC = (
 
 
 def validate_pod_update(old: Obj, new: Obj) -> None:
-    """422 when an update changes pod spec fields the real server keeps immutable (nodeName...)."""
+    """422 when an update changes pod spec fields the real server keeps immutable (nodeName...),
+    or writes resource claim statuses that do not match the pod's claims."""
     name = str(old["metadata"]["name"])
+    status, old_status = new.get("status") or {}, old.get("status") or {}
+    if status.get("resourceClaimStatuses") != old_status.get("resourceClaimStatuses"):
+        errors = claim_status_errors(status, new.get("spec") or {})
+        if errors:
+            raise invalid("", "Pod", name, errors)
     _validate_toleration_update(name, old.get("spec") or {}, new.get("spec") or {})
     if _immutable_view(old.get("spec") or {}) == _immutable_view(new.get("spec") or {}):
         return

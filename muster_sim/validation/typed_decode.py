@@ -22,7 +22,11 @@ from muster_sim.errors import bad_request
 # Go's names for the JSON value kinds, as its decoder words its errors.
 _JSON_KIND = {dict: "object", list: "array", str: "string", bool: "bool", int: "number"}
 # Models named otherwise than "<Version><Kind>".
-_MODEL_OVERRIDES = {("v1", "Event"): "CoreV1Event", ("events.k8s.io/v1", "Event"): "EventsV1Event"}
+_MODEL_OVERRIDES = {
+    ("v1", "Event"): "CoreV1Event",
+    ("events.k8s.io/v1", "Event"): "EventsV1Event",
+    ("resource.k8s.io/v1", "ResourceClaim"): "ResourceV1ResourceClaim",
+}
 # resource.Quantity fields: the client types them as strings; the server also takes numbers.
 _QUANTITY_FIELDS = frozenset(
     {
@@ -41,6 +45,16 @@ _QUANTITY_FIELDS = frozenset(
         "min",
         "max_limit_request_ratio",
         "maximum_volume_size",
+    }
+)
+# Quantity fields whose name other models use for plain strings (a toleration's value).
+_QUANTITY_MODEL_FIELDS = frozenset(
+    {
+        ("V1DeviceCapacity", "value"),
+        ("V1Counter", "value"),
+        ("V1CapacityRequestPolicy", "valid_values"),
+        ("V1CapacityRequestPolicyRange", "step"),
+        ("V1DeviceRequestAllocationResult", "consumed_capacity"),
     }
 )
 _LIST = re.compile(r"^List\[(.+)\]$")
@@ -87,7 +101,10 @@ def _shape(type_name: str) -> tuple[str, Any]:
     if type_name == "object" or model is None or not hasattr(model, "openapi_types"):
         return ("any", None)  # IntOrString, RawExtension, or nothing to check against
     fields = {
-        json_name: (model.openapi_types[attr], attr in _QUANTITY_FIELDS)
+        json_name: (
+            model.openapi_types[attr],
+            attr in _QUANTITY_FIELDS or (type_name, attr) in _QUANTITY_MODEL_FIELDS,
+        )
         for attr, json_name in model.attribute_map.items()
     }
     return ("model", fields)
@@ -103,11 +120,13 @@ def _problem(value: Any, type_name: str, path: str, struct: str, quantity: bool)
     if shape == "model":
         if not isinstance(value, dict):
             return _refused(value, path, struct, _go_name(type_name))
+        # Go's decoder names the innermost struct that has the field, and the whole path
+        inner = _struct_name(type_name)
         for key, field_value in value.items():
             field = detail.get(key)
             if field is None:
                 continue
-            problem = _problem(field_value, field[0], f"{path}.{key}", struct, field[1])
+            problem = _problem(field_value, field[0], f"{path}.{key}", inner, field[1])
             if problem is not None:
                 return problem
         return None
@@ -146,6 +165,13 @@ def _problem(value: Any, type_name: str, path: str, struct: str, quantity: bool)
 def _refused(value: Any, path: str, struct: str, go_type: str) -> str:
     json_kind = _JSON_KIND.get(type(value), "number")
     return f"cannot unmarshal {json_kind} into Go struct field {struct}{path} of type {go_type}"
+
+
+def _struct_name(type_name: str) -> str:
+    """ "V1PodSpec" -> "PodSpec", "ResourceV1ResourceClaim" -> "ResourceClaim": the Go type's
+    own name."""
+    match = re.match(r"^(?:[A-Z][a-z]+)?V\d+(?:alpha\d+|beta\d+)?(.+)$", type_name)
+    return type_name if match is None else match.group(1)
 
 
 def _go_name(type_name: str) -> str:

@@ -458,6 +458,25 @@ def test_invalid_csinode_driver_is_422(
     assert (field, message) in causes, causes
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("", "Required value"), ("a" * 64, "Too long: may not be more than 63 bytes")],
+    ids=["empty", "64 characters"],
+)
+def test_a_csinode_driver_name_gets_exactly_kube_1_36s_one_error(
+    raw: Raw, name: str, message: str
+) -> None:
+    # checked against kube-apiserver 1.36: an empty name is said to be required, nothing more
+    body = {
+        "metadata": {"name": unique("node")},
+        "spec": {"drivers": [{"name": name, "nodeID": "n"}]},
+    }
+    code, status = raw.json("POST", CSINODE_PATH, body)
+    assert code == 422, status
+    causes = [(c["field"], c["message"]) for c in status["details"]["causes"]]
+    assert causes == [("spec.drivers[0].name", message)]
+
+
 def test_csinode_driver_entry_is_immutable(raw: Raw) -> None:
     name = unique("node")
     driver = {"name": "d.example.com", "nodeID": name, "allocatable": {"count": 4}}

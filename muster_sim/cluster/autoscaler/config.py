@@ -64,8 +64,8 @@ def add_arguments(parser: Any) -> None:
         type=Path,
         help="run a stand-in cluster autoscaler with the node groups of this YAML file "
         "(a list of {name, minSize, maxSize, template: {cpu, memory, gpus, pods, labels, "
-        "taints}}): it answers ProvisioningRequests and scales up for unschedulable pods as "
-        "cluster-autoscaler does",
+        "taints, draGpus, draModels}}): it answers ProvisioningRequests and scales up for "
+        "unschedulable pods as cluster-autoscaler does",
     )
     defaults = AutoscalerConfig(groups=())
     for name, flag, what in _TIMINGS:

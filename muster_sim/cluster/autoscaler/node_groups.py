@@ -9,11 +9,12 @@ from typing import Any
 
 import yaml
 
-from muster_sim.cluster.nodes import NodePool, PoolError, node_object
+from muster_sim.cluster.nodes import NodePool, PoolError, dra_models, node_object
 
 Obj = dict[str, Any]
 
 GROUP_LABEL = "sim.muster.dev/node-group"
+_TEMPLATE_FIELDS = ("cpu", "memory", "gpus", "pods", "labels", "taints", "draGpus", "draModels")
 
 
 class NodeGroupError(ValueError):
@@ -38,7 +39,8 @@ class NodeGroup:
 
 def load_node_groups(path: str | Path) -> list[NodeGroup]:
     """Node groups from YAML: a list, or a mapping with a `nodeGroups` list; each
-    `{name, minSize, maxSize, template: {cpu, memory, gpus, pods, labels, taints}}`."""
+    `{name, minSize, maxSize, template: {cpu, memory, gpus, pods, labels, taints, draGpus,
+    draModels}}`."""
     data = yaml.safe_load(Path(path).read_text())
     if isinstance(data, dict):
         data = data.get("nodeGroups")
@@ -58,11 +60,11 @@ def load_node_groups(path: str | Path) -> list[NodeGroup]:
         template = raw.get("template") or {}
         if not isinstance(template, dict):
             raise NodeGroupError(f"{path}: node group {name!r}: template must be a mapping")
-        unknown = sorted(set(template) - {"cpu", "memory", "gpus", "pods", "labels", "taints"})
+        unknown = sorted(set(template) - set(_TEMPLATE_FIELDS))
         if unknown:
             raise NodeGroupError(
-                f"{path}: node group {name!r}: template.{unknown[0]} is not a field (cpu, "
-                "memory, gpus, pods, labels, taints)"
+                f"{path}: node group {name!r}: template.{unknown[0]} is not a field "
+                f"({', '.join(_TEMPLATE_FIELDS)})"
             )
         try:
             minimum, maximum = int(raw.get("minSize", 0)), int(raw["maxSize"])
@@ -75,6 +77,8 @@ def load_node_groups(path: str | Path) -> list[NodeGroup]:
                 pods=int(template.get("pods", 110)),
                 labels={str(k): str(v) for k, v in (template.get("labels") or {}).items()},
                 taints=tuple(dict(t) for t in template.get("taints") or []),
+                dra_gpus=int(template.get("draGpus", 0)),
+                dra_models=dra_models(template.get("draModels")),
             )
         except KeyError:
             raise NodeGroupError(f"{path}: node group {name!r} needs maxSize") from None

@@ -21,12 +21,18 @@ def test_every_built_in_kind_sim_serves_has_a_client_model() -> None:
 @pytest.mark.parametrize(
     ("body", "field", "go_type"),
     [
-        pytest.param({"spec": {"containers": "main"}}, "Pod.spec.containers", "[]v1.Container"),
-        pytest.param({"metadata": {"labels": {"a": 1}}}, "Pod.metadata.labels", "string"),
-        pytest.param({"spec": {"priority": 1.5}}, "Pod.spec.priority", "int"),
-        pytest.param({"spec": {"hostNetwork": "yes"}}, "Pod.spec.hostNetwork", "bool"),
+        pytest.param({"spec": {"containers": "main"}}, "PodSpec.spec.containers", "[]v1.Container"),
+        pytest.param({"metadata": {"labels": {"a": 1}}}, "ObjectMeta.metadata.labels", "string"),
+        pytest.param({"spec": {"priority": 1.5}}, "PodSpec.spec.priority", "int"),
+        pytest.param({"spec": {"hostNetwork": "yes"}}, "PodSpec.spec.hostNetwork", "bool"),
+        pytest.param(
+            {"spec": {"containers": [{"name": "c", "resources": "lots"}]}},
+            "Container.spec.containers.resources",
+            "v1.ResourceRequirements",
+        ),
     ],
-    ids=["list", "map-value", "int-from-float", "bool"],
+    # the innermost struct with the whole path, as kube-apiserver 1.36's decoder names it
+    ids=["list", "map-value", "int-from-float", "bool", "nested-struct"],
 )
 def test_a_wrong_json_type_is_a_400_naming_the_field_and_the_go_type(
     body: dict[str, Any], field: str, go_type: str
