@@ -375,12 +375,5 @@ class ResourceClaim(_Wire):
     status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
 
 
-# The pod's side --------------------------------------------------------------------------
-
-
-class PodResourceClaimStatus(_Wire):
-    """A pod's status.resourceClaimStatuses[]: the claim the resourceclaim controller made
-    for one of the pod's claims from a template (none: the pod needs no claim there)."""
-
-    name: str = ""
-    resource_claim_name: str | None = None
+# The pod's side (read with the pod: api/wire.py, api/resource_claims.py).
+PodResourceClaimStatus = wire.PodResourceClaimStatus

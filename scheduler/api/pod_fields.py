@@ -33,10 +33,6 @@ class FieldRule:
 
 
 _AS_IF_ABSENT = "the pod is placed as if the field were absent"
-_CLAIMS = (
-    "muster does not allocate resource claims yet: the pod is not placed rather than "
-    "bound with its claims unallocated"
-)
 
 _POD_AFFINITY = "spec.affinity.podAffinity"
 _POD_ANTI_AFFINITY = "spec.affinity.podAntiAffinity"
@@ -60,6 +56,12 @@ POD_FIELDS: dict[str, FieldRule] = {
     "spec.nodeSelector": FieldRule(_HONOURED, "filters nodes by label"),
     "spec.overhead": FieldRule(_HONOURED, "added to the pod's request"),
     "spec.preemptionPolicy": FieldRule(_HONOURED, "Never: the pod does not preempt"),
+    "spec.resourceClaims": FieldRule(
+        _HONOURED,
+        "DynamicResources: the devices of every claim of a gang's members allocated together "
+        "and written into the claims before the bind; what muster does not honour of a claim "
+        "or a device is refused by name in the pod's condition (docs/workloads.md, Devices)",
+    ),
     "spec.priority": FieldRule(_HONOURED, "task order, preemption"),
     "spec.priorityClassName": FieldRule(_HONOURED, "resolved by admission into spec.priority"),
     "spec.resources": FieldRule(
@@ -132,8 +134,6 @@ POD_FIELDS: dict[str, FieldRule] = {
         "matchLabelKeys)",
     ),
     f"{_SPREAD}.whenUnsatisfiable=ScheduleAnyway": FieldRule(_HONOURED, "PodTopologySpread score"),
-    # Not honoured yet: refused.
-    "spec.resourceClaims": FieldRule(Verdict.REFUSED, _CLAIMS),
     # Not honoured yet: placed with a warning.
     "spec.evictionResponders": FieldRule(
         Verdict.WARNED,
@@ -192,7 +192,6 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
     if not (
         pod_terms
         or spec.topology_spread_constraints
-        or spec.resource_claims
         or spec.eviction_responders
         or unknown
     ):
@@ -213,8 +212,6 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
         path = f"{_SPREAD}.whenUnsatisfiable={when}"
         # An unknown value (the API refuses it today) is not ignored either: it filters.
         paths.append(path if path in POD_FIELDS else f"{_SPREAD}.whenUnsatisfiable=DoNotSchedule")
-    if spec.resource_claims:
-        paths.append("spec.resourceClaims")
     if spec.eviction_responders:
         paths.append("spec.evictionResponders")
     if not paths and not unknown:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from scheduler.api import wire
+from scheduler.api import dra, wire
 from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNodeInfo
@@ -134,6 +134,28 @@ class StorageView:
 NO_STORAGE = StorageView()
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceView:
+    """The DRA objects the device filter reads (nodefit/dynamicresources.py): DeviceClasses and
+    ResourceSlices by name, ResourceClaims by "namespace/name" as the binder assumes them
+    (an allocation it wrote counts before its watch event comes back), and the selector
+    memo the cache keeps across sessions. Read-only in sessions (clones share it)."""
+
+    classes: Mapping[str, dra.DeviceClass] = field(default_factory=_empty)
+    slices: Mapping[str, dra.ResourceSlice] = field(default_factory=_empty)
+    claims: Mapping[str, dra.ResourceClaim] = field(default_factory=_empty)
+    # scheduler.dra's SelectorMemo (api/ imports nothing of dra/): selectors' answers per
+    # device, kept across sessions; None makes a session evaluate them afresh.
+    memo: object = None
+
+    def __bool__(self) -> bool:
+        """Whether there is anything to allocate or reuse (a cluster without DRA has not)."""
+        return bool(self.slices or self.claims)
+
+
+NO_DEVICES = DeviceView()
+
+
 @dataclass(slots=True)
 class ClusterSnapshot:
     """Nodes, jobs and queues as one session sees them; the session mutates its own copy."""
@@ -160,6 +182,8 @@ class ClusterSnapshot:
     timed_out_at: dict[str, float] = field(default_factory=dict)
     # PVCs, PVs, StorageClasses and CSINodes, for pods that use claims.
     storage: StorageView = NO_STORAGE
+    # DeviceClasses, ResourceSlices and ResourceClaims, for pods with resource claims (DRA).
+    devices: DeviceView = NO_DEVICES
     # Namespace labels by namespace name, for pod affinity terms' namespaceSelector.
     # Read-only in sessions (shared by clones).
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -341,6 +365,7 @@ class ClusterSnapshot:
             admitted_at=self.admitted_at,
             timed_out_at=self.timed_out_at,
             storage=self.storage,
+            devices=self.devices,
             namespaces=self.namespaces,
             hypernodes=self.hypernodes,
             budgets=self.budgets,
@@ -385,11 +410,21 @@ def build_snapshot(
     volumes: Iterable[wire.PersistentVolume] = (),
     storage_classes: Iterable[wire.StorageClass] = (),
     csinodes: Iterable[wire.CSINode] = (),
+    device_classes: Iterable[dra.DeviceClass] = (),
+    resource_slices: Iterable[dra.ResourceSlice] = (),
+    resource_claims: Iterable[dra.ResourceClaim] = (),
 ) -> ClusterSnapshot:
     """A snapshot from whole objects; an object that cannot be read is listed in `invalid`."""
     names = frozenset(scheduler_names)
     snapshot = ClusterSnapshot()
     snapshot.storage = storage_view(claims, volumes, storage_classes, csinodes)
+    snapshot.devices = DeviceView(
+        MappingProxyType({c.metadata.name: c for c in device_classes}),
+        MappingProxyType({s.metadata.name: s for s in resource_slices}),
+        MappingProxyType(
+            {f"{c.metadata.namespace}/{c.metadata.name}": c for c in resource_claims}
+        ),
+    )
     for pc in priority_classes:
         snapshot.priority_classes[pc.metadata.name] = PriorityClassInfo(
             pc.metadata.name, pc.value, pc.global_default, pc.preemption_policy

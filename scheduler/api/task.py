@@ -21,6 +21,7 @@ from scheduler.api.names import (
 )
 from scheduler.api.native import native_key
 from scheduler.api.pod_fields import Unhonoured, unhonoured
+from scheduler.api.resource_claims import PodClaims, of_pod
 from scheduler.api.resources import CPU, HUGEPAGES_PREFIX, MEMORY, Resource
 
 
@@ -118,6 +119,11 @@ class PodPlacementSpec:
     # ImageLocality score then depends on them, so such pods get node picker shapes of
     # their own, while pods whose images no node holds keep sharing theirs.
     images: tuple[str, ...] = ()
+    # What tells the pod's ResourceClaims apart for the device filter, only in a session's
+    # copy of a pod with claims (predicates sets it when the session opens,
+    # nodefit/dynamicresources.py): pods whose claims every node answers alike (a gang's
+    # members, each with a fresh claim from one template) share a shape, the others do not.
+    devices: tuple[str, ...] = ()
     # The hash, worked out once (as PodTopologySpec's): the spec keys the session's admit
     # cache and the node picker's shapes, looked up twice per pod placed.
     _hash: int = field(default=0, init=False, repr=False, compare=False)
@@ -132,6 +138,7 @@ class PodPlacementSpec:
             self.claims,
             self.ephemeral_claims,
             self.images,
+            self.devices,
         )
         object.__setattr__(self, "_hash", hash(fields))
 
@@ -669,6 +676,7 @@ class TaskInfo:
 
     __slots__ = (
         "creation_timestamp",
+        "devices",
         "digest",
         "gated",
         "ignored_group",
@@ -723,6 +731,7 @@ class TaskInfo:
         digest: int = 0,
         scale_up_request: str = "",
         ignored_group: str = "",
+        devices: PodClaims | None = None,
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -764,6 +773,9 @@ class TaskInfo:
         # The native PodGroup its spec.schedulingGroup names when its Volcano annotation
         # names another, which wins (named_group): said on a Warning event.
         self.ignored_group = ignored_group
+        # The ResourceClaims it uses (DRA; api/resource_claims.py), None for none. Read from
+        # its spec and its status (the claims made from its templates).
+        self.devices = devices
 
     @classmethod
     def from_pod(cls, pod: wire.Pod) -> TaskInfo:
@@ -809,6 +821,7 @@ class TaskInfo:
             protection=pod_protection(meta.labels, meta.annotations),
             scale_up_request=meta.annotations.get(CONSUME_PROVISIONING_REQUEST, ""),
             ignored_group=ignored,
+            devices=of_pod(pod) if spec.resource_claims else None,
         )
 
     def restated(self, pod: wire.Pod) -> TaskInfo:
@@ -820,6 +833,9 @@ class TaskInfo:
         twin.node_name = sys.intern(pod.spec.node_name)
         twin.status = _task_status(pod)
         twin.started = _started(pod)
+        if self.devices is not None:
+            # The claims made from its templates are in its status.
+            twin.devices = of_pod(pod)
         return twin
 
     @property
@@ -836,8 +852,9 @@ class TaskInfo:
 
     @property
     def best_effort(self) -> bool:
-        """A pod with no requests at all (placed by backfill)."""
-        return self.request.is_empty()
+        """A pod with no requests at all (placed by backfill); a pod with claims asks for
+        devices."""
+        return self.request.is_empty() and self.devices is None
 
     def clone(self) -> TaskInfo:
         """A copy with its own status and node; request and placement are shared."""
@@ -869,6 +886,7 @@ class TaskInfo:
             digest=self.digest,
             scale_up_request=self.scale_up_request,
             ignored_group=self.ignored_group,
+            devices=self.devices,
         )
 
     def __repr__(self) -> str:

@@ -47,11 +47,20 @@ class ObjectMeta(_Wire):
     owner_references: list[OwnerReference] = msgspec.field(default_factory=list)
 
 
+class ContainerClaim(_Wire):
+    """containers[].resources.claims[]: one of the pod's resourceClaims (DRA) the container
+    uses, all of it or one request of it."""
+
+    name: str = ""
+    request: str | None = None
+
+
 class ResourceRequirements(_Wire):
     """containers[].resources."""
 
     requests: ResourceList = msgspec.field(default_factory=dict)
     limits: ResourceList = msgspec.field(default_factory=dict)
+    claims: list[ContainerClaim] = msgspec.field(default_factory=list)
 
 
 class ContainerPort(_Wire):
@@ -299,6 +308,14 @@ class Condition(_Wire):
     last_transition_time: str | None = None
 
 
+class PodResourceClaimStatus(_Wire):
+    """A pod's status.resourceClaimStatuses[]: the claim the resourceclaim controller made
+    for one of the pod's claims from a template (none: the pod needs no claim there)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodStatus(_Wire):
     """Pod status."""
 
@@ -306,6 +323,8 @@ class PodStatus(_Wire):
     conditions: list[Condition] = msgspec.field(default_factory=list)
     # When the kubelet took the pod in: a victim's runtime counts from here.
     start_time: str | None = None
+    # The claims made from the pod's ResourceClaimTemplates (api/resource_claims.py).
+    resource_claim_statuses: list[PodResourceClaimStatus] = msgspec.field(default_factory=list)
 
 
 class Pod(_Wire):

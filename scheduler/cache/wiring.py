@@ -14,6 +14,7 @@ from prometheus_client import Counter
 
 from scheduler.api.partition import NodePartition
 from scheduler.cache.kinds import (
+    deviceclasses,
     hypernodes,
     namespaces,
     native_podgroups,
@@ -24,6 +25,8 @@ from scheduler.cache.kinds import (
     priorityclasses,
     provisioningrequests,
     queues,
+    resourceclaims,
+    resourceslices,
     storage,
     workloads,
 )
@@ -36,7 +39,8 @@ from scheduler.metrics import Metrics
 # Every kind the scheduler lists and watches cluster-wide, one line each, in the order a
 # World built from one listing applies them (inspect/cluster.py): nodes before the pods on
 # them, priority classes before the PodGroups that name them, namespaces and Workloads
-# before the native PodGroups that take their queue, pods last.
+# before the native PodGroups that take their queue, DRA's classes and slices before the
+# claims, pods last.
 HANDLERS: tuple[Handler[Any], ...] = (
     nodes.HANDLER,
     priorityclasses.HANDLER,
@@ -52,6 +56,9 @@ HANDLERS: tuple[Handler[Any], ...] = (
     native_podgroups.HANDLER,
     hypernodes.HANDLER,
     provisioningrequests.HANDLER,
+    deviceclasses.HANDLER,
+    resourceslices.HANDLER,
+    resourceclaims.HANDLER,
     pods.HANDLER,
 )
 

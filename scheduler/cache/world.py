@@ -18,9 +18,12 @@ figures right; a record from a new event gets its status before it is indexed.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from scheduler.api import wire
+import msgspec
+
+from scheduler.api import dra, wire
 from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNodeInfo
@@ -28,8 +31,10 @@ from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.native import NativePodGroup, NativeWorkload, QueueSource
 from scheduler.api.provisioning import ScaleUpRequest, requests_by_podgroup
 from scheduler.api.snapshot import (
+    NO_DEVICES,
     NO_STORAGE,
     ClusterSnapshot,
+    DeviceView,
     PlacementFailures,
     StorageView,
     add_task,
@@ -38,7 +43,18 @@ from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 from scheduler.cache.ownership import Owners, Ownership
 from scheduler.cache.settled_gangs import SettledGangs
 from scheduler.cache.table import ReadOnlyTable, Table, read_only
+from scheduler.dra import SelectorMemo
 from scheduler.framework.decisions import SessionResult
+
+
+@dataclass(slots=True)
+class AssumedClaim:
+    """What the binder wrote, or is writing, into a ResourceClaim before its watch event
+    comes back: the allocation (None: the claim was allocated already) and the pods it
+    reserved the claim for."""
+
+    allocation: dra.AllocationResult | None
+    pods: dict[str, str] = field(default_factory=dict)
 
 
 def _by_namespace(
@@ -110,6 +126,20 @@ class World:
         self.storage_classes: ReadOnlyTable[wire.StorageClass] = Table(read_only)
         self.csinodes: ReadOnlyTable[wire.CSINode] = Table(read_only)
         self._storage_view = NO_STORAGE
+        # DRA: DeviceClasses and ResourceSlices by name, ResourceClaims by "namespace/name";
+        # the selector memo of scheduler/dra, kept across sessions (a selector's answer for
+        # a device is pure); the pods using each claim (uids), whose gangs a change of the
+        # claim touches; and the claims the binder wrote but whose event has not come back.
+        self.device_classes: ReadOnlyTable[dra.DeviceClass] = Table(read_only)
+        self.resource_slices: ReadOnlyTable[dra.ResourceSlice] = Table(read_only)
+        self.resource_claims: ReadOnlyTable[dra.ResourceClaim] = Table(read_only)
+        self.selector_memo = SelectorMemo()
+        self.claim_users: dict[str, set[str]] = {}
+        self.assumed_claims: dict[str, AssumedClaim] = {}
+        self._device_view = NO_DEVICES
+        self._viewed_claims: Mapping[str, dra.ResourceClaim] | None = None
+        self._assumed_version = 0
+        self._viewed_assumptions = -1
         self.hypernodes: ReadOnlyTable[HyperNodeInfo] = Table(read_only)
         # Each HyperNode's status.nodeCount as last seen (what a session compares against).
         self.hypernode_counts: dict[str, int | None] = {}
@@ -135,6 +165,7 @@ class World:
             copy.invalid = [e for e in copy.invalid if e.kind != "PodGroup" or e.name in copy.jobs]
         copy.now = now
         copy.storage = self.storage()
+        copy.devices = self.devices()
         copy.hypernodes = self.hypernodes.view()
         copy.budgets = self.budgets.view()
         copy.eviction_refusals = MappingProxyType(dict(self.refusals))
@@ -155,6 +186,52 @@ class World:
         ):
             view = self._storage_view = StorageView(claims, volumes, classes, csinodes)
         return view
+
+    def devices(self) -> DeviceView:
+        """The DRA objects as sessions read them, the binder's assumptions applied (copied
+        once per change, not per session)."""
+        classes, slices = self.device_classes.view(), self.resource_slices.view()
+        claims = self.resource_claims.view()
+        view = self._device_view
+        if (
+            view.classes is classes
+            and view.slices is slices
+            and self._viewed_claims is claims
+            and self._viewed_assumptions == self._assumed_version
+        ):
+            return view
+        self._viewed_claims = claims
+        self._viewed_assumptions = self._assumed_version
+        if self.assumed_claims:
+            claims = MappingProxyType(
+                {**claims, **{key: self._as_assumed(key) for key in self.assumed_claims}}
+            )
+        if not (classes or slices or claims):
+            view = NO_DEVICES
+        else:
+            view = DeviceView(classes, slices, claims, self.selector_memo)
+        self._device_view = view
+        return view
+
+    def _as_assumed(self, key: str) -> dra.ResourceClaim:
+        """The cached claim as the binder's writes will leave it."""
+        claim = self.resource_claims.get(key)
+        assumed = self.assumed_claims[key]
+        if claim is None:
+            claim = dra.ResourceClaim()
+        status = claim.status
+        reserved = list(status.reserved_for)
+        known = {ref.uid for ref in reserved}
+        reserved.extend(
+            dra.ResourceClaimConsumerReference(resource="pods", name=name, uid=uid)
+            for uid, name in assumed.pods.items()
+            if uid not in known
+        )
+        allocation = status.allocation or assumed.allocation
+        return msgspec.structs.replace(
+            claim,
+            status=dra.ResourceClaimStatus(allocation=allocation, reserved_for=reserved),
+        )
 
     def record_session(self, result: SessionResult, now: float) -> None:
         """Keep what the next sessions need from this one: the gangs it settled, nominations,
@@ -189,6 +266,9 @@ class World:
             "persistentvolume": len(self.volumes),
             "storageclass": len(self.storage_classes),
             "csinode": len(self.csinodes),
+            "deviceclass": len(self.device_classes),
+            "resourceslice": len(self.resource_slices),
+            "resourceclaim": len(self.resource_claims),
             "hypernode": len(self.hypernodes),
             "poddisruptionbudget": len(self.budgets),
             "provisioningrequest": len(self.scale_up_requests),
@@ -213,6 +293,9 @@ class World:
     def add_task(self, task: TaskInfo) -> None:
         """Index a pod's record: on its node (or waiting for it), in its job or an orphan."""
         self.tasks[task.uid] = task
+        if task.devices is not None:
+            for key in task.devices.claims:
+                self.claim_users.setdefault(key, set()).add(task.uid)
         placed = task.node_name and task.status not in TERMINAL_STATUSES
         if placed and task.node_name not in self.live.nodes:
             self.waiting_for_node.setdefault(task.node_name, {})[task.uid] = task
@@ -223,6 +306,13 @@ class World:
         task = self.tasks.pop(uid, None)
         if task is None:
             return
+        if task.devices is not None:
+            for key in task.devices.claims:
+                users = self.claim_users.get(key)
+                if users is not None:
+                    users.discard(uid)
+                    if not users:
+                        del self.claim_users[key]
         live = self.live
         if task.node_name:
             node = live.nodes.get(task.node_name)
@@ -292,6 +382,48 @@ class World:
             return
         self.waiting_for_node.get(task.node_name, {}).pop(uid, None)
         self.live.set_task_status(task, TaskStatus.PENDING, node_name="")
+
+    def assume_claimed(
+        self, key: str, allocation: dra.AllocationResult | None, uid: str, pod: str
+    ) -> None:
+        """The binder writes a claim for pod `uid` (named `pod`): its allocation (None: the
+        claim keeps its own) and the pod's reservation count from now on, so the next
+        session does not promise the devices again while the watch event is on its way."""
+        assumed = self.assumed_claims.get(key)
+        if assumed is None:
+            assumed = self.assumed_claims[key] = AssumedClaim(allocation)
+        elif assumed.allocation is None:
+            assumed.allocation = allocation
+        assumed.pods[uid] = pod
+        self._assumed_version += 1
+
+    def forget_claimed(self, key: str, uid: str) -> None:
+        """The binder's write of a claim for pod `uid` failed or was given up: what it
+        assumed goes, and with it the devices (unless another pod's write assumes them)."""
+        assumed = self.assumed_claims.get(key)
+        if assumed is None or assumed.pods.pop(uid, None) is None:
+            return
+        if not assumed.pods:
+            del self.assumed_claims[key]
+        self._assumed_version += 1
+        self.cluster_changed()
+        self.room_freed()
+
+    def claim_seen(self, key: str, claim: dra.ResourceClaim | None) -> None:
+        """A watch event of a claim: an assumption the server now holds (an allocation and
+        the reservations) is the server's from here on."""
+        assumed = self.assumed_claims.get(key)
+        if assumed is None:
+            return
+        if claim is None:
+            del self.assumed_claims[key]
+        else:
+            reserved = {ref.uid for ref in claim.status.reserved_for}
+            for uid in [uid for uid in assumed.pods if uid in reserved]:
+                del assumed.pods[uid]
+            if claim.status.allocation is not None and not assumed.pods:
+                del self.assumed_claims[key]
+        self._assumed_version += 1
 
     def assume_releasing(self, uid: str) -> None:
         """An eviction was sent: the pod's room is going (status Releasing) from now on,

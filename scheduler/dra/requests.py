@@ -20,7 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scheduler.api import dra, wire
+from scheduler.api import dra
+from scheduler.api.resource_claims import PodClaims, pod_claims
+
+# The claims a pod uses are read with the pod (api/resource_claims.py); re-exported here,
+# where allocation asks about them.
+__all__ = ["Choice", "Claim", "Constraint", "PodClaims", "Request", "claim_from_wire", "pod_claims"]
 
 MATCH = "matchAttribute"
 DISTINCT = "distinctAttribute"
@@ -238,57 +243,3 @@ def _constraint(
         "`distinctAttribute` is required"
     )
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class PodClaims:
-    """The claims a pod uses, as allocation asks about it: "namespace/name" keys in its
-    `spec.resourceClaims` order (once each), and which of them a template made (those must
-    be owned by the pod)."""
-
-    namespace: str
-    name: str
-    uid: str
-    claims: tuple[str, ...]
-    from_template: frozenset[str] = frozenset()
-    # Why the pod cannot be considered yet (a template's claim not made yet), in
-    # kube-scheduler's words.
-    waiting: str | None = None
-
-    @property
-    def key(self) -> str:
-        """namespace/name of the pod."""
-        return f"{self.namespace}/{self.name}"
-
-
-def pod_claims(
-    namespace: str,
-    name: str,
-    uid: str,
-    claims: Sequence[wire.PodResourceClaim],
-    statuses: Sequence[dra.PodResourceClaimStatus],
-) -> PodClaims:
-    """The claims a pod uses: a named claim as it is, a template's claim by the name the
-    resourceclaim controller wrote in the pod's status (kube-scheduler's rule: until it
-    is there, the pod waits; a status entry without a claim name means none is needed)."""
-    made = {status.name: status for status in statuses}
-    keys: list[str] = []
-    templated: set[str] = set()
-    for claim in claims:
-        if claim.resource_claim_name:
-            keys.append(f"{namespace}/{claim.resource_claim_name}")
-            continue
-        status = made.get(claim.name)
-        if status is None:
-            return PodClaims(
-                namespace,
-                name,
-                uid,
-                (),
-                waiting=f'pod "{namespace}/{name}": ResourceClaim not created yet',
-            )
-        if status.resource_claim_name:
-            key = f"{namespace}/{status.resource_claim_name}"
-            keys.append(key)
-            templated.add(key)
-    return PodClaims(namespace, name, uid, tuple(dict.fromkeys(keys)), frozenset(templated))

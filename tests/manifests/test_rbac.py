@@ -38,6 +38,9 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
             ("topology.volcano.sh", "hypernodes"),
             # Optional as HyperNodes: a cluster without an autoscaler's CRD has none.
             ("autoscaling.x-k8s.io", "provisioningrequests"),
+            ("resource.k8s.io", "deviceclasses"),
+            ("resource.k8s.io", "resourceslices"),
+            ("resource.k8s.io", "resourceclaims"),
         )
         for verb in ("list", "watch")
     },
@@ -53,6 +56,16 @@ CLUSTER_WIDE: dict[str, set[Grant]] = {
         ("", "pods", "patch"),
     },
     "effects/binder.py": {("", "pods/binding", "create")},
+    "effects/device_claims.py: PreBind of ResourceClaims, as kube-scheduler writes them": {
+        # The finalizer, by merge patch with the claim's resourceVersion; read again on a
+        # conflict.
+        ("resource.k8s.io", "resourceclaims", "patch"),
+        ("resource.k8s.io", "resourceclaims", "get"),
+        # The allocation and the reservation, in one write of the status; kube-apiserver
+        # 1.36 asks the same verb of resourceclaims/binding, cluster-wide.
+        ("resource.k8s.io", "resourceclaims/status", "patch"),
+        ("resource.k8s.io", "resourceclaims/binding", "patch"),
+    },
     "effects/binder.py: PreBind, selected-node on claims, claimRef on static volumes": {
         ("", "persistentvolumeclaims", "patch"),
         ("", "persistentvolumes", "patch"),

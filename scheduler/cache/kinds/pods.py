@@ -156,6 +156,7 @@ def _same_placement(old: TaskInfo, new: TaskInfo) -> bool:
         and old.priority == new.priority
         and old.queue_annotation == new.queue_annotation
         and old.protection == new.protection
+        and old.devices == new.devices
     )
 
 

@@ -112,9 +112,9 @@ CASES: list[Any] = [
     ),
     pytest.param(
         containers(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}]),
-        "spec.resourceClaims",
         "",
-        id="dra-claims",
+        "",
+        id="dra-claims-are-honoured",
     ),
     pytest.param(
         containers(resources={"requests": {"cpu": "2"}}),
@@ -174,11 +174,23 @@ def test_pod_terms_and_spread_become_the_tasks_topology_spec() -> None:
     assert [(c.topology_key, c.hard) for c in task.topology.spread] == [("zone", True)]
 
 
-def test_resource_claims_message_says_muster_does_not_allocate_them() -> None:
-    spec = containers(resourceClaims=[{"name": "gpu", "resourceClaimName": "c"}])
-    assert (
-        "muster does not allocate resource claims yet" in TaskInfo.from_pod(decoded(spec)).refusal
+def test_resource_claims_become_the_tasks_devices_and_a_templates_claim_waits() -> None:
+    spec = containers(
+        resourceClaims=[
+            {"name": "shared", "resourceClaimName": "c"},
+            {"name": "gpu", "resourceClaimTemplateName": "t"},
+        ]
     )
+    task = TaskInfo.from_pod(decoded(spec))
+    assert task.devices is not None and not task.gated and not task.best_effort
+    assert task.devices.waiting == 'pod "ns/p": ResourceClaim not created yet'
+    made = decoded(spec)
+    made.status.resource_claim_statuses = [
+        wire.PodResourceClaimStatus(name="gpu", resource_claim_name="p-gpu-1")
+    ]
+    restated = task.restated(made)
+    assert restated.devices is not None and restated.devices.waiting is None
+    assert restated.devices.claims == ("ns/c", "ns/p-gpu-1")
 
 
 def test_claim_volumes_become_the_pods_claims_by_namespace() -> None:

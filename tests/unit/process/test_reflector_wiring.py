@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from scheduler.api import wire
+from scheduler.api import dra, wire
 from scheduler.api.hypernode import HyperNode
 from scheduler.cache import kinds
 from scheduler.cache.kinds.base import Handler
@@ -72,6 +72,24 @@ def kinds_by_name(subject: World) -> dict[str, Kind[Any]]:
         pytest.param(
             "hypernode", "/apis/topology.volcano.sh/v1alpha1/hypernodes", HyperNode, id="hypernode"
         ),
+        pytest.param(
+            "deviceclass",
+            "/apis/resource.k8s.io/v1/deviceclasses",
+            dra.DeviceClass,
+            id="deviceclass",
+        ),
+        pytest.param(
+            "resourceslice",
+            "/apis/resource.k8s.io/v1/resourceslices",
+            dra.ResourceSlice,
+            id="resourceslice",
+        ),
+        pytest.param(
+            "resourceclaim",
+            "/apis/resource.k8s.io/v1/resourceclaims",
+            dra.ResourceClaim,
+            id="resourceclaim-all-namespaces",
+        ),
     ],
 )
 def test_each_kind_is_listed_cluster_wide_from_its_api_path(
@@ -83,6 +101,7 @@ def test_each_kind_is_listed_cluster_wide_from_its_api_path(
 
 WATCHED = [
     "csinode",
+    "deviceclass",
     "hypernode",
     "namespace",
     "nativepodgroup",
@@ -95,6 +114,8 @@ WATCHED = [
     "priorityclass",
     "provisioningrequest",
     "queue",
+    "resourceclaim",
+    "resourceslice",
     "storageclass",
     "workload",
 ]
