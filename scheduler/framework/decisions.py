@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from scheduler.api import dra
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.native import PodGroupApi, native_key
 from scheduler.api.reasons import INVALID_OBJECT
@@ -49,6 +50,29 @@ class Bind(msgspec.Struct, frozen=True, gc=False):
     # How long the bind waits for its claims to be bound (predicates'
     # volumebinding.bindTimeoutSeconds).
     claims_timeout: float = DEFAULT_CLAIMS_TIMEOUT
+
+
+class DeviceClaimBinding(msgspec.Struct, frozen=True, gc=False):
+    """PreBind for one ResourceClaim of a pod being bound (DRA), as kube-scheduler writes it:
+    the claim's delete-protection finalizer, then one write of its status with the
+    allocation (when this session allocated the claim) and the pod added to reservedFor."""
+
+    namespace: str
+    name: str
+    # The claim's uid as the session saw it: a claim deleted and made again is another.
+    uid: str
+    # The devices chosen for it; None when the claim was allocated already (the pod only
+    # joins its reservedFor).
+    allocation: dra.AllocationResult | None = None
+    # Whether the API server holds an allocation muster wrote for a pod that was never bound,
+    # which this bind replaces: it is cleared first, as kube-scheduler's PostFilter clears it.
+    replaces: bool = False
+
+
+class DeviceBind(Bind, frozen=True, gc=False):
+    """A bind of a pod with ResourceClaims: the claims are written before it (PreBind)."""
+
+    devices: tuple[DeviceClaimBinding, ...] = ()
 
 
 class Evict(msgspec.Struct, frozen=True, gc=False):

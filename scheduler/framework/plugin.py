@@ -154,6 +154,10 @@ class Plugin(Configurable[A]):
     def on_deallocate(self, task: TaskInfo) -> None:
         """A task gave its resources back (discard, or evicted)."""
 
+    def on_commit(self, tasks: list[TaskInfo]) -> None:
+        """A statement committed: these tasks' placements (allocated ones become binds,
+        pipelined ones stay promised) are decided, and no later discard undoes them."""
+
     def on_enqueue(self, job: JobInfo) -> None:
         """A Pending job became Inqueue: its minResources are now reserved."""
 
@@ -182,6 +186,7 @@ EXTENSION_POINTS: dict[str, str] = {
     "reclaimable": "enableReclaimable",
     "on_allocate": "",
     "on_deallocate": "",
+    "on_commit": "",
     "on_enqueue": "",
     "on_dequeue": "",
 }

@@ -83,6 +83,7 @@ class Session:
         self._on_allocate = self._flat("on_allocate")
         self._allocatable_adds_up = allocatable_adds_up
         self._on_deallocate = self._flat("on_deallocate")
+        self._on_commit = self._flat("on_commit")
         self._job_keys = self._flat("job_order")
         self._task_keys = self._flat("task_order")
         self._admit_cache: dict[tuple[PodPlacementSpec, str], Status] = {}
@@ -100,6 +101,12 @@ class Session:
         """A committed statement's binds and evictions (Statement.commit calls this)."""
         self._result.binds.extend(binds)
         self._result.evictions.extend(evictions)
+
+    def committed(self, tasks: list[TaskInfo]) -> None:
+        """Tell plugins a statement committed the placements of `tasks` (Statement.commit
+        calls this, after recording its decisions)."""
+        for fn in self._on_commit:
+            fn(tasks)
 
     def record_attempt(self, job: JobInfo, *, placed: bool) -> None:
         """That the session tried to place the job, and whether anything of it was placed

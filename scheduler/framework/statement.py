@@ -115,4 +115,7 @@ class Statement:
             if op.kind is _Kind.EVICT
         ]
         self.session.record_decisions(binds, evictions)
+        placed = [op.task for op in self._operations if op.kind is not _Kind.EVICT]
         self._operations.clear()
+        if placed:
+            self.session.committed(placed)
