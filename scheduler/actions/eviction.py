@@ -250,6 +250,8 @@ class GangEvictor:
         self.may_evict_for = may_evict_for
         self.whole_gangs = whole_gangs
         self.evicted = 0
+        # The session's devices, for pods with ResourceClaims (None when no pod has any).
+        self.devices = state.devices
 
     def place_gang(self, job: JobInfo) -> bool:
         """Pipeline the job's pods until its gang is complete; False when it cannot be."""
@@ -301,11 +303,16 @@ class GangEvictor:
 
     def _fits_after(self, task: TaskInfo, node: NodeInfo, units: list[Unit]) -> bool:
         """Whether the task fits the node once releasing pods and the units' pods are gone:
-        resources, pod count and host ports (the dynamic predicates; the static ones,
-        taints, selectors and affinity, are `session.admits`)."""
+        resources, pod count, host ports and devices (only those of claims no staying pod
+        uses come free: the dynamic predicates; the static ones, taints, selectors and
+        affinity, are `session.admits`)."""
         leaving = {victim.uid for unit in units for victim in unit.tasks}
         if not task.request.fits_in(node.future_idle().add(_freed_on(node, units))):
             return False
+        if task.devices is not None and self.devices is not None:
+            victims = [victim for unit in units for victim in unit.tasks]
+            if not self.devices.fits_without(task, node, victims):
+                return False
         staying = [
             other
             for other in node.tasks.values()

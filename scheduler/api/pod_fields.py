@@ -189,12 +189,7 @@ def unhonoured(spec: wire.PodSpec, unknown: tuple[str, ...] = ()) -> Unhonoured 
     pod_terms = affinity is not None and (
         affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
     )
-    if not (
-        pod_terms
-        or spec.topology_spread_constraints
-        or spec.eviction_responders
-        or unknown
-    ):
+    if not (pod_terms or spec.topology_spread_constraints or spec.eviction_responders or unknown):
         return None  # the common pod: nothing below applies
     paths: list[str] = []
     if affinity is not None:

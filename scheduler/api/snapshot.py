@@ -421,9 +421,7 @@ def build_snapshot(
     snapshot.devices = DeviceView(
         MappingProxyType({c.metadata.name: c for c in device_classes}),
         MappingProxyType({s.metadata.name: s for s in resource_slices}),
-        MappingProxyType(
-            {f"{c.metadata.namespace}/{c.metadata.name}": c for c in resource_claims}
-        ),
+        MappingProxyType({f"{c.metadata.namespace}/{c.metadata.name}": c for c in resource_claims}),
     )
     for pc in priority_classes:
         snapshot.priority_classes[pc.metadata.name] = PriorityClassInfo(

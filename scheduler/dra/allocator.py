@@ -40,7 +40,7 @@ on the node and how many of those are free, and the devices muster does not allo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from scheduler.api import dra, wire
@@ -50,6 +50,7 @@ from scheduler.dra.cel import SelectorMemo
 from scheduler.dra.fit import (
     CANNOT_ALLOCATE,
     FITS,
+    FITS_LATER,
     INVALID_POOLS,
     NOT_AVAILABLE,
     DeviceFit,
@@ -105,6 +106,8 @@ class _Take:
     allocated: list[str]
     previous: dict[str, Allocation]
     users_added: list[str]
+    # Stale allocations (see `DeviceAllocator.stale`) this take allocated again.
+    replaced: dict[str, dra.AllocationResult] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -139,6 +142,7 @@ class DeviceAllocator:
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
         step_limit: int = DEFAULT_STEP_LIMIT,
         session_steps: int = DEFAULT_SESSION_STEPS,
+        stale: Mapping[str, str] | None = None,
     ) -> None:
         self.memo = memo if memo is not None else SelectorMemo()
         self.inventory = Inventory(slices, nodes)
@@ -158,6 +162,15 @@ class DeviceAllocator:
         self._released: dict[str, list[tuple[str, list[DeviceId]]]] = {}
         self._plans: dict[tuple[PodClaims, str, str], _Plan] = {}
         self._version = 0
+        # Claims allocated on the API server for a pod that was never bound (its leader died,
+        # or its bind failed, between the claim's write and the binding), by the gang of that
+        # pod: the gang reuses one as it is where its pod lands within reach, or allocates it
+        # again elsewhere (the binder then clears the old allocation first); no other gang
+        # may take its devices meanwhile.
+        self.stale: dict[str, str] = dict(stale or {})
+        # Devices freed by pods leaving (`release`): a pod may be promised them (pipelined),
+        # never bound to them while their claims still hold them on the API server.
+        self._future: set[DeviceId] = set()
         for obj in claims:
             labels = None if namespaces is None else namespaces.get(obj.metadata.namespace, {})
             claim = claim_from_wire(obj, labels)
@@ -165,14 +178,7 @@ class DeviceAllocator:
             self._users[claim.key] = set(claim.reserved_for)
             if claim.allocation is not None:
                 self._allocated[claim.key] = claim.allocation
-                self.holdings.hold(
-                    claim.key,
-                    [
-                        (result.driver, result.pool, result.device)
-                        for result in claim.allocation.devices.results
-                        if not result.admin_access
-                    ],
-                )
+                self.holdings.hold(claim.key, _held(claim.allocation))
 
     # Placement ---------------------------------------------------------------------------
 
@@ -193,6 +199,9 @@ class DeviceAllocator:
             tentative = self._tentative.get(key)
             if tentative is not None:
                 record.previous[key] = tentative.allocation
+                self.holdings.let_go(key)
+            elif key in self._allocated:
+                record.replaced[key] = self._allocated.pop(key)
                 self.holdings.let_go(key)
         for key, allocation in plan.allocations.items():
             tentative = self._tentative.get(key)
@@ -234,6 +243,10 @@ class DeviceAllocator:
             if tentative is not None and not tentative.pods:
                 self.holdings.let_go(key)
                 del self._tentative[key]
+                replaced = record.replaced.get(key)
+                if replaced is not None:
+                    self._allocated[key] = replaced
+                    self.holdings.hold(key, _held(replaced))
         if newest:
             restored = [key for key in record.previous if key in self._tentative]
             for key in restored:
@@ -243,18 +256,27 @@ class DeviceAllocator:
                 self.holdings.hold(key, record.previous[key].held)
         self._changed()
 
-    def commit(self, gang: str) -> dict[str, dra.AllocationResult]:
-        """Make the gang's tentative claims allocated for the rest of the session; the
-        AllocationResult of each, by claim key, for the binder to write."""
-        results = self.tentative_results(gang)
+    def commit(
+        self, gang: str, pods: Collection[str] | None = None
+    ) -> dict[str, dra.AllocationResult]:
+        """Make the gang's tentative claims allocated for the rest of the session (only those
+        the pods `pods`, by key, use, when given); the AllocationResult of each, by claim
+        key, for the binder to write."""
+        results = self.tentative_results(gang, pods)
         for key in results:
             del self._tentative[key]
         self._allocated.update(results)
-        self._takes = [take for take in self._takes if take.gang != gang]
+        self._takes = [
+            take
+            for take in self._takes
+            if take.gang != gang or (pods is not None and take.pod.key not in pods)
+        ]
         self._changed()
         return results
 
-    def tentative_results(self, gang: str) -> dict[str, dra.AllocationResult]:
+    def tentative_results(
+        self, gang: str, pods: Collection[str] | None = None
+    ) -> dict[str, dra.AllocationResult]:
         """What `commit` would return now."""
         return {
             key: allocation_result(
@@ -264,7 +286,7 @@ class DeviceAllocator:
                 self.classes,
             )
             for key, tentative in self._tentative.items()
-            if tentative.gang == gang
+            if tentative.gang == gang and (pods is None or any(p in pods for p in tentative.pods))
         }
 
     # Preemption --------------------------------------------------------------------------
@@ -291,7 +313,9 @@ class DeviceAllocator:
             if users is None or pod.uid not in users:
                 continue
             users.discard(pod.uid)
-            freed.append((key, [] if users else self.holdings.let_go(key)))
+            devices = [] if users else self.holdings.let_go(key)
+            self._future.update(devices)
+            freed.append((key, devices))
         self._released[pod.key] = freed
         self._changed()
 
@@ -299,8 +323,58 @@ class DeviceAllocator:
         """Undo `release`."""
         for key, devices in self._released.pop(pod.key, []):
             self._users.setdefault(key, set()).add(pod.uid)
+            self._future.difference_update(devices)
             self.holdings.hold(key, devices)
         self._changed()
+
+    # Questions about a pod, not a node -----------------------------------------------------
+
+    def pod_problem(self, pod: PodClaims, gang: str) -> DeviceFit | None:
+        """Why the pod's claims cannot be allocated on any node now, before any node is
+        asked (kube-scheduler's PreEnqueue and PreFilter reasons, and what muster refuses),
+        or None."""
+        try:
+            for claim in self._claims_of(pod):
+                if claim.key in self._allocated:
+                    continue
+                tentative = self._tentative.get(claim.key)
+                if tentative is not None and tentative.gang != gang:
+                    raise PodProblem(
+                        Verdict.POD,
+                        f"resource claim {claim.key} is in the process of being allocated",
+                    )
+                for choice in claim.choices:
+                    if choice.device_class not in self.classes:
+                        raise PodProblem(
+                            Verdict.POD,
+                            f"request {choice.name}: device class {choice.device_class} "
+                            "does not exist",
+                        )
+        except PodProblem as problem:
+            return problem.fit
+        return None
+
+    def could_fit(self, pod: PodClaims, node: str) -> bool:
+        """Whether the node has devices enough for the pod's claims were every device of it
+        free (its claims allocated already must allow the node)."""
+        labels = self.inventory.labels(node)
+        try:
+            for claim in self._claims_of(pod):
+                allocated = self._allocated.get(claim.key)
+                if allocated is not None:
+                    if not _allows(allocated.node_selector, node, labels):
+                        return False
+                    continue
+                for unit in self.candidates.units(Job(claim, (node,))):
+                    if not any(
+                        len(devices) >= (len(devices) if choice.all_devices else choice.count)
+                        and (devices or not choice.all_devices)
+                        for choice, devices in unit.choices
+                    ):
+                        return False
+        except PodProblem:
+            return False
+        return True
 
     # Deciding ---------------------------------------------------------------------------
 
@@ -329,8 +403,13 @@ class DeviceAllocator:
             key = claim.key
             allocated = self._allocated.get(key)
             if allocated is not None:
-                if not _allows(allocated.node_selector, node, labels):
+                if _allows(allocated.node_selector, node, labels):
+                    continue
+                if self.stale.get(key) != gang:
                     return self._not_here(f"claim {key} is allocated for other nodes")
+                # Its stale allocation is the gang's to replace.
+                jobs.append(Job(claim, (node,)))
+                moving.add(key)
                 continue
             tentative = self._tentative.get(key)
             if tentative is None:
@@ -356,7 +435,11 @@ class DeviceAllocator:
                 outcome = self._search(joint, released, joint=True)
         if isinstance(outcome, _Failure):
             return _Plan(self._version, self._failure(outcome, units, node))
-        return _Plan(self._version, FITS, outcome)
+        future = self._future
+        later = bool(future) and any(
+            pick.device.id in future for found in outcome.values() for pick in found.picks
+        )
+        return _Plan(self._version, FITS_LATER if later else FITS, outcome)
 
     def _not_here(self, detail: str) -> _Plan:
         return _Plan(self._version, DeviceFit(Verdict.NODE, NOT_AVAILABLE, detail))
@@ -494,6 +577,15 @@ class DeviceAllocator:
     def _changed(self) -> None:
         self._version += 1
         self._plans.clear()
+
+
+def _held(allocation: dra.AllocationResult) -> list[DeviceId]:
+    """The devices an allocation holds (admin access holds none)."""
+    return [
+        (result.driver, result.pool, result.device)
+        for result in allocation.devices.results
+        if not result.admin_access
+    ]
 
 
 def _allows(selector: wire.NodeSelector | None, node: str, labels: Mapping[str, str]) -> bool:

@@ -32,6 +32,9 @@ class DeviceFit:
     verdict: Verdict
     reason: str = ""
     detail: str = ""
+    # A yes that takes devices of pods being evicted or deleted: the pod may be promised
+    # them (pipelined), not bound to them until their claims let go.
+    later: bool = False
 
     @property
     def fits(self) -> bool:
@@ -45,6 +48,7 @@ class DeviceFit:
 
 
 FITS = DeviceFit(Verdict.FITS)
+FITS_LATER = DeviceFit(Verdict.FITS, later=True)
 
 
 class PodProblem(Exception):

@@ -12,7 +12,7 @@ it is made."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple, Protocol
 
 from scheduler.api.job import JobInfo
@@ -35,6 +35,20 @@ class SpreadDomains(Protocol):
         """Whether that domain still refuses the task."""
 
 
+class SessionDevices(Protocol):
+    """The session's devices for pods with ResourceClaims (nodefit/dynamicresources.py
+    answers it)."""
+
+    def pod_problem(self, task: TaskInfo, nodes: int) -> str | None:
+        """Why the pod's claims keep it off every node now (its condition's words), or None."""
+
+    def later(self, task: TaskInfo, node: NodeInfo) -> bool:
+        """Whether the pod fits the node's devices only once pods leaving it let theirs go."""
+
+    def fits_without(self, task: TaskInfo, node: NodeInfo, leaving: Iterable[TaskInfo]) -> bool:
+        """Whether the pod's claims could be allocated on the node were `leaving` evicted."""
+
+
 class Placement(NamedTuple):
     """The domains a topology gang is placed inside, and how far it may spread."""
 
@@ -51,6 +65,7 @@ class CycleState:
     module and read by those its comment names."""
 
     __slots__ = (
+        "devices",
         "disruptions",
         "holds",
         "image_holders",
@@ -96,6 +111,12 @@ class CycleState:
         # instead of weighing each again after every placement.
         # Writer: plugins/predicates.py. Readers: framework/node_picker.py.
         self.spread_domains: SpreadDomains | None = None
+        # The session's devices, set by predicates when some pod of the session has
+        # ResourceClaims: the node picker asks it what keeps such a pod off every node and
+        # whether a yes only pipelines it; preemption, what evicting victims would free.
+        # Writer: plugins/predicates.py. Readers: framework/node_picker.py,
+        # actions/eviction.py.
+        self.devices: SessionDevices | None = None
         # Per PodDisruptionBudget ("namespace/name"), the victims of the evictions this
         # session committed: what preempt and reclaim leave of its disruptionsAllowed.
         # Writer: actions/protection.py. Readers: actions/protection.py.

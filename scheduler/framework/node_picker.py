@@ -81,6 +81,7 @@ class NodePicker:
         # session opened, and the picker asks them for every pick and every new shape.
         self._spread_domains = state.spread_domains
         self._image_holders = state.image_holders
+        self._devices = state.devices
         # Whether the node the last pick returned has room for its task now (False: it was
         # chosen for room being released, and the task is pipelined there).
         self.picked_now = False
@@ -150,6 +151,13 @@ class NodePicker:
         shape = self._shape(task)
         if shape.failure is not None:
             return None
+        devices = self._devices if task.devices is not None else None
+        if devices is not None:
+            problem = devices.pod_problem(task, len(self.nodes))
+            if problem is not None:
+                # Nothing a node offers helps (a claim not made yet, a class missing).
+                shape.failure = problem
+                return None
         if shape.parked and shape.checked != self._moves:
             self._recheck_parked(task, shape)
         fits = self._fits
@@ -185,7 +193,9 @@ class NodePicker:
                 if shape.reopens:
                     self._to_reopen[id(shape)] = shape
                 continue
-            if task.request.fits_in(node.idle):
+            if task.request.fits_in(node.idle) and (
+                devices is None or not devices.later(task, node)
+            ):
                 chosen = node
             else:
                 # Fits only once releasing pods go: prefer any node with room now.

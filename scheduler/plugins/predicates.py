@@ -4,9 +4,12 @@ Static checks (node_admits, cached by the session per placement spec and node)
 run in kube-scheduler's filter order: NodeUnschedulable, TaintToleration,
 NodeAffinity. Dynamic checks (node_fits) follow NodePorts, then
 NodeResourcesFit, then (in sessions where some pod uses them) PodTopologySpread and
-InterPodAffinity (nodefit/podtopologyspread.py, nodefit/interpodaffinity.py). Each reason
-string is the one `kubectl describe pod` shows for kube-scheduler, so users read the same
-words from muster.
+InterPodAffinity (nodefit/podtopologyspread.py, nodefit/interpodaffinity.py), then for pods
+with ResourceClaims DynamicResources (nodefit/dynamicresources.py: Volcano 1.15 runs DRA
+inside predicates, on by default): a placement takes the pod's devices, an undone one gives
+them back, a commit makes them the gang's, and each bind carries its claims' PreBind. Each
+reason string is the one `kubectl describe pod` shows for kube-scheduler, so users read the
+same words from muster.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo, Taint
+from scheduler.api.reasons import FIELD_NOT_HONOURED
 from scheduler.api.snapshot import NO_STORAGE, ClusterSnapshot
-from scheduler.api.task import TaskInfo
+from scheduler.api.task import TaskInfo, TaskStatus
+from scheduler.framework.answers import Waiting
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
+from scheduler.nodefit.dynamicresources import DynamicResources
 from scheduler.nodefit.matching import first_untolerated, required_affinity_matches, tolerated
 from scheduler.nodefit.podtopologyspread import PodTopology
 from scheduler.nodefit.storagefilters import StorageFilters
@@ -45,12 +52,13 @@ _PORTS_TAKEN = unschedulable(REASON_PORTS)
 
 
 class PredicatesPlugin(Plugin[PredicatesArguments]):
-    """Filters nodes by conditions, taints, node affinity, ports, pod count, resources and
-    (for pods with claims) storage."""
+    """Filters nodes by conditions, taints, node affinity, ports, pod count, resources,
+    (for pods with claims) storage and (for pods with ResourceClaims) devices."""
 
     name = "predicates"
     _storage = StorageFilters(NO_STORAGE, {}, PredicatesArguments.model_validate({}))
     _pods = PodTopology(ClusterSnapshot())
+    _devices = DynamicResources(ClusterSnapshot(), {}, [])
 
     def on_session_open(self, session: Session, state: CycleState) -> None:
         """Storage filters over the session's PVCs, PVs, StorageClasses and CSINodes."""
@@ -62,24 +70,57 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
             spread=args.pod_topology_spread_enable,
         )
         state.spread_domains = self._pods.spread
+        devices = DynamicResources(session.snapshot, session.active_jobs, session.node_list)
+        if devices:
+            devices.prepare()
+            self._devices = devices
+            state.devices = devices
 
     def on_session_close(self, session: Session, state: CycleState) -> None:
         """Hand each bind the PreBind of its pod's claims (the binder applies it)."""
         result = session.result
         result.binds[:] = self._storage.with_claim_bindings(result.binds)
+        if self._devices:
+            result.binds[:] = self._devices.with_devices(result.binds)
 
     def on_allocate(self, task: TaskInfo) -> None:
-        """A placed pod with claims takes the volumes its node offers."""
+        """A placed pod with claims takes the volumes its node offers, and the devices of
+        its ResourceClaims."""
         if task.placement.claims:
             self._storage.allocate(task)
         if self._pods.pods is not None:  # only in sessions with pod-to-pod terms
             self._pods.placed(task)
+        if task.devices is not None:
+            self._devices.placed(task)
 
     def on_deallocate(self, task: TaskInfo) -> None:
-        """An undone placement gives its volumes back."""
+        """An undone placement gives its volumes and devices back (an evicted pod, the
+        devices of its claims no staying pod uses)."""
         if task.placement.claims:
             self._storage.deallocate(task)
         self._pods.unplaced(task)
+        if task.devices is not None:
+            self._devices.unplaced(task)
+
+    def job_valid(self, job: JobInfo) -> Waiting | None:
+        """A gang that members whose claims muster refuses (a field of a claim it does not
+        honour) leave short of minMember waits whole, naming the field, as the gang plugin
+        says of a pod whose spec muster refuses."""
+        if not self._devices:
+            return None
+        refused = self._devices.refused(job)
+        if refused is None:
+            return None
+        first, words, count = refused
+        live = len(job.tasks) - job.count(TaskStatus.FAILED)
+        if live - count >= job.min_member:
+            return None
+        return Waiting(FIELD_NOT_HONOURED, f"pod {first.key}: {words}")
+
+    def on_commit(self, tasks: list[TaskInfo]) -> None:
+        """A committed statement's pods with ResourceClaims: their devices are decided."""
+        if self._devices:
+            self._devices.committed(tasks)
 
     def __init__(self, arguments: PredicatesArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
@@ -129,7 +170,9 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
                 verdict = self._storage.fits(task, node)
         if verdict.ok and self._pods.pods is not None:
             # PodTopologySpread and InterPodAffinity, only in sessions that use them.
-            return self._pods.filter(task, node)
+            verdict = self._pods.filter(task, node)
+        if verdict.ok and task.devices is not None:
+            return self._devices.fits(task, node)
         return verdict
 
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:

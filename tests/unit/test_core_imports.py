@@ -16,7 +16,7 @@ MAY_IMPORT = {
     "api": set(),
     "dra": {"api"},
     "framework": {"api", "dra"},
-    "nodefit": {"api", "framework"},
+    "nodefit": {"api", "dra", "framework"},
     "actions": {"api", "framework", "dra"},
     "plugins": {"api", "framework", "nodefit", "dra"},
     "engine": {"api", "dra", "framework", "nodefit", "actions", "plugins"},

@@ -12,10 +12,13 @@ from scheduler.api.names import GROUP_NAME_ANNOTATION
 from scheduler.api.snapshot import build_snapshot
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
+from tests.unit.dra.devices import claim, device_class, exactly, gpu, node_slice
 
-# DRA resource claims are refused; spec.evictionResponders is warned.
-REFUSED = {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]}
-REFUSED_FIELD = "spec.resourceClaims"
+# A claim asking for part of a device (consumable capacity) is refused by name;
+# spec.evictionResponders is warned.
+REFUSED = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "slice-of-gpu"}]}
+REFUSED_CLAIM = claim("slice-of-gpu", exactly(capacity={"memory": "10Gi"}))
+REFUSED_FIELD = "spec.devices.requests[0].exactly.capacity"
 WARNED = {"evictionResponders": [{"name": "drainer"}]}
 WARNED_FIELD = "spec.evictionResponders"
 
@@ -60,7 +63,15 @@ def run(pods: list[wire.Pod], min_member: int) -> SessionResult:
         wire.PodGroup,
     )
     queue = wire.from_dict({"metadata": {"name": "default", "uid": "q"}}, wire.Queue)
-    snap = build_snapshot(pods=pods, nodes=nodes, podgroups=[group], queues=[queue])
+    snap = build_snapshot(
+        pods=pods,
+        nodes=nodes,
+        podgroups=[group],
+        queues=[queue],
+        device_classes=[device_class("gpu")],
+        resource_slices=[node_slice("n0", gpu("gpu-0"))],
+        resource_claims=[REFUSED_CLAIM],
+    )
     return schedule(snap)
 
 
@@ -73,7 +84,7 @@ def test_gang_with_one_refused_member_binds_nothing_and_names_the_field() -> Non
     assert REFUSED_FIELD in condition.message and "ns/c" in condition.message
     messages = {m.name: m for m in result.unschedulable}
     assert messages["c"].reason == "Unschedulable"
-    assert messages["c"].message.startswith(f"{REFUSED_FIELD}: muster does not allocate")
+    assert messages["c"].message.startswith(f"claim ns/slice-of-gpu: {REFUSED_FIELD}: capacity")
     # the others wait for the gang, and say why
     assert REFUSED_FIELD in messages["a"].message
     assert REFUSED_FIELD in messages["b"].message
