@@ -24,6 +24,13 @@ provisioner that gives up (it takes the selected-node annotation off, asking for
 node) or a claim deleted meanwhile fails the bind, and the pod returns to pending to be
 placed again, rather than be bound to a node its volume will never reach. A failed
 PreBind fails the bind.
+
+A pod with ResourceClaims has its claims written first (effects/device_claims.py: the
+delete-protection finalizer, then the allocation and the pod's reservation), as
+kube-scheduler's DynamicResources PreBind writes them; from dispatch on the cache counts
+them as written (World.assume_claimed). A claim that cannot be written fails the bind: the
+pod is pending again and the devices of the claims not written are free again (those
+written stay the API server's, and the next placement of the gang reuses or replaces them).
 """
 
 from __future__ import annotations
@@ -35,8 +42,9 @@ from collections.abc import Callable
 
 from scheduler.api.task import TaskStatus
 from scheduler.cache.world import World
+from scheduler.effects.device_claims import DeviceClaimFailed, DeviceClaimWriter
 from scheduler.effects.recorder import EventRecorder, ObjectRef
-from scheduler.framework.decisions import Bind, ClaimBinding
+from scheduler.framework.decisions import Bind, ClaimBinding, DeviceBind
 from scheduler.health import BindProgress
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import Fenced, NotFound, StatusError, TransportError, is_retryable
@@ -96,6 +104,9 @@ class Binder:
         # whose claims are bound, to be sent now without their PreBind again.
         self._parked: dict[str, asyncio.Task[None]] = {}
         self._volumes_bound: set[str] = set()
+        # The ResourceClaims of binds of pods with claims, and those written per pod so far.
+        self.devices = DeviceClaimWriter(client, world, self.may_bind)
+        self._claims_written: dict[str, tuple[DeviceBind, set[str]]] = {}
         self._workers: list[asyncio.Task[None]] = []
         # Set while no bind waits for a worker: the event writers hold their events until
         # then (EventRecorder.yield_to), and the status writer its writes (KeyedLane.yield_to),
@@ -118,12 +129,14 @@ class Binder:
             self._timers.pop(uid).cancel()
             self._first_tried.pop(uid, None)
             self.world.forget_bound(uid)
+            self._forget_devices(uid)
             self.progress.settled(uid)
             self._answered()
         for uid in list(self._parked):
             self._parked.pop(uid).cancel()
             self._volumes_bound.discard(uid)
             self.world.forget_bound(uid)
+            self._forget_devices(uid)
             self._answered()
 
     def fence(self) -> None:
@@ -145,6 +158,9 @@ class Binder:
             self._workers = [loop.create_task(self._work()) for _ in range(self.concurrency)]
         for bind in binds:
             self.world.assume_bound(bind.uid, bind.node)
+            if isinstance(bind, DeviceBind):
+                self.devices.assume(bind)
+                self._claims_written[bind.uid] = (bind, set())
             self.progress.sending(bind.uid, bind.job)
             self._enqueue(bind)
         self._unanswered += len(binds)
@@ -182,6 +198,7 @@ class Binder:
                 # A bug in one bind must not stop the worker: the pod is returned to pending.
                 log.exception("bind crashed", extra={"pod": f"{bind.namespace}/{bind.name}"})
                 self.world.forget_bound(bind.uid)
+                self._forget_devices(bind.uid)
                 self.progress.settled(bind.uid, failed=True)
             finally:
                 if bind.uid not in self._timers and bind.uid not in self._parked:
@@ -198,6 +215,9 @@ class Binder:
             return
         start = time.perf_counter()
         try:
+            devices = self._claims_written.get(bind.uid)
+            if devices is not None:
+                await self.devices.write(*devices)
             if bind.claims and bind.uid not in self._volumes_bound:
                 for claim in bind.claims:
                     await self._prebind(claim, bind.node)
@@ -211,6 +231,11 @@ class Binder:
         except Fenced:
             self._abandoned(bind)
             return
+        except DeviceClaimFailed as error:
+            self.metrics.bind_duration.observe(time.perf_counter() - start)
+            self._first_tried.pop(bind.uid, None)
+            self._failed(bind, error)
+            return
         except (StatusError, TransportError) as error:
             self.metrics.bind_duration.observe(time.perf_counter() - start)
             if not self._retry_later(bind, error):
@@ -219,6 +244,7 @@ class Binder:
             return
         self._first_tried.pop(bind.uid, None)
         self._volumes_bound.discard(bind.uid)
+        self._claims_written.pop(bind.uid, None)
         self.metrics.bind_duration.observe(time.perf_counter() - start)
         self.world.confirm_bound(bind.uid)
         self.progress.settled(bind.uid, bound=True)
@@ -249,6 +275,7 @@ class Binder:
             self._parked.pop(bind.uid, None)
             self._volumes_bound.discard(bind.uid)
             self.world.forget_bound(bind.uid)
+            self._forget_devices(bind.uid)
             self._answered()
 
     async def _wait_for_claims(self, bind: Bind) -> None:
@@ -377,17 +404,24 @@ class Binder:
         self._queue.put_nowait(bind)
         self._no_backlog.clear()
 
+    def _forget_devices(self, uid: str) -> None:
+        devices = self._claims_written.pop(uid, None)
+        if devices is not None:
+            self.devices.forget(*devices)
+
     def _abandoned(self, bind: Bind) -> None:
         # Leadership was lost while this bind waited: another replica decides now, and
         # this pod is pending again in this replica's cache.
         self._volumes_bound.discard(bind.uid)
         self.world.forget_bound(bind.uid)
+        self._forget_devices(bind.uid)
         self.progress.settled(bind.uid)
         self.metrics.binds.labels("abandoned").inc()
 
     def _failed(self, bind: Bind, error: Exception) -> None:
         self._volumes_bound.discard(bind.uid)
         self.world.forget_bound(bind.uid)
+        self._forget_devices(bind.uid)
         self.progress.settled(bind.uid, failed=True)
         self.metrics.binds.labels("error").inc()
         self.metrics.schedule_attempts.labels("error").inc()
