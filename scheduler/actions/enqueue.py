@@ -139,10 +139,9 @@ class Enqueue(Action[EnqueueArguments]):
     def _cluster_room(session: Session, factor: float) -> tuple[Resource, Resource]:
         """What admissions may still reserve (allocatable x factor, less what is used and
         reserved), and the cluster's allocatable x factor."""
-        total = Resource()
+        total = session.snapshot.allocatable(session.node_list)
         used = Resource()
         for node in session.node_list:
-            total.add(node.allocatable)
             used.add(node.used)
         capacity = total.multiply(factor)
         headroom = capacity.clone().sub(used)

@@ -16,6 +16,11 @@ PODS = "pods"
 HUGEPAGES_PREFIX = "hugepages-"
 
 _IGNORED = frozenset({PODS})
+# A queue's count of devices of a DeviceClass (DRA), as Volcano 1.15's queues key it:
+# `deviceclass/<class name>`. Pods' requests carry it for their claims (queues count it
+# against capability, deserved and guarantee); no node has it: devices are placed by the
+# device filter (nodefit/dynamicresources.py), so node fit never reads it.
+DEVICE_CLASS_PREFIX = "deviceclass/"
 # What an unnamed cpu or memory dimension of a limit (queue capability) means.
 UNLIMITED = 2**62
 # The extended resources of a vector that has none: most vectors (every node holds five,
@@ -173,7 +178,8 @@ class Resource:
         return True
 
     def fits_in(self, available: Resource) -> bool:
-        """This request fits in the available vector (a missing dimension there is zero)."""
+        """This request fits in the available vector (a missing dimension there is zero);
+        a node's room: device counts (DEVICE_CLASS_PREFIX) are not asked."""
         # A dimension the request does not use never refuses it, even on a node
         # whose idle went negative (pods bound by another scheduler), as in kube.
         if (self.cpu > 0 and self.cpu > available.cpu) or (
@@ -183,7 +189,11 @@ class Resource:
         if self.scalars:
             other = available.scalars
             for key, value in self.scalars.items():
-                if value > 0 and value > other.get(key, 0):
+                if (
+                    value > 0
+                    and value > other.get(key, 0)
+                    and not key.startswith(DEVICE_CLASS_PREFIX)
+                ):
                     return False
         return True
 
@@ -199,6 +209,17 @@ class Resource:
             if value > 0 and value > available.scalars.get(key, 0):
                 names.append(key)
         return names
+
+    def without_devices(self) -> Resource:
+        """A copy without the device counts (DEVICE_CLASS_PREFIX), or this vector when it
+        has none."""
+        if not any(key.startswith(DEVICE_CLASS_PREFIX) for key in self.scalars):
+            return self
+        return Resource(
+            self.cpu,
+            self.memory,
+            {k: v for k, v in self.scalars.items() if not k.startswith(DEVICE_CLASS_PREFIX)},
+        )
 
     def minimum(self, other: Resource) -> Resource:
         """A new vector with the smaller value of each dimension (missing is zero)."""
@@ -260,6 +281,11 @@ class Resource:
     def __repr__(self) -> str:
         parts = [f"{key}={value}" for key, value in self.to_list().items()]
         return f"Resource({', '.join(parts)})"
+
+
+def is_device_count(name: str) -> bool:
+    """Whether a resource name is a queue's count of a DeviceClass's devices."""
+    return name.startswith(DEVICE_CLASS_PREFIX)
 
 
 def total(resources: Iterable[Resource]) -> Resource:

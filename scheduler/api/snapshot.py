@@ -147,6 +147,9 @@ class DeviceView:
     # scheduler.dra's SelectorMemo (api/ imports nothing of dra/): selectors' answers per
     # device, kept across sessions; None makes a session evaluate them afresh.
     memo: object = None
+    # The devices each class selects in the cluster (`deviceclass/<class>` counts): what
+    # queues' shares of devices divide, beside the nodes' allocatable.
+    totals: Resource = field(default_factory=Resource)
 
     def __bool__(self) -> bool:
         """Whether there is anything to allocate or reuse (a cluster without DRA has not)."""
@@ -209,6 +212,14 @@ class ClusterSnapshot:
     # The tasks with pod-to-pod terms (topology_tasks), found by the clone's own pass.
     _topology_tasks: list[TaskInfo] | None = None
     _topology_specs: list[PodTopologySpec] | None = None
+
+    def allocatable(self, nodes: Iterable[NodeInfo]) -> Resource:
+        """What the nodes hold together, and the cluster's devices per DeviceClass: the
+        total queue shares and admissions divide."""
+        total = Resource()
+        for node in nodes:
+            total.add(node.allocatable)
+        return total.add(self.devices.totals)
 
     def topology_tasks(self) -> list[TaskInfo]:
         """Every task of the snapshot, on a node or in a job, that has pod (anti-)affinity

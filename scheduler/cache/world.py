@@ -30,6 +30,7 @@ from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.native import NativePodGroup, NativeWorkload, QueueSource
 from scheduler.api.provisioning import ScaleUpRequest, requests_by_podgroup
+from scheduler.api.resources import Resource
 from scheduler.api.snapshot import (
     NO_DEVICES,
     NO_STORAGE,
@@ -43,7 +44,8 @@ from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 from scheduler.cache.ownership import Owners, Ownership
 from scheduler.cache.settled_gangs import SettledGangs
 from scheduler.cache.table import ReadOnlyTable, Table, read_only
-from scheduler.dra import SelectorMemo
+from scheduler.dra import SelectorMemo, claim_from_wire
+from scheduler.dra.quota import claim_devices, class_totals
 from scheduler.framework.decisions import SessionResult
 
 
@@ -136,6 +138,11 @@ class World:
         self.selector_memo = SelectorMemo()
         self.claim_users: dict[str, set[str]] = {}
         self.assumed_claims: dict[str, AssumedClaim] = {}
+        # What each claim adds to its queue (`deviceclass/<class>` counts), read once per
+        # claim (its spec never changes); the cluster's devices per class, worked out again
+        # when classes or slices change.
+        self._claim_counts: dict[str, Resource] = {}
+        self._totals: tuple[object, object, Resource] | None = None
         self._device_view = NO_DEVICES
         self._viewed_claims: Mapping[str, dra.ResourceClaim] | None = None
         self._assumed_version = 0
@@ -209,9 +216,73 @@ class World:
         if not (classes or slices or claims):
             view = NO_DEVICES
         else:
-            view = DeviceView(classes, slices, claims, self.selector_memo)
+            view = DeviceView(classes, slices, claims, self.selector_memo, self._class_totals())
         self._device_view = view
         return view
+
+    def _class_totals(self) -> Resource:
+        classes, slices = self.device_classes.view(), self.resource_slices.view()
+        known = self._totals
+        if known is not None and known[0] is classes and known[1] is slices:
+            return known[2]
+        totals = Resource(
+            scalars=class_totals(classes.values(), slices.values(), self.selector_memo) or None
+        )
+        self._totals = (classes, slices, totals)
+        return totals
+
+    # Devices in queues' requests --------------------------------------------------
+    def claim_changed(self, key: str, claim: dra.ResourceClaim | None) -> None:
+        """A claim came, changed or went: what it adds to its queue is read again, and the
+        requests of the pods that use it follow."""
+        self._claim_counts.pop(key, None)
+        if claim is not None:
+            counts = claim_devices(claim_from_wire(claim)).devices
+            self._claim_counts[key] = Resource(scalars=counts or None)
+        self.recount(key)
+
+    def counted_request(self, task: TaskInfo) -> Resource:
+        """The pod's request with the devices its claims add to its queue: a claim counts
+        once, in the pod a template made it for, else in the first of its pods (by name)."""
+        devices = task.devices
+        if devices is None:
+            return task.request
+        request = task.request.without_devices()
+        counted = None
+        for key in devices.claims:
+            counts = self._claim_counts.get(key)
+            if counts is None or not counts.scalars or not self._counts_in(task, key):
+                continue
+            if counted is None:
+                counted = request.clone()
+            counted.add(counts)
+        return counted if counted is not None else request
+
+    def _counts_in(self, task: TaskInfo, key: str) -> bool:
+        claim = self.resource_claims.get(key)
+        if claim is None:
+            return False
+        owner = next((ref.uid for ref in claim.metadata.owner_references if ref.controller), None)
+        if owner is not None:
+            return owner == task.uid
+        users = [self.tasks[uid] for uid in self.claim_users.get(key, ()) if uid in self.tasks]
+        return min((*users, task), key=lambda t: (t.key, t.uid)).uid == task.uid
+
+    def recount(self, key: str) -> None:
+        """Give each pod using the claim the request its claims make now (re-indexed where
+        it changed)."""
+        for uid in sorted(self.claim_users.get(key, ())):
+            task = self.tasks.get(uid)
+            if task is None:
+                continue
+            request = self.counted_request(task)
+            if request == task.request:
+                continue
+            self.cluster_changed()
+            self.settled.touch(task.job)
+            self.remove_task(uid)
+            task.request = request
+            self.add_task(task)
 
     def _as_assumed(self, key: str) -> dra.ResourceClaim:
         """The cached claim as the binder's writes will leave it."""

@@ -6,7 +6,8 @@ each claim's spec: an `exactly` request in ExactCount mode adds its count (1 whe
 to its class. A `firstAvailable` request and an All request are not counted (which
 sub-request, or how many devices, is known only once allocated; Volcano skips them with
 a warning, and so does muster, saying so in `skipped`). A claim used by several pods
-counts once.
+counts once. `class_totals` counts the devices each class selects in the cluster, which
+queues' shares divide.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from scheduler.api import dra
+from scheduler.api.resources import DEVICE_CLASS_PREFIX
+from scheduler.dra.cel import SelectorError, SelectorMemo
+from scheduler.dra.inventory import Inventory
 from scheduler.dra.requests import Claim
-
-DEVICE_CLASS_PREFIX = "deviceclass/"
 
 
 @dataclass(slots=True)
@@ -58,3 +61,29 @@ def queue_devices(claims: Iterable[Claim]) -> DeviceCounts:
             total.devices[key] = total.devices.get(key, 0) + count
         total.skipped.extend(counts.skipped)
     return total
+
+
+def class_totals(
+    classes: Iterable[dra.DeviceClass], slices: Iterable[dra.ResourceSlice], memo: SelectorMemo
+) -> dict[str, int]:
+    """How many devices each DeviceClass selects in the cluster, by `deviceclass/<class>`:
+    what queues' shares of a class are shares of. Counted: the devices of complete, valid
+    pools that muster allocates and that every selector of the class matches (a selector
+    that fails to evaluate on a device does not count it)."""
+    inventory = Inventory(slices, {})
+    devices = [d for d in inventory.devices if d.pool.usable and d.refusal is None]
+    totals: dict[str, int] = {}
+    for device_class in classes:
+        texts = [s.cel.expression for s in device_class.spec.selectors if s.cel is not None]
+        count = 0
+        for device in devices:
+            try:
+                if all(
+                    memo.matches(text, device.slice_key, device.slot, device.driver, device.spec)
+                    for text in texts
+                ):
+                    count += 1
+            except SelectorError:
+                continue
+        totals[DEVICE_CLASS_PREFIX + device_class.metadata.name] = count
+    return totals

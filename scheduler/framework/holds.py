@@ -59,7 +59,7 @@ from scheduler.api.reasons import (
     STARVING_QUEUE_OVER_SHARE,
     STARVING_WAITS_TO_HOLD,
 )
-from scheduler.api.resources import Resource, describe
+from scheduler.api.resources import Resource, describe, is_device_count
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339, parse_rfc3339
 from scheduler.framework.session import Session
@@ -507,7 +507,7 @@ def _how_many(request: Resource, free: Resource) -> float:
         if value > 0:
             best = min(best, max(available, 0) / value)
     for name, value in request.scalars.items():
-        if value > 0:
+        if value > 0 and not is_device_count(name):
             best = min(best, max(free.scalars.get(name, 0), 0) / value)
     return best if best != float("inf") else 0.0
 

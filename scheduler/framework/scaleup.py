@@ -360,9 +360,7 @@ def _needs_capacity(job: JobInfo, session: Session) -> bool:
     need = Resource()
     for task in job.pending_tasks():
         need.add(task.request)
-    total = Resource()
-    for node in session.node_list:
-        total.add(node.allocatable)
+    total = session.snapshot.allocatable(session.node_list)
     if need.less_equal(total):
         return False
     queue = session.queues.get(job.queue)

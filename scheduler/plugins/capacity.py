@@ -44,24 +44,26 @@ class CapacityArguments(Arguments):
     """capacity's arguments, in Volcano's spelling.
 
     Volcano falls back to 0 for a negative ancestorReclaimLevel; muster refuses it at
-    load. muster does not schedule DRA ResourceClaims, so the DRA switches may only be
-    false."""
+    load. DRA's queue quota (`deviceclass/<class>` devices against capability, deserved and
+    guarantee) is on, as Volcano 1.15's default; false leaves devices out of capacity's
+    checks. Consumable capacity is not honoured, so its switch may only be false."""
 
     ancestor_reclaim_level: Count = Field(0, alias="ancestorReclaimLevel", ge=0)
     dynamic_resource_allocation: bool = Field(
-        False, alias="capacity.DynamicResourceAllocationEnable", strict=True
+        True, alias="capacity.DynamicResourceAllocationEnable", strict=True
     )
     dra_consumable_capacity: bool = Field(
         False, alias="capacity.DRAConsumableCapacityEnable", strict=True
     )
 
-    @field_validator("dynamic_resource_allocation", "dra_consumable_capacity")
+    @field_validator("dra_consumable_capacity")
     @classmethod
-    def _no_dra(cls, value: bool) -> bool:
+    def _no_consumable_capacity(cls, value: bool) -> bool:
         if value:
             raise ValueError(
-                "muster does not schedule DRA ResourceClaims, so it cannot enforce queue "
-                "quotas on them; remove the argument or set it to false"
+                "muster does not allocate consumable capacity (a request for part of a "
+                "shared device), so it counts no `<dimension>.deviceclass/<class>` quota; "
+                "remove the argument or set it to false"
             )
         return value
 
@@ -134,6 +136,8 @@ class CapacityPlugin(Plugin[CapacityArguments]):
     def __init__(self, arguments: CapacityArguments | Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments)
         self.ancestor_reclaim_level = self.arguments.ancestor_reclaim_level
+        # Whether devices (deviceclass/<class>) count against the queues' figures.
+        self._devices_counted = self.arguments.dynamic_resource_allocation
         self.hierarchy = False
         self.shares: dict[str, QueueCapacity] = {}
         # Queues whose spec.parent cannot be followed (hierarchy only), and why.
@@ -148,8 +152,7 @@ class CapacityPlugin(Plugin[CapacityArguments]):
         self.jobs = session.jobs
         self.holds = state.holds
         self.hierarchy = hierarchy_enabled(session.config)
-        for node in session.node_list:
-            self.total.add(node.allocatable)
+        self.total = session.snapshot.allocatable(session.node_list)
         for name, queue in session.queues.items():
             self.shares[name] = QueueCapacity(queue)
         if self.hierarchy:
@@ -320,8 +323,9 @@ class CapacityPlugin(Plugin[CapacityArguments]):
             return False
         if self.hierarchy and attr.children:
             return False
+        request = task.request if self._devices_counted else task.request.without_devices()
         for level in attr.levels():
-            over = _exceeding(level.allocated + task.request, level.real_capability, task.request)
+            over = _exceeding(level.allocated + request, level.real_capability, request)
             if over:
                 return Waiting(
                     reasons.QUEUE_FULL,
@@ -339,6 +343,8 @@ class CapacityPlugin(Plugin[CapacityArguments]):
         need = job.admission_need()
         if need is None:
             return Vote.PERMIT
+        if not self._devices_counted:
+            need = need.without_devices()
         attr = self.shares[job.queue]
         # A gang starving longest asks only whether the queue could ever hold it.
         jumps = self.holds is not None and self.holds.jumps_admission(job)

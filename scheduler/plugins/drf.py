@@ -43,8 +43,7 @@ class DrfPlugin(Plugin[NoArguments]):
 
     def on_session_open(self, session: Session, state: CycleState) -> None:
         self.jobs = session.jobs
-        for node in session.node_list:
-            self.total.add(node.allocatable)
+        self.total = session.snapshot.allocatable(session.node_list)
         # The jobs the session orders: a settled one (framework/settled.py) is read on demand.
         for key, job in session.active_jobs.items():
             self.allocated[key] = job.allocated.clone()

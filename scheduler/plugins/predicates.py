@@ -20,6 +20,7 @@ from typing import Any
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo, Taint
 from scheduler.api.reasons import FIELD_NOT_HONOURED
+from scheduler.api.resources import is_device_count
 from scheduler.api.snapshot import NO_STORAGE, ClusterSnapshot
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.answers import Waiting
@@ -201,6 +202,8 @@ def _resource_verdict(task: TaskInfo, node: NodeInfo) -> Status:
             return OK
     reasons = [REASON_TOO_MANY_PODS] if too_many_pods else []
     reasons.extend(
-        REASON_INSUFFICIENT.format(resource=name) for name in request.insufficient(available)
+        REASON_INSUFFICIENT.format(resource=name)
+        for name in request.insufficient(available)
+        if not is_device_count(name)
     )
     return unschedulable(*reasons)

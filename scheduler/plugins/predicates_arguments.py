@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from scheduler.framework.arguments import Count
 from scheduler.nodefit.storagefilters import VolumePredicateArguments
@@ -34,9 +34,9 @@ class PredicatesArguments(VolumePredicateArguments):
     # Volcano's cache of filter verdicts per pod template: muster always caches the static
     # filters' verdicts per placement spec and node, so the switch changes nothing.
     cache_enable: bool | None = Field(None, alias="predicate.CacheEnable")
-    # muster refuses pods with resourceClaims (api/pod_fields.py): DRA cannot be turned on.
-    dynamic_resource_allocation_enable: bool = Field(
-        False, alias="predicate.DynamicResourceAllocationEnable"
+    # Volcano 1.15 no longer reads it: DRA is on whenever its feature gate is (GA, locked).
+    dynamic_resource_allocation_enable: bool | None = Field(
+        None, alias="predicate.DynamicResourceAllocationEnable"
     )
     dra_filter_timeout_seconds: Count | None = Field(
         None, alias="dynamicresources.filterTimeoutSeconds", ge=0
@@ -50,18 +50,8 @@ class PredicatesArguments(VolumePredicateArguments):
         "predicate.GPUNumberEnable": _DEVICES,
     }
 
-    @field_validator("dynamic_resource_allocation_enable")
-    @classmethod
-    def _no_dra(cls, value: bool) -> bool:
-        if value:
-            raise ValueError(
-                "cannot be honoured: muster does not place pods with spec.resourceClaims "
-                "(they wait with a condition naming the field); remove it or set it to false"
-            )
-        return value
-
     def load_notes(self) -> list[str]:
-        """predicate.CacheEnable and the DRA timeout change nothing."""
+        """predicate.CacheEnable, the DRA switch and the DRA timeout change nothing."""
         notes = []
         if self.cache_enable is not None:
             notes.append(
@@ -69,9 +59,16 @@ class PredicatesArguments(VolumePredicateArguments):
                 f"muster always caches the static filters' verdicts (taints, node affinity, "
                 f"volumes) per pod spec and node for the session"
             )
+        if self.dynamic_resource_allocation_enable is not None:
+            notes.append(
+                "predicate.DynamicResourceAllocationEnable changes nothing: Volcano 1.15 no "
+                "longer reads it, and neither does muster: pods' ResourceClaims are always "
+                "allocated (DynamicResourceAllocation is GA)"
+            )
         if self.dra_filter_timeout_seconds is not None:
             notes.append(
-                "dynamicresources.filterTimeoutSeconds changes nothing: muster does not "
-                "place pods with spec.resourceClaims"
+                "dynamicresources.filterTimeoutSeconds changes nothing: muster bounds each "
+                "device search by the devices it tries (20,000 steps an answer, 1,000,000 a "
+                "session), not by time, so a session decides alike however fast it runs"
             )
         return notes

@@ -138,8 +138,7 @@ class ProportionPlugin(Plugin[NoArguments]):
     def on_session_open(self, session: Session, state: CycleState) -> None:
         self.jobs = session.jobs
         self.holds = state.holds
-        for node in session.node_list:
-            self.total.add(node.allocatable)
+        self.total = session.snapshot.allocatable(session.node_list)
         for name, queue in session.queues.items():
             self.shares[name] = QueueShare(queue)
         self._link_tree()

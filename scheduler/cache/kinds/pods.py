@@ -64,6 +64,9 @@ def upsert(world: World, pod: wire.Pod) -> None:
             return
         task.digest = digest
         world.invalid.pop(key, None)
+    if task.devices is not None:
+        # The devices its claims count for its queue (deviceclass/<class>).
+        task.request = world.counted_request(task)
     # Before the task is indexed: muster's first pod of a PodGroup makes it a job to join.
     owners.set_membership(uid, task.job if ours else _named_group(pod), ours=ours)
     settled = world.settled
@@ -99,6 +102,7 @@ def upsert(world: World, pod: wire.Pod) -> None:
     world.remove_task(uid)
     world.add_task(task)
     settled.touch(task.job)
+    _recount_shared(world, old, task)
     if task.queue_annotation or (old is not None and old.queue_annotation):
         # A native PodGroup's queue may come from its pods' annotation (api/native.py).
         world.requeue((task.job,), QueueSource.PODS)
@@ -120,8 +124,20 @@ def _forget(world: World, uid: str) -> None:
             world.room_freed()
     world.releasing.pop(uid, None)
     world.remove_task(uid)
+    _recount_shared(world, task, None)
     if task is not None and task.queue_annotation:
         world.requeue((task.job,), QueueSource.PODS)
+
+
+def _recount_shared(world: World, old: TaskInfo | None, new: TaskInfo | None) -> None:
+    """A claim no template made counts in the first of its pods: when its pods change, the
+    one it counts in may too."""
+    keys: set[str] = set()
+    for task in (old, new):
+        if task is not None and task.devices is not None:
+            keys.update(key for key in task.devices.claims if key not in task.devices.from_template)
+    for key in sorted(keys):
+        world.recount(key)
 
 
 def _uid(pod: wire.Pod) -> str:

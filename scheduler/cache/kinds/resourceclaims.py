@@ -8,7 +8,8 @@ What a claim event invalidates: it touches the gangs of the pods that use the cl
 claim whose pods are gone, or the claim is deleted) frees devices, which unsettles every gang
 and brings the gangs that failed back at once. A claim read again with nothing scheduling
 reads changed (its finalizer added), or the echo of what the binder wrote and assumed
-(World.assume_claimed), asks for no session.
+(World.assume_claimed), asks for no session. A claim that comes or goes changes what its
+pods' requests count for their queue (`deviceclass/<class>`, World.counted_request).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def upsert(world: World, claim: dra.ResourceClaim) -> None:
     if old is not None and (_alike(old, claim) or echo):
         return
     _changed(world, key, old, claim)
+    if old is None or old.metadata.uid != claim.metadata.uid:
+        world.claim_changed(key, claim)
 
 
 def delete(world: World, key: str) -> None:
@@ -37,6 +40,7 @@ def delete(world: World, key: str) -> None:
     if not world.resource_claims.remove(key):
         return
     _changed(world, key, old, None)
+    world.claim_changed(key, None)
 
 
 def _changed(

@@ -144,7 +144,7 @@ def test_config_enabling_both_proportion_and_capacity_is_refused_naming_both() -
     ("arguments", "complaint"),
     [
         ("{ancestorReclaimLevel: -1}", "ancestorReclaimLevel=-1"),
-        ("{capacity.DynamicResourceAllocationEnable: true}", "does not schedule DRA"),
+        ("{capacity.DRAConsumableCapacityEnable: true}", "consumable capacity"),
         ("{depth: 2}", "not an argument of plugin capacity"),
     ],
 )

@@ -88,6 +88,14 @@ def test_cache_enable_loads_and_says_it_changes_nothing(value: str) -> None:
     assert note.startswith(f"plugin predicates: predicate.CacheEnable: {value} changes nothing")
 
 
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_the_dra_switch_volcano_no_longer_reads_loads_and_says_dra_stays_on(value: str) -> None:
+    loaded = config(f"{{predicate.DynamicResourceAllocationEnable: {value}}}")
+    (note,) = loaded.notes
+    assert "predicate.DynamicResourceAllocationEnable changes nothing" in note
+    assert "always allocated" in note
+
+
 @pytest.mark.parametrize(
     ("arguments", "said"),
     [
@@ -97,9 +105,6 @@ def test_cache_enable_loads_and_says_it_changes_nothing(value: str) -> None:
             "{predicate.resources.nvidia.com/gpu.cpu: 4}", "resource-strategy-fit", id="weights"
         ),
         pytest.param("{predicate.GPUSharingEnable: true}", "deviceshare", id="gpu-sharing"),
-        pytest.param(
-            "{predicate.DynamicResourceAllocationEnable: true}", "spec.resourceClaims", id="dra"
-        ),
     ],
 )
 def test_arguments_muster_cannot_honour_are_refused_naming_the_key_and_the_way(

@@ -1,0 +1,173 @@
+"""Devices are queue resources, per DeviceClass, as Volcano 1.15's DRA queue quota keys them
+(`deviceclass/<class>`): a pod's request counts its claims' devices, a claim once; queues'
+capability and deserved divide them; no node is asked for them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from scheduler.api import wire
+from scheduler.api.resources import Resource
+from scheduler.cache.kinds import (
+    deviceclasses,
+    nodes,
+    podgroups,
+    pods,
+    queues,
+    resourceclaims,
+    resourceslices,
+)
+from scheduler.cache.world import World
+from scheduler.engine import load_config, schedule
+from scheduler.framework.config import DEFAULT_CONFIG_YAML
+from tests.unit.dra.devices import claim, device_class, exactly, gpu, node_slice
+
+GPU = "deviceclass/gpu"
+CAPACITY = load_config(DEFAULT_CONFIG_YAML.replace("proportion", "capacity"))
+
+
+def pod(name: str, *claims: str, group: str = "g", templated: bool = True) -> wire.Pod:
+    spec_claims: list[dict[str, Any]] = []
+    statuses = []
+    for index, claim_name in enumerate(claims):
+        if templated:
+            spec_claims.append({"name": f"c{index}", "resourceClaimTemplateName": "t"})
+            statuses.append({"name": f"c{index}", "resourceClaimName": claim_name})
+        else:
+            spec_claims.append({"name": f"c{index}", "resourceClaimName": claim_name})
+    body = {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"{name}-uid",
+            "annotations": {"scheduling.k8s.io/group-name": group},
+        },
+        "spec": {
+            "schedulerName": "muster",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            "resourceClaims": spec_claims,
+        },
+        "status": {"phase": "Pending", "resourceClaimStatuses": statuses},
+    }
+    return wire.decode_pod(msgspec.json.encode(body))
+
+
+def world_with_gpus(node_names: list[str], gpus: int = 2) -> World:
+    world = World()
+    for name in node_names:
+        nodes.upsert(
+            world,
+            wire.from_dict(
+                {
+                    "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                    "status": {
+                        "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                    },
+                },
+                wire.Node,
+            ),
+        )
+        resourceslices.upsert(
+            world, node_slice(name, *(gpu(f"gpu-{i}") for i in range(gpus)), name=f"{name}-s")
+        )
+    deviceclasses.upsert(world, device_class("gpu"))
+    return world
+
+
+def queue(world: World, name: str, **spec: Any) -> None:
+    queues.upsert(world, wire.from_dict({"metadata": {"name": name}, "spec": spec}, wire.Queue))
+
+
+def gang(world: World, name: str, size: int, queue_name: str = "default") -> None:
+    podgroups.upsert(
+        world,
+        wire.from_dict(
+            {
+                "metadata": {"name": name, "namespace": "ns", "uid": f"pg-{name}"},
+                "spec": {"minMember": size, "queue": queue_name},
+                "status": {"phase": "Inqueue"},
+            },
+            wire.PodGroup,
+        ),
+    )
+    for index in range(size):
+        member = f"{name}-{index}"
+        resourceclaims.upsert(world, claim(f"{member}-gpu", owner_pod=member))
+        pods.upsert(world, pod(member, f"{member}-gpu", group=name))
+
+
+def test_a_pods_request_counts_the_devices_of_the_claim_made_for_it() -> None:
+    world = world_with_gpus(["n1"])
+    queue(world, "default")
+    gang(world, "g", 2)
+    assert world.tasks["g-0-uid"].request.get(GPU) == 1
+    assert world.live.jobs["ns/g"].request().get(GPU) == 2
+
+
+def test_a_claim_several_pods_share_counts_once_and_moves_when_its_pod_goes() -> None:
+    world = world_with_gpus(["n1"])
+    queue(world, "default")
+    resourceclaims.upsert(world, claim("shared", exactly("gpu", count=2)))
+    pods.upsert(world, pod("a", "shared", templated=False))
+    pods.upsert(world, pod("b", "shared", templated=False))
+    counted = {uid: task.request.get(GPU) for uid, task in world.tasks.items()}
+    assert counted == {"a-uid": 2, "b-uid": 0}
+    pods.delete(world, "a-uid")
+    assert world.tasks["b-uid"].request.get(GPU) == 2
+
+
+def test_a_claim_made_after_its_pod_adds_to_the_pods_request() -> None:
+    world = world_with_gpus(["n1"])
+    queue(world, "default")
+    pods.upsert(world, pod("a", "a-gpu"))
+    assert world.tasks["a-uid"].request.get(GPU) == 0
+    resourceclaims.upsert(world, claim("a-gpu", exactly("gpu", count=2), owner_pod="a"))
+    assert world.tasks["a-uid"].request.get(GPU) == 2
+
+
+def test_the_cluster_counts_the_devices_each_class_selects() -> None:
+    world = world_with_gpus(["n1", "n2"], gpus=4)
+    assert world.devices().totals == Resource(scalars={GPU: 8})
+
+
+def test_a_queue_capability_in_devices_holds_a_gang_that_asks_more() -> None:
+    world = world_with_gpus(["n1", "n2"])
+    queue(world, "default")
+    queue(world, "small", capability={GPU: "2"})
+    gang(world, "big", 3, "small")
+    gang(world, "fits", 2, "small")
+    result = schedule(world.snapshot(), CAPACITY)
+    assert sorted(bind.name for bind in result.binds) == ["fits-0", "fits-1"]
+    big = next(update for update in result.podgroups if update.name == "big")
+    (condition,) = [c for c in big.conditions if c.type == "Unschedulable"]
+    assert "deviceclass/gpu" in condition.message
+
+
+def test_proportion_divides_devices_between_queues_by_weight() -> None:
+    world = world_with_gpus(["n1", "n2"])
+    queue(world, "a", weight=1)
+    queue(world, "b", weight=1)
+    for index in range(2):
+        gang(world, f"a{index}", 2, "a")
+        gang(world, f"b{index}", 2, "b")
+    result = schedule(world.snapshot())
+    per_queue = {"a": 0, "b": 0}
+    for bind in result.binds:
+        per_queue[bind.job.split("/")[1][0]] += 1
+    assert per_queue == {"a": 2, "b": 2}
+    queue_updates = {update.name: update for update in result.queues}
+    assert queue_updates["a"].allocated.get(GPU) == 2
+
+
+def test_no_node_is_asked_for_devices_as_a_resource() -> None:
+    world = world_with_gpus(["n1"], gpus=1)
+    queue(world, "default")
+    gang(world, "g", 2)
+    result = schedule(world.snapshot())
+    (update,) = result.podgroups
+    (condition,) = [c for c in update.conditions if c.type == "Unschedulable"]
+    assert "Insufficient deviceclass" not in condition.message
+    assert "cannot allocate all claims" in condition.message
