@@ -79,10 +79,11 @@ class CycleState:
 
     def __init__(self, holds: Holds, scale_up: ScaleUp) -> None:
         # Room held for starving gangs and provisioned capacity, a session policy: made by
-        # the cycle builder, its starvation policy set by the sla plugin (Holds.policy).
+        # the cycle builder, its starvation policy set by the sla plugin (Holds.policy), its
+        # devices by predicates (Holds.devices).
         # Writer: framework/cycle.py. Readers: actions/allocate.py, actions/enqueue.py,
         # actions/eviction.py, plugins/sla.py, plugins/proportion.py, plugins/capacity.py,
-        # framework/settled.py, framework/cycle.py.
+        # plugins/predicates.py, framework/settled.py, framework/cycle.py.
         self.holds: Holds = holds
         # Asking an autoscaler for gangs' nodes, a session policy: made by the cycle builder,
         # its policy set by the scaleup plugin (ScaleUp.policy; none without it).

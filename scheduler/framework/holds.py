@@ -32,6 +32,11 @@ Backfill: held room is never given to another gang of equal or lower priority; p
 that request nothing (backfill's best-effort pods) take none of it, and may use a held
 node's pod slots beyond those held for the gang's members.
 
+Devices: a member with ResourceClaims is laid out only on a node whose devices could
+hold its claims were they all free, and holds the devices its claims would take there now
+(the session's devices, nodefit/dynamicresources.py, allocate them tentatively for the
+gang), against the same gangs held room is held against.
+
 Provisioned capacity is held the same way, and harder. A gang for which a cluster
 autoscaler provisioned nodes (its ProvisioningRequest is Provisioned, framework/scaleup.py)
 is served by allocate before every other gang; if it does not fit yet (the new nodes are
@@ -48,6 +53,7 @@ import enum
 import heapq
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from scheduler.api.gang_state import may_place, members_placed, placed_by_role
 from scheduler.api.job import JobInfo, Starving
@@ -84,9 +90,23 @@ class HoldKind(enum.Enum):
     PROVISIONED = "provisioned"
 
 
+class DeviceHolder(Protocol):
+    """Holding the devices of pods with ResourceClaims (nodefit/dynamicresources.py)."""
+
+    def could_fit(self, task: TaskInfo, node: NodeInfo) -> bool:
+        """Whether the node has devices enough for the pod were every device of it free."""
+
+    def hold(self, task: TaskInfo, node: NodeInfo) -> bool:
+        """Take the devices the pod's claims would take on the node now, if they fit."""
+
+    def unhold(self, task: TaskInfo) -> None:
+        """Give back the devices `hold` took."""
+
+
 @dataclass(slots=True)
 class Hold:
-    """Room held for one gang: per node, the amount and the pod slots."""
+    """Room held for one gang: per node, the amount and the pod slots; the members whose
+    devices it holds, and where."""
 
     job: JobInfo
     since: float
@@ -97,6 +117,9 @@ class Hold:
     kind: HoldKind = HoldKind.STARVING
     # Members the layout found no node for (provisioned capacity not there yet).
     unplaced: int = 0
+    # The members laid out with ResourceClaims, by node, and those whose devices it holds.
+    with_devices: dict[str, list[TaskInfo]] = field(default_factory=dict)
+    devices_held: list[TaskInfo] = field(default_factory=list)
 
     def yields_to(self, job: JobInfo) -> bool:
         """Whether `job` (another gang, or the holder) may take this room."""
@@ -143,6 +166,10 @@ class Holds:
         self.admitting: frozenset[str] = frozenset()
         # Called with every node whose room a lift gave back (node pickers re-offer it).
         self.on_freed: list[Callable[[NodeInfo], None]] = []
+        # The session's devices, set by predicates when some pod has ResourceClaims: members
+        # with claims are laid out where their devices could fit, and hold them.
+        # Writer: plugins/predicates.py. Readers: Holds itself.
+        self.devices: DeviceHolder | None = None
 
     # Who starves --------------------------------------------------------------
     def starving_since(self, job: JobInfo) -> float | None:
@@ -249,7 +276,8 @@ class Holds:
                 f"capability ({describe(capability)}); nothing is held for it",
             )
             return
-        layout = self._layout(members, partial=False)
+        with_devices: dict[str, list[TaskInfo]] = {}
+        layout = self._layout(members, partial=False, with_devices=with_devices)
         if layout is None:
             self._say(
                 job,
@@ -259,7 +287,8 @@ class Holds:
                 "were empty; nothing is held for it",
             )
             return
-        hold = self._take(Hold(job, since, need, len(members)), layout)
+        hold = Hold(job, since, need, len(members), with_devices=with_devices)
+        hold = self._take(hold, layout)
         self._say(job, since, STARVING_HOLDING, self._describe(hold, layout))
 
     def hold_provisioned(self, job: JobInfo, since: float) -> None:
@@ -270,8 +299,11 @@ class Holds:
         need = Resource()
         for task in members:
             need.add(task.request)
-        layout = self._layout(members, partial=True) or {}
-        hold = Hold(job, since, need, len(members), kind=HoldKind.PROVISIONED)
+        with_devices: dict[str, list[TaskInfo]] = {}
+        layout = self._layout(members, partial=True, with_devices=with_devices) or {}
+        hold = Hold(
+            job, since, need, len(members), kind=HoldKind.PROVISIONED, with_devices=with_devices
+        )
         hold.unplaced = len(members) - sum(pods for _, pods in layout.values())
         self._take(hold, layout)
 
@@ -304,8 +336,27 @@ class Holds:
             node.hold(taken, slots)
             hold.amounts[node.name] = taken
             hold.pods[node.name] = slots
+        self._hold_devices(hold)
         self._holds[hold.job.key] = hold
         return hold
+
+    def _hold_devices(self, hold: Hold) -> None:
+        devices = self.devices
+        if devices is None:
+            return
+        nodes = self.session.nodes
+        for name, tasks in hold.with_devices.items():
+            for task in tasks:
+                if devices.hold(task, nodes[name]):
+                    hold.devices_held.append(task)
+
+    def _release_devices(self, hold: Hold) -> None:
+        devices = self.devices
+        if devices is None:
+            return
+        for task in reversed(hold.devices_held):
+            devices.unhold(task)
+        hold.devices_held.clear()
 
     @contextlib.contextmanager
     def lifted_for(self, job: JobInfo) -> Iterator[None]:
@@ -378,11 +429,16 @@ class Holds:
         return not allocated.get(queue, Resource()).less_equal(figures.deserved)
 
     def _layout(
-        self, members: list[TaskInfo], *, partial: bool
+        self,
+        members: list[TaskInfo],
+        *,
+        partial: bool,
+        with_devices: dict[str, list[TaskInfo]] | None = None,
     ) -> dict[NodeInfo, tuple[Resource, int]] | None:
         """Where the members would go on nodes emptied of all but older holds, preferring
-        the nodes with the most free room now; when some member fits nowhere, None, or
-        (`partial`) the layout of the others."""
+        the nodes with the most free room now (a member with claims only where its devices
+        could fit; those members, by node, into `with_devices`); when some member fits
+        nowhere, None, or (`partial`) the layout of the others."""
         session = self.session
         if not members:
             return {}
@@ -392,6 +448,7 @@ class Holds:
             for name, amount in hold.amounts.items():
                 taken_by_older.setdefault(name, Resource()).add(amount)
                 slots_by_older[name] = slots_by_older.get(name, 0) + hold.pods[name]
+        devices = self.devices
         first = members[0].request
         # Ranked lazily: a heap of every node, popped as far as the members need (a gang
         # of 8 on 5,000 nodes looks at a handful), rather than a sort per holder.
@@ -413,6 +470,12 @@ class Holds:
                     continue
                 if not session.admits(task, node).ok:
                     continue
+                if (
+                    task.devices is not None
+                    and devices is not None
+                    and not devices.could_fit(task, node)
+                ):
+                    continue
                 chosen = node
                 break
             if chosen is None:
@@ -421,6 +484,8 @@ class Holds:
                 return None
             room[chosen.name].sub(task.request)
             slots[chosen.name] -= 1
+            if task.devices is not None and with_devices is not None:
+                with_devices.setdefault(chosen.name, []).append(task)
             amount, pods = layout.get(chosen, (Resource(), 0))
             layout[chosen] = (amount.add(task.request), pods + 1)
         return layout
@@ -440,6 +505,7 @@ class Holds:
 
     def _release(self, hold: Hold, *, notify: bool = True) -> None:
         nodes = self.session.nodes
+        self._release_devices(hold)
         for name, amount in hold.amounts.items():
             node = nodes[name]
             node.release_hold(amount, hold.pods[name])
@@ -456,6 +522,7 @@ class Holds:
             node.hold(taken, slots)
             hold.amounts[name] = taken
             hold.pods[name] = slots
+        self._hold_devices(hold)
 
 
 def _ranked(seen: list[NodeInfo], heap: list[tuple[float, str, NodeInfo]]) -> Iterator[NodeInfo]:

@@ -217,6 +217,20 @@ class DynamicResources:
         devices = task.devices
         return devices is None or self.allocator.could_fit(devices, node.name)
 
+    def hold(self, task: TaskInfo, node: NodeInfo) -> bool:
+        """Take, for a starving gang's member laid out on the node, the devices its claims
+        would take there now, if they fit (framework/holds.py)."""
+        devices = task.devices
+        if devices is None or not self.allocator.fits(devices, node.name, task.job).fits:
+            return False
+        self.allocator.take(devices, node.name, task.job)
+        return True
+
+    def unhold(self, task: TaskInfo) -> None:
+        """Give back what `hold` took."""
+        if task.devices is not None:
+            self.allocator.give_back(task.devices)
+
     def detail(self, task: TaskInfo, node: str) -> str:
         """muster's words for the last refusal of the pod on the node ("" for none)."""
         return self._details.get(task.uid, {}).get(node, "")

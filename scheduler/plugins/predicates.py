@@ -76,6 +76,7 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
             devices.prepare()
             self._devices = devices
             state.devices = devices
+            state.holds.devices = devices
 
     def on_session_close(self, session: Session, state: CycleState) -> None:
         """Hand each bind the PreBind of its pod's claims (the binder applies it)."""

@@ -101,6 +101,7 @@ def test_the_policies_name_the_plugins_that_set_them() -> None:
     assert writers == {
         ("holds", "policy"): "plugins/sla.py",
         ("holds", "admitting"): "actions/enqueue.py",
+        ("holds", "devices"): "plugins/predicates.py",
         ("scale_up", "policy"): "plugins/scaleup.py",
     }
 

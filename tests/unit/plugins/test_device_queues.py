@@ -4,99 +4,15 @@ capability and deserved divide them; no node is asked for them."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
-
-from scheduler.api import wire
 from scheduler.api.resources import Resource
-from scheduler.cache.kinds import (
-    deviceclasses,
-    nodes,
-    podgroups,
-    pods,
-    queues,
-    resourceclaims,
-    resourceslices,
-)
-from scheduler.cache.world import World
+from scheduler.cache.kinds import pods, resourceclaims
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML
-from tests.unit.dra.devices import claim, device_class, exactly, gpu, node_slice
+from tests.unit.dra.devices import claim, exactly
+from tests.unit.dra.world import gang, pod, queue, world_with_gpus
 
 GPU = "deviceclass/gpu"
 CAPACITY = load_config(DEFAULT_CONFIG_YAML.replace("proportion", "capacity"))
-
-
-def pod(name: str, *claims: str, group: str = "g", templated: bool = True) -> wire.Pod:
-    spec_claims: list[dict[str, Any]] = []
-    statuses = []
-    for index, claim_name in enumerate(claims):
-        if templated:
-            spec_claims.append({"name": f"c{index}", "resourceClaimTemplateName": "t"})
-            statuses.append({"name": f"c{index}", "resourceClaimName": claim_name})
-        else:
-            spec_claims.append({"name": f"c{index}", "resourceClaimName": claim_name})
-    body = {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": f"{name}-uid",
-            "annotations": {"scheduling.k8s.io/group-name": group},
-        },
-        "spec": {
-            "schedulerName": "muster",
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-            "resourceClaims": spec_claims,
-        },
-        "status": {"phase": "Pending", "resourceClaimStatuses": statuses},
-    }
-    return wire.decode_pod(msgspec.json.encode(body))
-
-
-def world_with_gpus(node_names: list[str], gpus: int = 2) -> World:
-    world = World()
-    for name in node_names:
-        nodes.upsert(
-            world,
-            wire.from_dict(
-                {
-                    "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-                    "status": {
-                        "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                        "conditions": [{"type": "Ready", "status": "True"}],
-                    },
-                },
-                wire.Node,
-            ),
-        )
-        resourceslices.upsert(
-            world, node_slice(name, *(gpu(f"gpu-{i}") for i in range(gpus)), name=f"{name}-s")
-        )
-    deviceclasses.upsert(world, device_class("gpu"))
-    return world
-
-
-def queue(world: World, name: str, **spec: Any) -> None:
-    queues.upsert(world, wire.from_dict({"metadata": {"name": name}, "spec": spec}, wire.Queue))
-
-
-def gang(world: World, name: str, size: int, queue_name: str = "default") -> None:
-    podgroups.upsert(
-        world,
-        wire.from_dict(
-            {
-                "metadata": {"name": name, "namespace": "ns", "uid": f"pg-{name}"},
-                "spec": {"minMember": size, "queue": queue_name},
-                "status": {"phase": "Inqueue"},
-            },
-            wire.PodGroup,
-        ),
-    )
-    for index in range(size):
-        member = f"{name}-{index}"
-        resourceclaims.upsert(world, claim(f"{member}-gpu", owner_pod=member))
-        pods.upsert(world, pod(member, f"{member}-gpu", group=name))
 
 
 def test_a_pods_request_counts_the_devices_of_the_claim_made_for_it() -> None:
