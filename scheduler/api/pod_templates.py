@@ -4,8 +4,10 @@ An autoscaler simulates a template's pods on the nodes it could add, as kube-sch
 would place them, so a template carries what decides where a pod may go: its request
 (as one container asking the pod's effective request, init containers, pod-level requests
 and overhead included), nodeSelector, node affinity, pod (anti-)affinity, tolerations,
-topology spread constraints, host ports, and the pod's own labels that its terms select on.
-Pods whose shapes are equal share a template. Built from the session's records (api/task.py), which
+topology spread constraints, host ports, the pod's own labels that its terms select on, and
+its ResourceClaims (DRA) as its spec names them, the container using each as the pod's
+containers did, for an autoscaler that simulates devices. Pods whose shapes are equal share
+a template. Built from the session's records (api/task.py), which
 hold these fields as muster reads them.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api.resource_claims import ClaimSource
 from scheduler.api.resources import CPU, MEMORY, Resource
 from scheduler.api.task import (
     HostPort,
@@ -50,19 +53,26 @@ class PodShape:
     tolerations: tuple[Toleration, ...]
     host_ports: tuple[HostPort, ...]
     topology: PodTopologySpec | None
+    # The pod's spec.resourceClaims as written, and the (claim, request) its containers use.
+    resource_claims: tuple[ClaimSource, ...] = ()
+    container_claims: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, task: TaskInfo) -> PodShape:
-        """The shape of a pod."""
+        """The shape of a pod (its request without the devices its claims count for its
+        queue: those are the claims' to ask)."""
         placement: PodPlacementSpec = task.placement
+        devices = task.devices
         return cls(
-            request=task.request,
+            request=task.request.without_devices(),
             node_selector=placement.node_selector,
             required_terms=placement.required_terms,
             preferred_terms=placement.preferred_terms,
             tolerations=placement.tolerations,
             host_ports=placement.host_ports,
             topology=task.topology,
+            resource_claims=devices.sources if devices is not None else (),
+            container_claims=devices.container_claims if devices is not None else (),
         )
 
 
@@ -90,7 +100,11 @@ def template_spec(shape: PodShape) -> Obj:
     }
     if shape.host_ports:
         container["ports"] = [_port(port) for port in shape.host_ports]
+    if shape.container_claims:
+        resources["claims"] = [_container_claim(*used) for used in shape.container_claims]
     spec: Obj = {"containers": [container]}
+    if shape.resource_claims:
+        spec["resourceClaims"] = [_claim_source(source) for source in shape.resource_claims]
     if shape.node_selector:
         spec["nodeSelector"] = dict(shape.node_selector)
     affinity = _affinity(shape)
@@ -105,6 +119,19 @@ def template_spec(shape: PodShape) -> Obj:
     if topology is not None and topology.own_labels:
         template["metadata"] = {"labels": dict(topology.own_labels)}
     return template
+
+
+def _claim_source(source: ClaimSource) -> Obj:
+    found: Obj = {"name": source.name}
+    if source.claim:
+        found["resourceClaimName"] = source.claim
+    if source.template:
+        found["resourceClaimTemplateName"] = source.template
+    return found
+
+
+def _container_claim(name: str, request: str) -> Obj:
+    return {"name": name, "request": request} if request else {"name": name}
 
 
 def _port(port: HostPort) -> Obj:

@@ -52,7 +52,15 @@ def pod(
         "spec": {
             "schedulerName": "muster",
             "priority": priority,
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+            "containers": [
+                {
+                    "name": "c",
+                    "resources": {
+                        "requests": {"cpu": cpu},
+                        "claims": [{"name": entry["name"]} for entry in spec_claims],
+                    },
+                }
+            ],
             "resourceClaims": spec_claims,
             "nodeName": node,
         },

@@ -4,6 +4,7 @@ capability and deserved divide them; no node is asked for them."""
 
 from __future__ import annotations
 
+from scheduler.api.pod_templates import PodShape, template_spec
 from scheduler.api.resources import Resource
 from scheduler.cache.kinds import pods, resourceclaims
 from scheduler.engine import load_config, schedule
@@ -87,3 +88,16 @@ def test_no_node_is_asked_for_devices_as_a_resource() -> None:
     (condition,) = [c for c in update.conditions if c.type == "Unschedulable"]
     assert "Insufficient deviceclass" not in condition.message
     assert "cannot allocate all claims" in condition.message
+
+
+def test_a_scale_up_template_carries_the_pods_claims_and_asks_no_device_count() -> None:
+    world = world_with_gpus(["n1"])
+    queue(world, "default")
+    gang(world, "g", 1)
+    task = world.tasks["g-0-uid"]
+    assert task.request.get(GPU) == 1
+    template = template_spec(PodShape.of(task))
+    spec = template["spec"]
+    assert spec["resourceClaims"] == [{"name": "c0", "resourceClaimTemplateName": "t"}]
+    (container,) = spec["containers"]
+    assert container["resources"] == {"requests": {"cpu": "1"}, "claims": [{"name": "c0"}]}
