@@ -375,5 +375,20 @@ class ResourceClaim(_Wire):
     status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
 
 
+class ResourceClaimTemplateSpec(_Wire):
+    """A ResourceClaimTemplate's spec: the metadata and spec of the claims made from it."""
+
+    metadata: wire.ObjectMeta = msgspec.field(default_factory=wire.ObjectMeta)
+    spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
+
+
+class ResourceClaimTemplate(_Wire):
+    """A ResourceClaimTemplate (namespaced): the resourceclaim controller makes a claim from
+    it for each pod naming it (`muster whatif` does the same for the pods it submits)."""
+
+    metadata: wire.ObjectMeta = msgspec.field(default_factory=wire.ObjectMeta)
+    spec: ResourceClaimTemplateSpec = msgspec.field(default_factory=ResourceClaimTemplateSpec)
+
+
 # The pod's side (read with the pod: api/wire.py, api/resource_claims.py).
 PodResourceClaimStatus = wire.PodResourceClaimStatus

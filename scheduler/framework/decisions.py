@@ -328,3 +328,8 @@ class SessionResult:
     provisioning_deletions: list[DeleteProvisioningRequest] = field(default_factory=list)
     pod_annotations: list[AnnotatePod] = field(default_factory=list)
     scale_ups: list[ScaleUpReport] = field(default_factory=list)
+    # muster's words for pods whose ResourceClaims found no devices, by pod (ns/name): which
+    # claim, request and class, how many devices match and how many are free, on a few of
+    # the nodes examined (for `muster explain` and `whatif`; the conditions keep
+    # kube-scheduler's words).
+    devices: dict[str, list[str]] = field(default_factory=dict)

@@ -113,6 +113,11 @@ class Session:
         (the cache backs off a job whose attempts place nothing)."""
         self._result.attempts[job.key] = placed
 
+    def record_devices(self, task: TaskInfo, words: list[str]) -> None:
+        """muster's words for why the pod's ResourceClaims found no devices (the device
+        filter's, for explain and whatif)."""
+        self._result.devices[task.key] = words
+
     def record_admission(self, job: JobInfo) -> None:
         """That enqueue admitted the job (Pending -> Inqueue); the cache times it from now."""
         self._result.admitted.append(job.key)

@@ -46,6 +46,7 @@ from scheduler.inspect.scale_up import scale_up_document, scale_up_lines, scale_
 from scheduler.inspect.views import (
     GroupView,
     QueueView,
+    device_words,
     group_view,
     group_views,
     member_nodes,
@@ -225,6 +226,7 @@ def explain_document(
                 for pods, found in reasons or []
             ],
             "evictions": [_eviction(e) for e in evictions],
+            "devices": dict(sorted(device_words(session.result, key).items())),
         },
         "ahead": [{"podgroup": k, "phase": phase, "reason": reason} for k, phase, reason in ahead]
         if waits
@@ -374,6 +376,9 @@ def explain_text(
     for pods, found in reasons or []:
         lines.append(f"  by reason, for {'pod' if len(pods) == 1 else 'pods'} {', '.join(pods)}:")
         lines += [f"    {figure.line()}" for figure in found]
+    for pod, words in sorted(device_words(session.result, key).items()):
+        lines.append(f"  devices, for pod {pod}:")
+        lines += [f"    {line}" for line in words]
     # preempt and reclaim name the gang they evict for as "... {key} (priority N) ..."
     evictions = [e for e in session.result.evictions if f" {key} (priority " in e.reason]
     for eviction in evictions:

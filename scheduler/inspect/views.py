@@ -257,6 +257,13 @@ def pod_messages(result: SessionResult, job_key: str) -> dict[str, str]:
     return {p.name: p.message for p in result.unschedulable if p.job == job_key}
 
 
+def device_words(result: SessionResult, job_key: str) -> dict[str, list[str]]:
+    """Pod name -> muster's words for why its ResourceClaims found no devices (the claim,
+    request and class, how many devices match and how many are free), for one job."""
+    pending = {f"{p.namespace}/{p.name}": p.name for p in result.unschedulable if p.job == job_key}
+    return {pending[key]: lines for key, lines in result.devices.items() if key in pending}
+
+
 def member_nodes(session: Session, job_key: str) -> dict[str, tuple[str, str]]:
     """Pod name -> (node, status) of each member the session leaves on a node."""
     job = session.snapshot.jobs.get(job_key)

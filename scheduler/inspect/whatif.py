@@ -4,6 +4,11 @@ The file's objects are added to a read-only copy of the cluster and one session 
 the scheduler's config: admitted or not, placed or not and where, which pods preempt or
 reclaim would evict for it, and why not in the words of its conditions. Nothing is sent
 to the API server but GETs.
+
+A pod's ResourceClaims are submitted too: a claim the file holds, or one it names that the
+cluster has; a claim from a ResourceClaimTemplate (the file's, else the cluster's, read with
+a GET) is made for the pod as the resourceclaim controller makes it, named
+`<pod>-<claim>-whatif`.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from scheduler.api import wire
+from scheduler.api import dra, wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.job import JobInfo
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, VERSION
@@ -41,7 +46,7 @@ from scheduler.api.priority import PriorityRefused, admit_priority
 from scheduler.api.snapshot import PriorityClassInfo, shadow_key
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339
-from scheduler.cache.kinds import native_podgroups, podgroups, pods
+from scheduler.cache.kinds import native_podgroups, podgroups, pods, resourceclaims
 from scheduler.cache.world import World
 from scheduler.framework.decisions import Evict, ScaleUpReport
 from scheduler.inspect.cluster import (
@@ -54,12 +59,21 @@ from scheduler.inspect.cluster import (
     run_session,
 )
 from scheduler.inspect.scale_up import scale_up_document, scale_up_lines, scale_up_of
-from scheduler.inspect.views import GroupView, group_view, member_nodes, pod_messages, verdict
+from scheduler.inspect.views import (
+    GroupView,
+    device_words,
+    group_view,
+    member_nodes,
+    pod_messages,
+    verdict,
+)
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound, StatusError
 
 POD_API = "v1"
 PODGROUP_API = f"{GROUP}/{VERSION}"
+# DRA's kinds a file may hold beside its pods.
+DRA_KINDS = (("ResourceClaim", dra.API_VERSION), ("ResourceClaimTemplate", dra.API_VERSION))
 # Kubernetes' own PodGroups, at either version muster reads.
 NATIVE_APIS = (
     ("PodGroup", f"{NATIVE_GROUP}/{V1ALPHA2}"),
@@ -118,26 +132,54 @@ def add_manifests(
     now: float,
     *,
     explicit_namespace: bool = False,
+    templates: dict[str, dra.ResourceClaimTemplate] | None = None,
 ) -> Submission:
-    """Add the file's PodGroups and pods to the World as the API server would create them
-    (a fresh uid, creationTimestamp now, requests defaulted from limits, the priority of its
-    class, no status); raises ManifestError on a document that could not be created or that
-    the scheduler would not see."""
+    """Add the file's PodGroups, pods and ResourceClaims to the World as the API server would
+    create them (a fresh uid, creationTimestamp now, requests defaulted from limits, the
+    priority of its class, no status), and the claims of the pods' templates as the
+    resourceclaim controller makes them (`templates`: the cluster's, by "namespace/name",
+    beside the file's); raises ManifestError on a document that could not be created or
+    that the scheduler would not see."""
     submission = Submission()
     created = format_rfc3339(now)
     existing_pods = {f"{t.namespace}/{t.name}" for t in world.tasks.values()}
     groups: list[wire.PodGroup] = []
     native_groups: list[tuple[PodGroupWire, str]] = []
     new_pods: list[wire.Pod] = []
+    claims: list[dra.ResourceClaim] = []
+    known_templates = dict(templates or {})
+    # Pods whose template claims are made once every template of the file is read.
+    pending_claims: list[tuple[str, dict[str, Any]]] = []
     for index, doc in enumerate(docs):
         kind, api = doc.get("kind"), doc.get("apiVersion")
         name = (doc.get("metadata") or {}).get("name")
         label = f"document {index + 1} ({kind} {name or '<no name>'})"
+        if (kind, api) in DRA_KINDS and name:
+            ns = _namespace_of(doc, label, namespace, explicit_namespace)
+            submission.namespaces.add(ns)
+            meta = {
+                **(doc.get("metadata") or {}),
+                "namespace": ns,
+                "uid": f"{UID_PREFIX}{ns}-{name}",
+            }
+            body = {**doc, "metadata": meta}
+            body.pop("status", None)
+            try:
+                if kind == "ResourceClaim":
+                    claims.append(msgspec.convert(body, dra.ResourceClaim))
+                else:
+                    known_templates[f"{ns}/{name}"] = msgspec.convert(
+                        body, dra.ResourceClaimTemplate
+                    )
+            except msgspec.ValidationError as error:
+                raise ManifestError(f"{label}: {error}") from error
+            continue
         if (kind, api) not in (("Pod", POD_API), ("PodGroup", PODGROUP_API), *NATIVE_APIS):
             raise ManifestError(
                 f"{label}: apiVersion {api!r} kind {kind!r} is not one whatif submits; "
                 f"give {POD_API} Pod and {PODGROUP_API} or {NATIVE_GROUP}/{V1ALPHA2} or "
-                f"{NATIVE_GROUP}/{V1BETA1} PodGroup documents only"
+                f"{NATIVE_GROUP}/{V1BETA1} PodGroup documents, and {dra.API_VERSION} "
+                "ResourceClaims and ResourceClaimTemplates, only"
             )
         if not name:
             raise ManifestError(
@@ -163,9 +205,14 @@ def add_manifests(
                 # the requests the API server writes into a new pod (limits as requests)
                 body["spec"] = with_defaulted_requests(dict(body.get("spec") or {}))
                 _admit_priority(world, body)
+                pending_claims.append((label, body))
                 new_pods.append(wire.from_dict(body, wire.Pod))
         except (msgspec.ValidationError, InvalidObject) as error:
             raise ManifestError(f"{label}: {error}") from error
+    if pending_claims:
+        made = [_made_claims(label, body, known_templates) for label, body in pending_claims]
+        claims.extend(claim for found in made for claim in found)
+        new_pods = [wire.from_dict(body, wire.Pod) for _, body in pending_claims]
     for group in groups:
         key = f"{group.metadata.namespace}/{group.metadata.name}"
         known = world.live.jobs.get(key)
@@ -218,9 +265,95 @@ def add_manifests(
         record = world.native_podgroups[native_key(native.metadata.namespace, native.metadata.name)]
         if not world.owns(record.key):
             world.owners.adopt(record.key, record, spec_changed=True)
+    for claim in claims:
+        resourceclaims.upsert(world, claim)
     for pod in new_pods:
         pods.upsert(world, pod)
     return submission
+
+
+def template_names(docs: Iterable[dict[str, Any]], namespace: str) -> list[str]:
+    """The ResourceClaimTemplates ("namespace/name") the file's pods name that the file does
+    not hold: whatif reads them from the cluster."""
+    held = {
+        f"{(doc.get('metadata') or {}).get('namespace') or namespace}/"
+        f"{(doc.get('metadata') or {}).get('name')}"
+        for doc in docs
+        if doc.get("kind") == "ResourceClaimTemplate"
+    }
+    named: list[str] = []
+    for doc in docs:
+        if doc.get("kind") != "Pod":
+            continue
+        ns = (doc.get("metadata") or {}).get("namespace") or namespace
+        for entry in (doc.get("spec") or {}).get("resourceClaims") or []:
+            template = entry.get("resourceClaimTemplateName") if isinstance(entry, dict) else None
+            key = f"{ns}/{template}"
+            if template and key not in held and key not in named:
+                named.append(key)
+    return named
+
+
+async def fetch_templates(
+    options: Options, keys: list[str]
+) -> dict[str, dra.ResourceClaimTemplate]:
+    """The cluster's ResourceClaimTemplates of `keys` that exist."""
+    found: dict[str, dra.ResourceClaimTemplate] = {}
+    async with KubeClient(connection(options)) as client:
+        for key in keys:
+            namespace, name = key.split("/", 1)
+            path = f"/apis/{dra.API_VERSION}/namespaces/{namespace}/resourceclaimtemplates/{name}"
+            try:
+                answer = await client.request("GET", path, retry=False)
+            except StatusError:
+                continue
+            found[key] = msgspec.json.decode(answer, type=dra.ResourceClaimTemplate)
+    return found
+
+
+def _made_claims(
+    label: str, body: dict[str, Any], templates: dict[str, dra.ResourceClaimTemplate]
+) -> list[dra.ResourceClaim]:
+    """The claims of the pod's templates, made as the resourceclaim controller makes them
+    (owned by the pod, its name in the pod's status.resourceClaimStatuses)."""
+    meta = body["metadata"]
+    namespace, pod_name, uid = meta["namespace"], meta["name"], meta["uid"]
+    made: list[dra.ResourceClaim] = []
+    statuses: list[dict[str, str]] = []
+    for entry in (body.get("spec") or {}).get("resourceClaims") or []:
+        template_name = entry.get("resourceClaimTemplateName") if isinstance(entry, dict) else None
+        if not template_name:
+            continue
+        template = templates.get(f"{namespace}/{template_name}")
+        if template is None:
+            raise ManifestError(
+                f"{label}: ResourceClaimTemplate {namespace}/{template_name} is neither in the "
+                "file nor in the cluster"
+            )
+        claim_name = f"{pod_name}-{entry.get('name')}-whatif"
+        claim = dra.ResourceClaim(
+            metadata=dra.ClaimMeta(
+                name=claim_name,
+                namespace=namespace,
+                uid=f"{UID_PREFIX}claim-{namespace}-{claim_name}",
+                labels=dict(template.spec.metadata.labels),
+                annotations={
+                    **template.spec.metadata.annotations,
+                    dra.POD_CLAIM_NAME_ANNOTATION: str(entry.get("name")),
+                },
+                owner_references=[
+                    wire.OwnerReference(
+                        api_version="v1", kind="Pod", name=pod_name, uid=uid, controller=True
+                    )
+                ],
+            ),
+            spec=template.spec.spec,
+        )
+        made.append(claim)
+        statuses.append({"name": str(entry.get("name")), "resourceClaimName": claim_name})
+    if statuses:
+        body["status"] = {"resourceClaimStatuses": statuses}
+    return made
 
 
 def _admit_priority(world: World, pod: dict[str, Any]) -> None:
@@ -263,6 +396,8 @@ class Answer:
     evictions: list[Evict]
     # Whether muster would ask an autoscaler for its nodes, and for what.
     scale_up: ScaleUpReport | None = None
+    # Per pod, muster's words for why its ResourceClaims found no devices.
+    devices: dict[str, list[str]] = field(default_factory=dict)
 
     def as_dict(self, now: float) -> dict[str, Any]:
         """The answer as JSON."""
@@ -282,6 +417,7 @@ class Answer:
             "reason": self.view.waiting_reason,
             "conditions": self.view.as_dict(now)["conditions"],
             "scaleUp": scale_up_document(self.scale_up),
+            "devices": self.devices,
         }
 
 
@@ -307,6 +443,7 @@ def answers(
                 pending=pod_messages(session.result, key),
                 evictions=caused,
                 scale_up=scale_up_of(session.result, key),
+                devices=device_words(session.result, key),
             )
         )
     return found
@@ -352,6 +489,7 @@ def answer_text(answer: Answer) -> str:
             )
         for pod, message in sorted(answer.pending.items()):
             lines.append(f"    pod {pod}: {message}")
+            lines += [f"      {line}" for line in answer.devices.get(pod, [])]
     lines += [f"  {line}" if line else line for line in scale_up_lines(answer.scale_up, would=True)]
     return "\n".join(lines)
 
@@ -389,9 +527,16 @@ def main(args: argparse.Namespace) -> int:
     config = configuration.config
     baseline = run_session(world, config)
     namespace = args.namespace or context_namespace(options)
+    wanted = template_names(docs, namespace)
+    templates = asyncio.run(fetch_templates(options, wanted)) if wanted else {}
     try:
         submission = add_manifests(
-            world, docs, namespace, baseline.now, explicit_namespace=args.namespace is not None
+            world,
+            docs,
+            namespace,
+            baseline.now,
+            explicit_namespace=args.namespace is not None,
+            templates=templates,
         )
     except ManifestError as error:
         print(f"muster whatif: {args.filename}: {error}", file=sys.stderr)

@@ -86,7 +86,7 @@ class DynamicResources:
         self._allocator: DeviceAllocator | None = None
         # The AllocationResult of each claim a committed statement allocated.
         self._results: dict[str, dra.AllocationResult] = {}
-        # muster's words for the last refusal of a pod on a node (uid -> node -> words).
+        # muster's words for the last refusal of a pod on each node (uid -> node -> words).
         self._details: dict[str, dict[str, str]] = {}
 
     def __bool__(self) -> bool:
@@ -231,9 +231,22 @@ class DynamicResources:
         if task.devices is not None:
             self.allocator.give_back(task.devices)
 
-    def detail(self, task: TaskInfo, node: str) -> str:
-        """muster's words for the last refusal of the pod on the node ("" for none)."""
-        return self._details.get(task.uid, {}).get(node, "")
+    def shortages(self, shown: int = 3) -> dict[TaskInfo, list[str]]:
+        """For each pod still pending whose claims some node refused: muster's words on the
+        first `shown` of those nodes (by name), and how many more refused it. (Of a gang's
+        members alike, the node picker asks the one it could not place.)"""
+        found: dict[TaskInfo, list[str]] = {}
+        for task in self.tasks.values():
+            details = self._details.get(task.uid)
+            if task.status is not TaskStatus.PENDING or not details:
+                continue
+            names = sorted(details)
+            lines = [details[name] for name in names[:shown]]
+            if len(names) > shown:
+                rest = len(names) - shown
+                lines.append(f"and {rest} more {'node' if rest == 1 else 'nodes'}")
+            found[task] = lines
+        return found
 
     # As the Statement moves pods ------------------------------------------------------------
 

@@ -84,6 +84,8 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
         result.binds[:] = self._storage.with_claim_bindings(result.binds)
         if self._devices:
             result.binds[:] = self._devices.with_devices(result.binds)
+            for task, words in self._devices.shortages().items():
+                session.record_devices(task, words)
 
     def on_allocate(self, task: TaskInfo) -> None:
         """A placed pod with claims takes the volumes its node offers, and the devices of

@@ -17,6 +17,7 @@ from scheduler.inspect.whatif import (
     answers,
     load_documents,
 )
+from tests.unit.dra.devices import device_class, gpu, node_slice
 from tests.unit.inspect.objects import (
     PREEMPTING,
     node,
@@ -246,3 +247,67 @@ def test_without_scale_up_nothing_would_be_asked() -> None:
     (answer,) = answers(session, baseline, world, submission)
     assert answer.scale_up is None
     assert "Scale-up" not in answer_text(answer)
+
+
+def gpu_cluster(gpus: int) -> ClusterObjects:
+    """Two nodes, each publishing `gpus` GPUs of the test driver, and the class of them."""
+    return ClusterObjects(
+        nodes=[node("n0"), node("n1")],
+        queues=[queue()],
+        others={
+            "deviceclass": [device_class("gpu")],
+            "resourceslice": [
+                node_slice(n, *(gpu(f"gpu-{i}") for i in range(gpus)), name=f"{n}-gpus")
+                for n in ("n0", "n1")
+            ],
+        },
+    )
+
+
+ONE_GPU = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "one-gpu"},
+    "spec": {
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
+    },
+}
+
+
+def gpu_gang(name: str, size: int) -> list[dict[str, Any]]:
+    docs = gang(name, size)
+    for doc in docs[1:]:
+        doc["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+        doc["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return docs
+
+
+def test_a_gangs_template_claims_are_made_and_it_would_run_on_the_gpus_there_are() -> None:
+    world = build_world(gpu_cluster(2))
+    baseline = run_session(world, default_config(), NOW)
+    submission = add_manifests(world, [ONE_GPU, *gpu_gang("g", 4)], "ns", NOW)
+    session = run_session(world, default_config(), NOW)
+    (answer,) = answers(session, baseline, world, submission)
+    assert answer.verdict == "would run"
+    assert world.resource_claims.get("ns/g-0-gpu-whatif") is not None
+
+
+def test_a_gang_short_of_devices_waits_and_says_which_claim_and_how_many_are_free() -> None:
+    world = build_world(gpu_cluster(1))
+    baseline = run_session(world, default_config(), NOW)
+    submission = add_manifests(world, [ONE_GPU, *gpu_gang("g", 3)], "ns", NOW)
+    session = run_session(world, default_config(), NOW)
+    (answer,) = answers(session, baseline, world, submission)
+    assert answer.verdict == "waits"
+    text = answer_text(answer)
+    assert "0/2 nodes are available: 2 cannot allocate all claims." in text
+    assert (
+        "claim ns/g-2-gpu-whatif, request gpu (class gpu) needs 1: 1 device matches its "
+        "selectors on node n0, 0 of them free" in text
+    )
+
+
+def test_a_template_neither_in_the_file_nor_in_the_cluster_is_refused_by_name() -> None:
+    world = build_world(gpu_cluster(1))
+    with pytest.raises(ManifestError, match="ResourceClaimTemplate ns/one-gpu is neither"):
+        add_manifests(world, gpu_gang("g", 1), "ns", NOW)
