@@ -126,11 +126,15 @@ def native_queue(
 
 
 # Fields muster refuses by name on a native PodGroup: the gang is not placed, and its
-# scheduled condition says which field and what to do. The DRA work honours PodGroup
-# resource claims by taking them off this list (and reading `NativePodGroup.resource_claims`).
+# scheduled condition says which field and what to do. A PodGroup's resourceClaims are
+# alpha in 1.36 (DRAWorkloadResourceClaims, off by default: a server without the gate drops
+# the field); honouring them means reserving each claim for the PodGroup, which only such a
+# server accepts, so muster refuses them until the gate is beta.
 REFUSED_FIELDS: dict[str, str] = {
-    "spec.resourceClaims": "muster does not allocate PodGroup resource claims (DRA) yet, "
-    "so the gang is not placed rather than placed without its devices; schedule this "
+    "spec.resourceClaims": "muster does not allocate PodGroup resource claims (DRA, alpha "
+    "DRAWorkloadResourceClaims in 1.36) yet, so the gang is not placed rather than placed "
+    "without its devices; give each pod the claims instead (spec.resourceClaims of the "
+    "pods: a claim several pods name is allocated once, for the gang), or schedule this "
     "workload with kube-scheduler for now",
     "spec.parentCompositePodGroupName": "muster does not schedule CompositePodGroups "
     "(scheduling.k8s.io/v1alpha3) yet, so the gang is not placed rather than placed without "

@@ -14,9 +14,11 @@ same words from muster.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
+from scheduler.api import dra
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo, Taint
 from scheduler.api.reasons import FIELD_NOT_HONOURED
@@ -40,6 +42,14 @@ REASON_TAINT = "node(s) had untolerated taint {taint}"
 REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
 REASON_TOO_MANY_PODS = "Too many pods"
 REASON_INSUFFICIENT = "Insufficient {resource}"
+# An extended resource a DeviceClass serves through DRA (its extendedResourceName, or the
+# implicit deviceclass.resource.kubernetes.io/<class>) on a node that publishes none of it:
+# kube-scheduler 1.36 would make a claim for it; muster refuses the node by name rather than
+# let the pod wait for an allocatable of 0 that never grows.
+REASON_EXTENDED_BY_DRA = (
+    "{resource} is served by DeviceClass {device_class} through DRA on nodes that publish none "
+    "of it, which muster does not allocate yet (ask for it with a ResourceClaim)"
+)
 
 # A pod that tolerates this taint may go on a cordoned node (as with DaemonSets).
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -60,6 +70,8 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
     _storage = StorageFilters(NO_STORAGE, {}, PredicatesArguments.model_validate({}))
     _pods = PodTopology(ClusterSnapshot())
     _devices = DynamicResources(ClusterSnapshot(), {}, [])
+    # Extended resource names DeviceClasses serve, with the class (set per session).
+    _extended: Mapping[str, str] = MappingProxyType({})
 
     def on_session_open(self, session: Session, state: CycleState) -> None:
         """Storage filters over the session's PVCs, PVs, StorageClasses and CSINodes."""
@@ -71,6 +83,7 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
             spread=args.pod_topology_spread_enable,
         )
         state.spread_domains = self._pods.spread
+        self._extended = extended_resources(session.snapshot.devices.classes.values())
         devices = DynamicResources(session.snapshot, session.active_jobs, session.node_list)
         if devices:
             devices.prepare()
@@ -169,7 +182,7 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
         if node.pod_count < node.max_pods and task.request.fits_in(node.idle):
             verdict = self._storage.fits(task, node) if task.placement.claims else OK
         else:
-            verdict = _resource_verdict(task, node)
+            verdict = _resource_verdict(task, node, self._extended)
             if verdict.ok and task.placement.claims:
                 verdict = self._storage.fits(task, node)
         if verdict.ok and self._pods.pods is not None:
@@ -191,7 +204,26 @@ def _ports_conflict(task: TaskInfo, node: NodeInfo) -> bool:
     return any(port.conflicts_with(taken) for port in task.placement.host_ports for taken in used)
 
 
-def _resource_verdict(task: TaskInfo, node: NodeInfo) -> Status:
+def extended_resources(classes: Iterable[dra.DeviceClass]) -> dict[str, str]:
+    """The extended resource names DeviceClasses serve (each class's extendedResourceName and
+    its implicit deviceclass.resource.kubernetes.io/<name>), with the class: on a name two
+    classes give, the newest class, then the first by name (kube-scheduler's rule)."""
+    found: dict[str, tuple[str, str]] = {}
+    for device_class in classes:
+        meta = device_class.metadata
+        rank = (meta.creation_timestamp or "", meta.name)
+        names = [dra.IMPLICIT_EXTENDED_RESOURCE_PREFIX + meta.name]
+        if device_class.spec.extended_resource_name:
+            names.append(device_class.spec.extended_resource_name)
+        for name in names:
+            known = found.get(name)
+            # Newest wins; among equals, the smaller name.
+            if known is None or (rank[0], known[1]) > (known[0], rank[1]):
+                found[name] = rank
+    return {name: rank[1] for name, rank in found.items()}
+
+
+def _resource_verdict(task: TaskInfo, node: NodeInfo, extended: Mapping[str, str]) -> Status:
     """The slow path: pipelining onto releasing resources, or kube-scheduler's reasons."""
     request = task.request
     too_many_pods = node.pod_count + 1 > node.max_pods
@@ -204,9 +236,16 @@ def _resource_verdict(task: TaskInfo, node: NodeInfo) -> Status:
         if node.future_pod_count() + 1 <= node.max_pods and request.fits_in(available):
             return OK
     reasons = [REASON_TOO_MANY_PODS] if too_many_pods else []
-    reasons.extend(
-        REASON_INSUFFICIENT.format(resource=name)
-        for name in request.insufficient(available)
-        if not is_device_count(name)
-    )
+    served = False
+    for name in request.insufficient(available):
+        if is_device_count(name):
+            continue
+        device_class = extended.get(name)
+        if device_class is not None and node.allocatable.get(name) <= 0:
+            served = True
+            reasons.append(REASON_EXTENDED_BY_DRA.format(resource=name, device_class=device_class))
+        else:
+            reasons.append(REASON_INSUFFICIENT.format(resource=name))
+    if served and not too_many_pods and len(reasons) == 1:
+        return unresolvable(*reasons)
     return unschedulable(*reasons)

@@ -249,3 +249,41 @@ def test_a_stale_allocation_is_reused_where_its_pod_lands_within_reach() -> None
     assert isinstance(bind, DeviceBind) and bind.node == "n1"
     (written,) = bind.devices
     assert written.allocation is None and not written.replaces
+
+
+def test_an_extended_resource_a_device_class_serves_is_refused_by_name_where_no_node_has_it() -> (
+    None
+):
+    gpu_class = device_class("gpu")
+    gpu_class.spec.extended_resource_name = "example.com/gpu"
+    asks = wire.decode_pod(
+        msgspec.json.encode(
+            {
+                "metadata": {
+                    "name": "p",
+                    "namespace": "ns",
+                    "uid": "p-uid",
+                    "annotations": {"scheduling.k8s.io/group-name": "g"},
+                },
+                "spec": {
+                    "schedulerName": "muster",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "resources": {
+                                "requests": {"cpu": "1", "example.com/gpu": "1"},
+                                "limits": {"example.com/gpu": "1"},
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    )
+    result = run([asks], [], [], groups=[group("g", 1)], nodes=["n1"], classes=[gpu_class])
+    (message,) = result.unschedulable
+    assert message.message == (
+        "0/1 nodes are available: 1 example.com/gpu is served by DeviceClass gpu through DRA "
+        "on nodes that publish none of it, which muster does not allocate yet (ask for it "
+        "with a ResourceClaim)."
+    )
