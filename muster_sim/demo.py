@@ -7,8 +7,10 @@ and one gang that cannot fit, shows progress live, and ends with what was
 placed where, each queue's share against what it deserves, the time each
 gang took, why the waiting gang waits, and where metrics were served. Then a gang
 that fits on no node there is gets the nodes of all its pods at once from the
-autoscaler (a ProvisioningRequest) and runs. It stops every process it started,
-whatever happens.
+autoscaler (a ProvisioningRequest) and runs. Last, two nodes with simulated GPUs join
+(published through DRA by sim's driver): a GPU gang whose pods each claim one GPU from a
+ResourceClaimTemplate is placed with a device for every claim on its pod's node, and a
+second one waits, saying why. It stops every process it started, whatever happens.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
+from muster_sim.cluster.devices import DRIVER as GPU_CLASS
+from muster_sim.cluster.nodes import DRA_GPUS_LABEL
 from muster_sim.crd_files import crds_dir
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, TASK_SPEC_ANNOTATION, VERSION
 
@@ -62,6 +66,11 @@ NODE_GROUPS = {
         }
     ]
 }
+# The GPU scene's nodes (sim's DRA driver publishes their GPUs), tainted for GPU pods.
+GPU_POOL = "gpu"
+GPU_NODES = 2
+GPUS_PER_NODE = 4
+RESOURCE_GROUP, RESOURCE_VERSION = "resource.k8s.io", "v1"
 # The built-in config, with scale-up for the default queue's gangs.
 SCHEDULER_CONFIG = """\
 actions: "enqueue, allocate, backfill"
@@ -95,6 +104,9 @@ class Gang:
     submitted: float = 0.0
     placed_after: float | None = None
     nodes: set[str] = field(default_factory=set)
+
+    # A ResourceClaimTemplate each pod claims a device from (DRA), if any.
+    claim_template: str = ""
 
     @property
     def size(self) -> int:
@@ -237,9 +249,72 @@ class Cluster:
         )
         return dict(found)
 
+    def gpu_node(self, name: str) -> None:
+        """Register a Ready node whose GPUs sim's DRA driver publishes, tainted for GPU pods;
+        lift the not-ready taint the API server puts on it, as a kubelet's Ready would."""
+        body: Any = {
+            "metadata": {
+                "name": name,
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    POOL_LABEL: GPU_POOL,
+                    DRA_GPUS_LABEL: str(GPUS_PER_NODE),
+                },
+            },
+            "spec": {"taints": [{"key": POOL_LABEL, "value": GPU_POOL, "effect": "NoSchedule"}]},
+            "status": {
+                "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+        created = self.core.create_node(body)
+        given = (created.spec.taints if created.spec is not None else None) or []
+        taints = [
+            {"key": t.key, "value": t.value, "effect": t.effect}
+            for t in given
+            if t.key != "node.kubernetes.io/not-ready"
+        ]
+        self.core.patch_node(name, {"spec": {"taints": taints}})
+
+    def claim_template(self, name: str, device_class: str) -> None:
+        """A ResourceClaimTemplate of one device of the class."""
+        body = {
+            "apiVersion": f"{RESOURCE_GROUP}/{RESOURCE_VERSION}",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]
+                    }
+                }
+            },
+        }
+        self.custom.create_namespaced_custom_object(
+            RESOURCE_GROUP, RESOURCE_VERSION, NAMESPACE, "resourceclaimtemplates", body
+        )
+
+    def devices(self) -> dict[str, str]:
+        """Pod name -> "node/device" its claim was allocated, for the claims made from
+        templates (their pod-claim-name annotation) that are allocated."""
+        found: Any = self.custom.list_namespaced_custom_object(
+            RESOURCE_GROUP, RESOURCE_VERSION, NAMESPACE, "resourceclaims"
+        )
+        devices = {}
+        for claim in found.get("items", []):
+            references = claim["metadata"].get("ownerReferences", [])
+            owner = next((r["name"] for r in references if r["kind"] == "Pod"), None)
+            results = (claim.get("status", {}).get("allocation") or {}).get("devices", {})
+            for result in results.get("results", []):
+                if owner is not None:
+                    devices[owner] = f"{result['pool']}/{result['device']}"
+        return devices
+
 
 def pod_manifest(gang: Gang, role: str, index: int, cpu: int) -> Any:
-    """A member pod as KubeRay writes it: group and role annotations, our scheduler."""
+    """A member pod as KubeRay writes it: group and role annotations, our scheduler; a claim
+    from the gang's ResourceClaimTemplate when it has one."""
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -263,6 +338,11 @@ def pod_manifest(gang: Gang, role: str, index: int, cpu: int) -> Any:
         pod["spec"]["tolerations"] = [
             {"key": POOL_LABEL, "value": gang.pool, "effect": "NoSchedule"}
         ]
+    if gang.claim_template:
+        pod["spec"]["resourceClaims"] = [
+            {"name": "gpu", "resourceClaimTemplateName": gang.claim_template}
+        ]
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
     return pod
 
 
@@ -415,6 +495,55 @@ def demo(console: Console, args: argparse.Namespace, work_dir: Path, processes: 
     placed = watch_progress(console, cluster, gangs, args.timeout)
     report(console, cluster, gangs, placed, metrics)
     scale_up_scene(console, cluster, args.timeout)
+    gpu_scene(console, cluster, args.timeout)
+
+
+def gpu_scene(console: Console, cluster: Cluster, timeout: float) -> None:
+    """GPUs through DRA: a gang whose pods each claim a GPU gets one device per claim on its
+    pod's node, all at once; a second gang, for which no GPU is left, waits saying why."""
+    console.print()
+    names = [f"{GPU_POOL}-{index:04d}" for index in range(GPU_NODES)]
+    for name in names:
+        cluster.gpu_node(name)
+    cluster.claim_template("one-gpu", GPU_CLASS)
+    console.print(
+        f"[bold]GPUs through DRA:[/] nodes {', '.join(names)} join with {GPUS_PER_NODE} GPUs "
+        f"each, published in ResourceSlices by sim's DRA driver (DeviceClass {GPU_CLASS}). "
+        "Each pod of a GPU gang claims one GPU from the ResourceClaimTemplate one-gpu."
+    )
+    first = Gang(
+        "train-gpu",
+        "default",
+        {"worker": (GPU_NODES * GPUS_PER_NODE, 1)},
+        pool=GPU_POOL,
+        claim_template="one-gpu",
+    )
+    second = Gang(
+        "more-gpu", "default", {"worker": (2, 1)}, pool=GPU_POOL, claim_template="one-gpu"
+    )
+    cluster.submit(first)
+    start = time.monotonic()
+    wait_until(
+        lambda: all(n in cluster.placements() for n in first.pod_names()),
+        timeout,
+        f"gang {first.name} to be placed",
+    )
+    elapsed = time.monotonic() - start
+    cluster.submit(second)
+    wait_until(
+        lambda: waiting_reason(cluster.podgroup(second.name)),
+        timeout,
+        f"gang {second.name} to say why it waits",
+    )
+    placed = cluster.placements()
+    devices = cluster.devices()
+    table = Table(title=f"{first.name}: placed whole {elapsed:.1f}s after it was submitted")
+    for column in ("pod", "node", "device its claim was allocated"):
+        table.add_column(column)
+    for pod in first.pod_names():
+        table.add_row(pod, placed.get(pod, "-"), devices.get(pod, "-"))
+    console.print(table)
+    console.print(f"{second.name} waits: {waiting_reason(cluster.podgroup(second.name))}")
 
 
 def scale_up_scene(console: Console, cluster: Cluster, timeout: float) -> None:

@@ -2,7 +2,8 @@
 
 The modules a session spends its time in (the snapshot's records, the session, its state
 and its node picker, the cycle builder, enqueue, allocate and backfill, the default
-plugins and the pod-to-pod rules of nodefit/ they call, and DRA's allocation core) are
+plugins and the pod-to-pod and device rules of nodefit/ they call, and DRA's allocation
+core) are
 compiled into C extension modules when muster is built with MUSTER_COMPILE=1 (setup.py;
 the image is built so).
 Plain Python runs the very same sources: it is what development and most of `make test`
@@ -53,6 +54,7 @@ COMPILED_MODULES = (
     "scheduler.plugins.drf",
     "scheduler.nodefit.podtopologyspread",
     "scheduler.nodefit.interpodaffinity",
+    "scheduler.nodefit.dynamicresources",
     "scheduler.engine",
     # DRA's allocation core (scheduler/dra/): what fits asks per pod and node. Its CEL
     # modules stay plain: their time is cel-python's, and cel-python's transpiled code

@@ -31,7 +31,7 @@ from scheduler.api.reasons import (
     queue_not_found,
     queue_not_leaf,
 )
-from scheduler.api.resources import UNLIMITED, Resource, describe, share_of
+from scheduler.api.resources import UNLIMITED, Resource, describe, is_device_count, share_of
 from scheduler.api.task import TaskInfo
 from scheduler.framework.answers import Vote, Waiting
 from scheduler.framework.arguments import NoArguments
@@ -112,6 +112,43 @@ def within(request: Resource, used: Resource, limit: Resource) -> bool:
 
 def _clamp(value: Resource, ceiling: Resource) -> Resource:
     return value.minimum(ceiling)
+
+
+def _fill_devices(
+    siblings: list[QueueShare], amount: Resource, ceilings: dict[str, Resource]
+) -> None:
+    """Water-fill each DeviceClass's devices (deviceclass/<class>) by weight among the
+    siblings that ask for some, on its own: the rounds above share every dimension with
+    every queue short of anything, and a whole device cannot be split, so a queue asking
+    for 8 of 8 devices beside queues short of cpu would deserve only the few a round's
+    share rounds to. Each round gives each queue its weight's share of what is left (at
+    least one device to the heaviest queue left, then by name, when shares round to none),
+    never more than it asks."""
+    for key, total in amount.scalars.items():
+        if not is_device_count(key):
+            continue
+        wanting = {
+            attr.queue.name: attr for attr in siblings if ceilings[attr.queue.name].get(key) > 0
+        }
+        given = {name: max(attr.guarantee.get(key), 0) for name, attr in wanting.items()}
+        remaining = total - sum(given.values())
+        unmet = {name for name in wanting if given[name] < ceilings[name].get(key)}
+        while remaining > 0 and unmet:
+            weight = sum(wanting[name].queue.weight for name in unmet)
+            moved = 0
+            for name in sorted(unmet):
+                share = remaining * wanting[name].queue.weight // weight if weight else 0
+                grant = min(share, ceilings[name].get(key) - given[name])
+                given[name] += grant
+                moved += grant
+            if moved == 0:
+                heaviest = min(unmet, key=lambda name: (-wanting[name].queue.weight, name))
+                given[heaviest] += 1
+                moved = 1
+            remaining -= moved
+            unmet = {name for name in unmet if given[name] < ceilings[name].get(key)}
+        for attr in siblings:
+            attr.deserved.set(key, given.get(attr.queue.name, 0))
 
 
 class ProportionPlugin(Plugin[NoArguments]):
@@ -232,6 +269,7 @@ class ProportionPlugin(Plugin[NoArguments]):
                     unmet.discard(name)
             if remaining == before or remaining.is_empty():
                 break
+        _fill_devices(siblings, amount, ceilings)
         for attr in siblings:
             if attr.children:
                 self._fill_deserved(attr.children, attr.deserved)

@@ -4,9 +4,10 @@ capability and deserved divide them; no node is asked for them."""
 
 from __future__ import annotations
 
+from scheduler.api import wire
 from scheduler.api.pod_templates import PodShape, template_spec
 from scheduler.api.resources import Resource
-from scheduler.cache.kinds import pods, resourceclaims
+from scheduler.cache.kinds import podgroups, pods, resourceclaims
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML
 from tests.unit.dra.devices import claim, exactly
@@ -101,3 +102,31 @@ def test_a_scale_up_template_carries_the_pods_claims_and_asks_no_device_count() 
     assert spec["resourceClaims"] == [{"name": "c0", "resourceClaimTemplateName": "t"}]
     (container,) = spec["containers"]
     assert container["resources"] == {"requests": {"cpu": "1"}, "claims": [{"name": "c0"}]}
+
+
+def test_a_queue_alone_in_asking_for_devices_deserves_all_it_asks_beside_queues_short_of_cpu() -> (
+    None
+):
+    # Queue "busy" asks far more cpu than there is, and no GPU; "gpus" asks all 4 GPUs.
+    # Shared rounds would leave "gpus" a share of the GPUs rounded down; it deserves all 4.
+    world = world_with_gpus(["n1", "n2"])
+    queue(world, "gpus", weight=1)
+    queue(world, "busy", weight=3)
+    gang(world, "train", 4, "gpus")
+    for index in range(8):
+        podgroups.upsert(
+            world,
+            wire.from_dict(
+                {
+                    "metadata": {"name": f"cpu{index}", "namespace": "ns", "uid": f"pg-cpu{index}"},
+                    "spec": {"minMember": 1, "queue": "busy"},
+                    "status": {"phase": "Inqueue"},
+                },
+                wire.PodGroup,
+            ),
+        )
+        pods.upsert(world, pod(f"cpu{index}-0", group=f"cpu{index}", cpu="4"))
+    result = schedule(world.snapshot())
+    assert sorted(b.name for b in result.binds if b.job == "ns/train") == [
+        f"train-{i}" for i in range(4)
+    ]
