@@ -21,6 +21,7 @@ from scheduler.cache.wiring import world_reflectors
 from scheduler.cache.world import World
 from scheduler.config_source import ConfigSource
 from scheduler.effects.apply import Effects
+from scheduler.effects.fence import LeaderFence
 from scheduler.effects.queues import ensure_default_queue
 from scheduler.effects.recorder import EventRecorder, own_pod
 from scheduler.endpoints import EndpointThread, scheduler_routes, serve_in_thread
@@ -59,7 +60,11 @@ class SchedulerProcess:
             partitioned=options.partition is not None,
         )
         self.client, self.bind_client, self.event_client = connect_lanes(options)
-        self.recorder = EventRecorder(self.event_client, self.metrics, workers=EVENT_CONNECTIONS)
+        # What every write of the leader's asks as it is sent (effects/fence.py).
+        self.fence = LeaderFence(self.is_leader)
+        self.recorder = EventRecorder(
+            self.event_client, self.metrics, workers=EVENT_CONNECTIONS, fence=self.fence
+        )
         # Read by the metrics thread: a length, read whole.
         self.metrics.events_queued.set_function(self.recorder.queued)
         # Where config errors are announced: the scheduler's own pod, where operators look.
@@ -78,7 +83,7 @@ class SchedulerProcess:
             self.world,
             self.recorder,
             self.metrics,
-            may_bind=self.is_leader,
+            fence=self.fence,
             bind_client=self.bind_client,
             bind_workers=BIND_CONNECTIONS * options.bind_depth,
         )
@@ -220,7 +225,8 @@ class SchedulerProcess:
 
     def _announce_config_error(self, error: str) -> None:
         if self.own_pod is not None:
-            self.recorder.record(self.own_pod, "Warning", "InvalidConfig", error)
+            # The process's own: a standby announces its config too.
+            self.recorder.record(self.own_pod, "Warning", "InvalidConfig", error, as_leader=False)
 
     # Stop --------------------------------------------------------------------
     async def _shutdown(
@@ -228,9 +234,10 @@ class SchedulerProcess:
     ) -> None:
         log.info("shutting down: finishing binds in flight")
         await self.effects.finish_binds()
+        await self.effects.finish_writes()
         if self.elector is not None:
             await self.elector.release()
-        await self.effects.finish()
+        await self.effects.close()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
