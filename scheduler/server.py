@@ -27,6 +27,7 @@ from scheduler.effects.recorder import EventRecorder, own_pod
 from scheduler.endpoints import EndpointThread, scheduler_routes, serve_in_thread
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
+from scheduler.framework.settled import settles
 from scheduler.health import Health
 from scheduler.heap import HeapTrimmer, glibc, pin_mmap_threshold
 from scheduler.kube.lease import LeaderElector
@@ -172,14 +173,17 @@ class SchedulerProcess:
             self.metrics.observe_cache(self.world.counts())
             self.metrics.tasks.set(len(asyncio.all_tasks()))
             self.heap.trim_if_due()
-            await pause(period, self.stopping, self.lease_taken)
+            # A session that left gangs to the next: the next goes once its first binds are
+            # answered (they leave before it holds the loop), not a period later.
+            sooner = self.effects.first_bind_answered() if self.world.deferred else None
+            await pause(period, self.stopping, self.lease_taken, sooner)
 
     def _session(self) -> None:
         # The generations the session sees: changes that arrive while it runs get the next.
         generation, status_generation = self.world.generation, self.world.status_generation
         began = time.monotonic()
         try:
-            self.cycle()
+            self.cycle(pending_pods=self._first_session_bound())
         except Exception as error:
             # A bug must not stop the process: the next period tries again. A cycle that
             # fails every period turns /healthz red (scheduler/health.py), and is logged
@@ -196,19 +200,29 @@ class SchedulerProcess:
             status_generation=status_generation,
             now=ended,
             seconds=ended - began,
+            deferred=bool(self.world.deferred),
         )
         self._last_cycle_error = ""
         self.metrics.cycles.labels("session").inc()
         self.health.cycle_finished()
 
-    def cycle(self) -> SessionResult:
-        """One session: snapshot, schedule, apply (then observe it on the metrics)."""
+    def _first_session_bound(self) -> int:
+        """The pending pods the next session is offered at most (0: no bound): the first of
+        a term is bounded (cache/bounded.py), when its config lets sessions leave gangs out
+        (framework/settled.py: one that evicts is whole, the first too)."""
+        if not self.gate.first_of_term or not settles(self.config.config):
+            return 0
+        return self.options.first_session_pods
+
+    def cycle(self, pending_pods: int = 0) -> SessionResult:
+        """One session: snapshot, schedule, apply (then observe it on the metrics); with
+        `pending_pods`, a bounded one (cache/bounded.py)."""
         start = time.perf_counter()
         # Decisions never read a clock: the session's "now" comes with its snapshot (the
         # core reads perf_counter only to time its actions and plugins for metrics).
         now = time.time()
         with gc_policy.paused():
-            snapshot = self.world.snapshot(now)
+            snapshot = self.world.snapshot(now, pending_pods=pending_pods)
             result = schedule(snapshot, self.config.config, copy=False)
             decided = time.perf_counter()
             if not self.is_leader():

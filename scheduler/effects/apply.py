@@ -69,6 +69,8 @@ class BindDispatcher(Protocol):
 
     async def drain(self) -> None: ...
 
+    async def first_answer(self) -> None: ...
+
     async def close(self) -> None: ...
 
 
@@ -290,6 +292,11 @@ class Effects:
         """Let the writers drop what they keep about PodGroups ("ns/name") and pods (uids)
         that no longer exist."""
         self.writer.forget_gone(podgroups, pods)
+
+    async def first_bind_answered(self) -> None:
+        """Wait until a bind of the last session's has its answer (at once when it made
+        none): its binds are on the wire before the next session holds the event loop."""
+        await self.binder.first_answer()
 
     @property
     def evictions_in_flight(self) -> frozenset[asyncio.Task[None]]:
