@@ -175,7 +175,7 @@ class SchedulerProcess:
             self.heap.trim_if_due()
             # A session that left gangs to the next: the next goes once its first binds are
             # answered (they leave before it holds the loop), not a period later.
-            sooner = self.effects.first_bind_answered() if self.world.deferred else None
+            sooner = self.effects.first_bind_answered() if self.gate.due_now else None
             await pause(period, self.stopping, self.lease_taken, sooner)
 
     def _session(self) -> None:

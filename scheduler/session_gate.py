@@ -46,6 +46,11 @@ class SessionGate:
         self._deferred = False
 
     @property
+    def due_now(self) -> bool:
+        """Whether the last session left gangs to the next, which is then due at once."""
+        return self._deferred
+
+    @property
     def first_of_term(self) -> bool:
         """Whether the next session is the first of this term of leadership (or of the
         process): the one a takeover waits for, which is bounded."""
