@@ -47,12 +47,13 @@ log = logging.getLogger("muster.scheduler")
 # closes and the lease is released: nothing of the leader's is sent after a successor may
 # lead. The lease is held until all that is done, so each part is kept short: a standby
 # takes over only after it (a bind retried after a 5xx could hold it for a minute, and the
-# kubelet kills a pod past its grace). Together (12 s) they stay within the scheduler pod's
-# terminationGracePeriodSeconds (40, deploy/base/scheduler), and a standby takes over within
-# lease + 2 s of the SIGTERM even when each takes all its time.
+# kubelet kills a pod past its grace). The writes get the least: what they leave unsent, the
+# successor's first session writes anew (its status writer has written nothing yet), while
+# each second they take (429s and their retries) delays the hand-over. Together (8 s) they
+# stay within the scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
 BIND_DRAIN_SECONDS = 2.0
 BIND_ANSWER_SECONDS = 5.0
-WRITE_DRAIN_SECONDS = 5.0
+WRITE_DRAIN_SECONDS = 1.0
 # Connections of the status writer's lane, one write at a time on each: as many as its two
 # keyed lanes (effects/lanes.py) write at once together.
 STATUS_CONNECTIONS = 32
