@@ -155,7 +155,7 @@ def table(doc: dict[str, Any]) -> str:
         ),
         ("faults not injected", ", ".join(doc["faults_not_injected"]) or "none"),
         (
-            "faults planned and never struck",
+            "leader fault attempts given up (struck later, or never)",
             ", ".join(f"{k} {v}" for k, v in sorted(doc["faults_skipped"].items())) or "none",
         ),
         ("invariant violations (target 0)", str(doc["violations"])),
