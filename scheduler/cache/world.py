@@ -126,8 +126,10 @@ class World:
             jobs, totals = MappingProxyType({}), {}
         deferred = {}
         if pending_pods > 0:
+            # Of the queues this instance holds (a partition's): another's are not its own.
+            ours = {key: job for key, job in live.jobs.items() if job.queue in live.queues}
             kept = set(jobs) | live.nominated | self.scale_up_requests.view().keys()
-            deferred = deferred_gangs(live.jobs, pending_pods, kept=kept)
+            deferred = deferred_gangs(ours, pending_pods, kept=kept)
         self.deferred = frozenset(deferred)
         if deferred:
             totals = with_deferred(totals, deferred, live.jobs)
