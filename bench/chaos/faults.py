@@ -2,7 +2,10 @@
 
 Leader faults (SIGKILL, SIGKILL mid-commit of a gang, SIGTERM, SIGSTOP past the lease then
 SIGCONT) wait until exactly one replica leads and hit that one; a killed replica is
-replaced by a fresh one (a new token: a new identity in the audit). sim faults go through
+replaced by a fresh one (a new token: a new identity in the audit). The SIGSTOP too strikes
+mid-commit of a gang whose binds are slowed: the leader is stopped with binds queued, and
+the statuses and events held behind them, which it must not send once it is resumed past its
+term (the audit holds each to its writer's term). sim faults go through
 its admin endpoint: error answers (5xx, 429) on binds, patches and evictions, added
 latency, dropped watches, forced 410s (a compaction with every watch cut), a compaction
 alone, and a restart of sim keeping its store (POST /sim/restart: serving stops for two
@@ -199,9 +202,10 @@ class Injector:
             # a takeover is under way: the driver tries again on its next tick
             return False
         cut: tuple[str, str] | None = None
-        if kind == "sigkill-mid-commit":
+        if kind in ("sigkill-mid-commit", "sigstop"):
             # slow binds down and make the gang several times the binder's 64 requests in
-            # flight, so that the kill lands after the first wave committed, before the rest
+            # flight, so that the kill (or the stop) lands after the first wave committed,
+            # before the rest, with statuses and events held behind the binds
             self._rule(
                 "bind-latency", {"ms": 400, "verbs": ["create"], "resources": ["pods/binding"]}
             )

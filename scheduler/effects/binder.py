@@ -105,6 +105,9 @@ class Binder:
         self._unanswered = 0
         self._settled = asyncio.Event()
         self._settled.set()
+        # Set once a bind dispatched since the last dispatch() was answered (or given up).
+        self._first_answer = asyncio.Event()
+        self._first_answer.set()
 
     def may_bind(self) -> bool:
         """Whether a bind may be written now: this replica leads, and is not shutting down
@@ -149,10 +152,16 @@ class Binder:
             self._enqueue(bind)
         self._unanswered += len(binds)
         self._settled.clear()
+        self._first_answer.clear()
 
     async def drain(self) -> None:
         """Wait until every bind dispatched has its answer."""
         await self._settled.wait()
+
+    async def first_answer(self) -> None:
+        """Wait until a bind of the last dispatch has its answer (at once when it had none):
+        the binds are on the wire, not waiting for the event loop."""
+        await self._first_answer.wait()
 
     async def backlog_cleared(self) -> None:
         """Wait until no bind waits for a worker (each is sent, or being sent)."""
@@ -184,6 +193,7 @@ class Binder:
                 self.world.forget_bound(bind.uid)
                 self.progress.settled(bind.uid, failed=True)
             finally:
+                self._first_answer.set()
                 if bind.uid not in self._timers and bind.uid not in self._parked:
                     self._answered()
 

@@ -73,6 +73,16 @@ def test_every_leader_loss_is_followed_by_binds_of_a_successor(trial: TrialResul
     assert trial.binds > 0 and trial.replicas_started >= 5
 
 
+@pytest.mark.timeout(240)
+def test_the_audit_held_every_kind_of_the_leaders_writes_to_the_lease(trial: TrialResult) -> None:
+    # lease_exclusive checks each of these against its writer's term; the trial makes some
+    # of each, so that one sent outside a term would be seen. (Evictions are checked the same
+    # way, tests/unit/chaos; the short trial's filler leaves room, and it seldom evicts.)
+    kinds = ("bind", "pod condition", "podgroup status", "queue status", "event")
+    missing = [kind for kind in kinds if not trial.leader_writes.get(kind)]
+    assert missing == [], f"seed {SEED}: none audited of {missing}; {trial.leader_writes}"
+
+
 @pytest.mark.timeout(180)
 def test_fuzzed_objects_neither_crash_nor_stall_muster(fuzzed: dict[str, Any]) -> None:
     assert fuzzed["sent"] >= 200

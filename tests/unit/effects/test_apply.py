@@ -63,6 +63,9 @@ class FakeBinder:
         if self.drain_forever:
             await asyncio.Event().wait()
 
+    async def first_answer(self) -> None:
+        self.journal.add("binder", "first_answer")
+
     async def close(self) -> None:
         self.journal.add("binder", "close")
 
