@@ -518,6 +518,7 @@ def test_a_copied_job_carries_every_field_a_session_does_not_recompute() -> None
         "placed_hypernode",
         "_pending_request",
         "scale_up",
+        "completion",
     }
     sentinels = {}
     for name in _fields(JobInfo):
