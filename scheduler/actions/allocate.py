@@ -25,9 +25,11 @@ from scheduler.actions.allocate_arguments import AllocateArguments
 from scheduler.actions.backoff import retry_due
 from scheduler.api.gang_state import (
     PLACED_STATUSES,
+    WERE_BOUND_STATUSES,
     gang_placed,
     gang_ready,
     gang_shortfall,
+    holds_room,
     may_place,
     partly_bound,
     partly_bound_since,
@@ -44,13 +46,14 @@ from scheduler.api.reasons import (
     PARTLY_BOUND_HOLDING,
     PARTLY_BOUND_UNDO_REFUSED,
     PARTLY_BOUND_UNDOING,
+    PARTLY_BOUND_UNDONE,
     QUEUE_SHARE_EXCEEDED,
     behind_queue_head,
     queue_share_held,
     queue_share_would_exceed,
 )
 from scheduler.api.subgroups import SubGroup, SubGroupKey, split, whole_count
-from scheduler.api.task import BOUND_STATUSES, TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.api.topology import (
     Domain,
@@ -172,7 +175,7 @@ class Allocate(Action[AllocateArguments]):
         the Eviction API refused is tried again after a backoff, the room held meanwhile."""
         now = session.snapshot.now
         deadline = (now if since is None else since) + timeout
-        bound = job.count(*BOUND_STATUSES)
+        bound = job.count(*WERE_BOUND_STATUSES)
         queue = session.queues.get(job.queue)
         if queue is not None and job.pending_tasks() and session.job_valid(job) is None:
             self._allocate_job(session, state, picker, queue, job)
@@ -186,6 +189,13 @@ class Allocate(Action[AllocateArguments]):
             reason, why = PARTLY_BOUND_HOLDING, _undone_at(deadline)
         elif refusal and not retry_due(session, job):
             reason, why = PARTLY_BOUND_UNDO_REFUSED, _undo_refused(refusal)
+        elif not holds_room(job):
+            # Its placed members all finished: there is nothing to evict, and no room of its
+            # own to keep. It is no longer held for; it is still tried first.
+            job.completion = Completion(
+                since, deadline, PARTLY_BOUND_UNDONE, _nothing_to_undo(timeout, bound)
+            )
+            return
         else:
             _undo(session, job, timeout)
             job.completion = Completion(
@@ -352,6 +362,14 @@ def _undo_refused(refusal: str) -> str:
     return (
         f"its undo was refused ({refusal}); it is tried again after a backoff, and its "
         f"missing members' room stays held meanwhile"
+    )
+
+
+def _nothing_to_undo(timeout: float, bound: int) -> str:
+    return (
+        f"it could not be completed within {timeout:g}s of its first bind, but its {bound} "
+        f"placed members finished: there is nothing to evict, and it is no longer held for; "
+        f"its missing members are placed when they fit, before other gangs"
     )
 
 

@@ -134,28 +134,37 @@ def short_of_min_member(job: JobInfo) -> bool:
     return members_placed(job) < job.min_member
 
 
+# Members that were bound: holding room under a bind, or finished there.
+WERE_BOUND_STATUSES = (*BOUND_STATUSES, TaskStatus.SUCCEEDED)
+
+
 def partly_bound(job: JobInfo) -> bool:
-    """Whether the gang is partly bound: at least one member holds room under a bind
-    (Binding, Bound, Running) and the gang has not been ready (gang_ready, Succeeded members
-    counting) since it was last Pending. Binding is N separate calls: a leader stopped
-    between the first and the last, or a bind refused for good, leaves such a gang, which
-    allocate completes before any other or, past its time, undoes.
+    """Whether the gang is partly bound: at least one member was bound (Binding, Bound,
+    Running, or Succeeded since) and the gang has not been ready (gang_ready, Succeeded
+    members counting) since it was last Pending. Binding is N separate calls: a leader
+    stopped between the first and the last, or a bind refused for good, leaves such a gang,
+    which allocate completes before any other or, past its time, undoes (evicts the members
+    that hold room; those that finished are done).
 
     A gang that ran whole and then lost a member, or whose minMember was raised in place,
     is not partly bound: its PodGroup was written Running (HAS_BEEN_READY_PHASES), and it
-    keeps the rules of a running gang. Nor is one whose only placed members finished: it
-    holds no room, so there is nothing to keep or undo."""
+    keeps the rules of a running gang."""
     if job.observed_phase in HAS_BEEN_READY_PHASES:
         return False
-    return job.count(*BOUND_STATUSES) > 0 and not gang_ready(job)
+    return job.count(*WERE_BOUND_STATUSES) > 0 and not gang_ready(job)
+
+
+def holds_room(job: JobInfo) -> int:
+    """How many members hold room under a bind (what an undo evicts, or waits for)."""
+    return job.count(*BOUND_STATUSES)
 
 
 def partly_bound_since(job: JobInfo) -> float | None:
-    """Since when a partly bound gang is so (epoch seconds): when its first member still
-    bound was bound (its PodScheduled condition, which the binding sets), as the API server
-    holds it; None when no bound member says."""
+    """Since when a partly bound gang is so (epoch seconds): when its first member was
+    bound (its PodScheduled condition, which the binding sets), as the API server holds it;
+    None when no such member says."""
     earliest: float | None = None
-    for task in job.tasks_in(*BOUND_STATUSES):
+    for task in job.tasks_in(*WERE_BOUND_STATUSES):
         when = parse_rfc3339(task.bound_at)
         if when is not None and (earliest is None or when < earliest):
             earliest = when

@@ -10,6 +10,7 @@ from scheduler.api.gang_state import (
     HAS_BEEN_READY_PHASES,
     PLACED_STATUSES,
     STARTED_PHASES,
+    WERE_BOUND_STATUSES,
     gang_placed,
     gang_ready,
     has_started,
@@ -43,7 +44,7 @@ from scheduler.api.reasons import UNSCHEDULABLE as UNSCHEDULABLE
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.subgroups import summary
-from scheduler.api.task import BOUND_STATUSES, TaskStatus
+from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import format_rfc3339
 from scheduler.api.topology import member_counts
 from scheduler.framework.decisions import (
@@ -133,6 +134,8 @@ _DECIDED_EACH_SESSION = frozenset({ADMITTED, NOT_HONOURED_TYPE, STARVING, SCALE_
 # The type of event each PartlyBound reason is said with: a partly bound gang completed or
 # undone is news; one held for, or being undone, is a warning.
 _PARTLY_BOUND_EVENTS = {PARTLY_BOUND_COMPLETED: "Normal", PARTLY_BOUND_UNDONE: "Normal"}
+# The PartlyBound reasons that end it: its condition turns False.
+_PARTLY_BOUND_OVER = frozenset({PARTLY_BOUND_COMPLETED, PARTLY_BOUND_UNDONE})
 
 
 def _partly_bound(job: JobInfo, previous: dict[str, wire.Condition]) -> list[GroupCondition]:
@@ -140,7 +143,7 @@ def _partly_bound(job: JobInfo, previous: dict[str, wire.Condition]) -> list[Gro
     or, once it is no longer partly bound, how that ended; else as the object says."""
     verdict = job.completion
     if verdict is not None:
-        status = "False" if verdict.reason == PARTLY_BOUND_COMPLETED else "True"
+        status = "False" if verdict.reason in _PARTLY_BOUND_OVER else "True"
         return [GroupCondition(PARTLY_BOUND, status, verdict.reason, verdict.message)]
     kept = previous.get(PARTLY_BOUND)
     if kept is None:
@@ -156,7 +159,7 @@ def _partly_bound(job: JobInfo, previous: dict[str, wire.Condition]) -> list[Gro
                 "the gang is complete: every member it needs is placed",
             )
         ]
-    if not job.count(*BOUND_STATUSES):
+    if not job.count(*WERE_BOUND_STATUSES):
         return [
             GroupCondition(
                 PARTLY_BOUND,

@@ -25,6 +25,7 @@ from scheduler.api.reasons import (
     PARTLY_BOUND_HOLDING,
     PARTLY_BOUND_UNDO_REFUSED,
     PARTLY_BOUND_UNDOING,
+    PARTLY_BOUND_UNDONE,
 )
 from scheduler.api.resources import Resource, describe
 from scheduler.api.snapshot import shadow_key
@@ -259,6 +260,8 @@ _COMPLETION_OUTCOMES = {
     "other gang",
     PARTLY_BOUND_UNDOING: "undone now: its bound members are evicted",
     PARTLY_BOUND_UNDO_REFUSED: "its undo was refused; held for, and tried again after a backoff",
+    PARTLY_BOUND_UNDONE: "past its time with nothing to undo (its placed members finished): "
+    "no longer held for, still placed first",
 }
 
 

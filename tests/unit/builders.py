@@ -181,12 +181,14 @@ def gang(
     holding = 0
     for member, member_status in zip(ordered, wanted, strict=False):
         job.set_task_status(member, member_status)
-        if member_status is TaskStatus.PENDING or member_status in TERMINAL_STATUSES:
+        if member_status is TaskStatus.PENDING:
+            continue
+        member.bound_at = bound_at
+        if member_status in TERMINAL_STATUSES:
             continue
         if not on:
             raise ValueError(f"gang {name}: members {member_status.value} need nodes (on=...)")
         member.node_name = on[holding % len(on)]
-        member.bound_at = bound_at
         holding += 1
     return job
 

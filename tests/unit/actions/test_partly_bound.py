@@ -37,7 +37,13 @@ from tests.unit.builders import (
 NOW = 1_800_000_000.0
 # When the cut gang's first member was bound.
 BOUND_AT = NOW - 10
-R, B, BI, P = TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.PENDING
+R, B, BI, P, S = (
+    TaskStatus.RUNNING,
+    TaskStatus.BOUND,
+    TaskStatus.BINDING,
+    TaskStatus.PENDING,
+    TaskStatus.SUCCEEDED,
+)
 TIERS = """
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
@@ -190,6 +196,30 @@ def test_the_time_to_complete_counts_from_the_first_member_still_bound() -> None
     result = schedule(snap, CONFIG)
 
     assert evictions_per_job(result) == {"default/cut": 4}
+
+
+def test_a_gang_whose_placed_members_finished_is_held_for_then_left_with_nothing_to_undo() -> None:
+    # A dead leader bound four; they ran and finished before the next leader came. The gang
+    # still needs its three others, which cannot fit yet: it is held for, then past its time
+    # there is nothing to evict; it is no longer held for.
+    def full(now: float) -> ClusterSnapshot:
+        # n0's room went to other work meanwhile; one cpu is free on n1.
+        on_n0 = running_gang("other", 4, on=["n0"], queue="b")
+        return cluster(cut_gang(statuses=(S, S, S, S)), on_n0, busy_on_n1=3, now=now)
+
+    waiting = schedule(full(NOW), CONFIG)
+
+    assert [h.job for h in waiting.holds] == ["default/cut"]
+    holding = condition(waiting, "cut", PARTLY_BOUND)
+    assert holding is not None and holding.reason == PARTLY_BOUND_HOLDING
+
+    late = schedule(full(BOUND_AT + 61), CONFIG)
+
+    assert late.evictions == [] and late.holds == []
+    undone = condition(late, "cut", PARTLY_BOUND)
+    assert undone is not None
+    assert (undone.status, undone.reason) == ("False", PARTLY_BOUND_UNDONE)
+    assert "nothing to evict" in undone.message
 
 
 def test_an_undo_waits_for_a_bind_in_flight() -> None:

@@ -82,7 +82,7 @@ def test_short_of_min_member(
         pytest.param(UNKNOWN, 4, (R, R, P, P), False, id="written-unknown-after-running"),
         pytest.param(RUNNING, 6, (R, R, R, R), False, id="min-member-raised-in-place"),
         pytest.param(COMPLETED, 4, (R, S, P, P), False, id="completed-phase"),
-        pytest.param(INQUEUE, 4, (S, S, P, P), False, id="only-finished-members-hold-no-room"),
+        pytest.param(INQUEUE, 4, (S, S, P, P), True, id="members-that-finished-were-bound"),
         pytest.param(INQUEUE, 4, (RE, RE, P, P), False, id="being-evicted-holds-nothing-bound"),
         pytest.param(INQUEUE, 4, (F, P, P, P), False, id="a-failed-member-is-not-bound"),
         pytest.param(INQUEUE, 4, (P, P, P, P), False, id="nothing-bound"),
@@ -119,6 +119,15 @@ def test_partly_bound_since_is_the_first_bind_of_a_member_still_bound() -> None:
     second.bound_at = "2026-01-01T00:00:04Z"
 
     assert gang_state.partly_bound_since(job) == parse_rfc3339("2026-01-01T00:00:04Z")
+
+
+def test_partly_bound_since_counts_a_member_that_finished_since() -> None:
+    job = gang("g", 4, statuses=(S, B), on=["n1"])
+    done, running = sorted(job.tasks.values(), key=lambda t: t.name)[:2]
+    done.bound_at = "2026-01-01T00:00:01Z"
+    running.bound_at = "2026-01-01T00:00:02Z"
+
+    assert gang_state.partly_bound_since(job) == parse_rfc3339("2026-01-01T00:00:01Z")
 
 
 def test_partly_bound_since_is_unknown_when_no_bound_member_says() -> None:
