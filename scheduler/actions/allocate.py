@@ -5,9 +5,9 @@ since it was last Pending; a scheduler stopped between the binds of a gang, or a
 refused for good): each is completed on the room that is left, its bound members staying
 where they are, whatever its queue's share; else the room its missing members need is held
 against every other gang (framework/holds.py, PARTLY_BOUND); and once it has been partly
-bound for `partly-bound-timeout` (since its first member still bound was bound, as the API
-server says) its bound members are evicted through the Eviction API, so that it goes back to
-pending whole. An undo a PodDisruptionBudget refuses is tried again after a backoff, its
+bound for `partly-bound-timeout` (since its first member was bound, as the API server says)
+its bound members are evicted through the Eviction API, so that it goes back to pending
+whole. An undo a PodDisruptionBudget refuses is tried again after a backoff, its
 room still held. The PodGroup's PartlyBound condition says which, why and when.
 
 A gang with spec.subGroupPolicy is placed one subgroup at a time (the subgroups still
@@ -241,8 +241,8 @@ class Allocate(Action[AllocateArguments]):
                 continue
             if job.key in session.snapshot.nominated or started_short(job):
                 # Room made for it, or part of it placed but not partly bound (it ran whole
-                # and lost a member, or its minMember was raised; only its finished members
-                # are placed): served before any queue order, so nobody takes what it needs.
+                # and lost a member, or its minMember was raised): served before any queue
+                # order, so nobody takes what it needs.
                 nominated.append(job)
                 continue
             if job.key in starving:
@@ -328,13 +328,20 @@ def _since(since: float | None) -> str:
     return format_rfc3339(since)
 
 
+# How many nodes a message names before it counts the rest.
+_NODES_NAMED = 8
+
+
 def _completed(job: JobInfo, since: float | None, bound: int) -> str:
     nodes = sorted({task.node_name for task in job.tasks_in(TaskStatus.ALLOCATED)})
+    named = ", ".join(nodes[:_NODES_NAMED])
+    if len(nodes) > _NODES_NAMED:
+        named += f" and {len(nodes) - _NODES_NAMED} more nodes"
     return (
         f"{bound} of its members were bound since {_since(since)} but the gang had not run "
         f"whole (a scheduler stopped between its binds, or a bind was refused for good); its "
         f"{job.count(TaskStatus.ALLOCATED)} missing members were placed ahead of every other "
-        f"gang, on {', '.join(nodes)}"
+        f"gang, on {named}"
     )
 
 

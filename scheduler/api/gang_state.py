@@ -175,7 +175,7 @@ def started_short(job: JobInfo) -> bool:
     """Whether some members are placed (bound, running or done) but fewer than minMember.
     The partly bound ones among such gangs are completed first or undone (partly_bound);
     the others (a gang that ran whole and lost a member, or had its minMember raised in
-    place; one whose only placed members finished) are served before any queue order."""
+    place) are served before any queue order."""
     ready = job.ready_count()
     return 0 < ready < job.min_member
 
