@@ -23,6 +23,7 @@ from types import MappingProxyType
 from scheduler.api import wire
 from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
+from scheduler.api.gang_state import HAS_BEEN_READY_PHASES, gang_ready
 from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.native import NativePodGroup, NativeWorkload, QueueSource
@@ -361,6 +362,23 @@ class World:
         """Whether the PodGroup of gang `key` is cached and muster's (cache/ownership.py)."""
         job = self.live.jobs.get(key)
         return job is not None and not job.shadow
+
+    def awaits_binds(self, key: str) -> bool:
+        """Whether gang `key` (namespace/name) has a bind sent and not yet answered (a member
+        Binding) while its PodGroup does not say it has been ready (gang_state's
+        HAS_BEEN_READY_PHASES): its Running waits for the answers (effects/apply.py)."""
+        job = self.live.jobs.get(key)
+        return (
+            job is not None
+            and job.observed_phase not in HAS_BEEN_READY_PHASES
+            and job.count(TaskStatus.BINDING) > 0
+        )
+
+    def bound_whole(self, key: str) -> bool:
+        """Whether gang `key` is ready on members whose binds were answered (gang_ready,
+        nothing Binding)."""
+        job = self.live.jobs.get(key)
+        return job is not None and not job.count(TaskStatus.BINDING) and gang_ready(job)
 
     def is_pending(self, uid: str) -> bool:
         """Whether pod `uid` is cached and waits for a node (not bound, nor being bound)."""

@@ -2,7 +2,8 @@
 
 The session's decisions are frozen values; this is the one place they fan out to the
 components that turn them into API calls, in the order the API server should see them:
-bindings first (a gang's binds leave together), then evictions, then statuses.
+bindings first (a gang's binds leave together), then evictions, then statuses and the
+events that go with them.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from collections.abc import Callable, Collection
 from functools import partial
 from typing import Protocol
 
+from scheduler.api.job import PodGroupPhase
+from scheduler.api.names import GROUP, VERSION
 from scheduler.cache.world import World
 from scheduler.effects.binder import Binder
 from scheduler.effects.evictor import Evictor
 from scheduler.effects.fence import LeaderFence
-from scheduler.effects.recorder import EventRecorder
+from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.effects.scale_up import ScaleUpWriter
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import (
@@ -57,12 +60,15 @@ WRITE_DRAIN_SECONDS = 1.0
 # Connections of the status writer's lane, one write at a time on each: as many as its two
 # keyed lanes (effects/lanes.py) write at once together.
 STATUS_CONNECTIONS = 32
+_PODGROUP_API = f"{GROUP}/{VERSION}"
 
 
 class BindDispatcher(Protocol):
     """What Effects needs of the binder."""
 
     def dispatch(self, binds: list[Bind]) -> None: ...
+
+    def when_answered(self, callback: Callable[[str], None]) -> None: ...
 
     def stop_retrying(self) -> None: ...
 
@@ -105,11 +111,16 @@ class PodEvictor(Protocol):
 
 class ReleaseTracker(Protocol):
     """What Effects needs of the cache: the room of an evicted pod is going, or stays;
-    why the Eviction API refused a preemptor's evictions."""
+    why the Eviction API refused a preemptor's evictions; whether a gang's binds were
+    answered."""
 
     def assume_releasing(self, uid: str) -> None: ...
 
     def forget_releasing(self, uid: str) -> None: ...
+
+    def awaits_binds(self, key: str) -> bool: ...
+
+    def bound_whole(self, key: str) -> bool: ...
 
     def eviction_refused(self, preemptor: str, why: str, now: float) -> None: ...
 
@@ -142,8 +153,11 @@ class _NoScaleUp:
         return None
 
 
-class Drainable(Protocol):
-    """Background writes that can be waited for, then stopped (the event recorder)."""
+class EventSink(Protocol):
+    """What Effects needs of the event recorder: events recorded in the background, waited
+    for, then stopped."""
+
+    def record(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -166,7 +180,7 @@ class Effects:
         binder: BindDispatcher,
         writer: StatusSink,
         evictor: PodEvictor,
-        recorder: Drainable,
+        recorder: EventSink,
         pools: tuple[Closable, ...] = (),
         scale_up: ScaleUpSink | None = None,
         progress: BindProgress | None = None,
@@ -185,6 +199,9 @@ class Effects:
         self.scale_up: ScaleUpSink = scale_up if scale_up is not None else _NoScaleUp()
         # Evictions run in the background; held here so none is garbage-collected mid-way.
         self._evictions: set[asyncio.Task[None]] = set()
+        # A gang's first Running, held until its binds are answered (by gang key).
+        self._unbound: dict[str, PodGroupStatusUpdate] = {}
+        binder.when_answered(self._bind_answered)
 
     @classmethod
     def connected(
@@ -268,12 +285,52 @@ class Effects:
             task = asyncio.get_running_loop().create_task(self._evict(group))
             self._evictions.add(task)
             task.add_done_callback(self._evictions.discard)
-        self.writer.podgroups(result.podgroups)
+        self.writer.podgroups(self._running_once_bound(result.podgroups))
+        for event in result.events:
+            ref = ObjectRef("PodGroup", _PODGROUP_API, event.namespace, event.name, event.uid)
+            self.recorder.record(ref, event.type, event.reason, event.message)
+            # A gang bound in part is rare and matters: the log says it too.
+            log.info(
+                "%s: %s",
+                event.reason,
+                event.message,
+                extra={"podgroup": f"{event.namespace}/{event.name}"},
+            )
         self._scale_up(result)
         self.writer.queues(result.queues)
         self.writer.invalid(result.invalid)
         self.writer.field_warnings(result.field_warnings)
         self.writer.hypernodes(result.hypernodes)
+
+    def _running_once_bound(
+        self, updates: list[PodGroupStatusUpdate]
+    ) -> list[PodGroupStatusUpdate]:
+        """The updates to write now. A gang's first Running waits until its binds are
+        answered: a session says Running as it commits the binds, and were it written before
+        they land, a leader stopped between two of them would leave a gang the API server
+        calls Running with members unbound; the next leader would take it for a running
+        gang that lost members (api/gang_state.py's partly_bound) and neither complete it
+        first nor undo it. A newer status of the gang replaces the one waiting."""
+        now: list[PodGroupStatusUpdate] = []
+        for update in updates:
+            key = update.key
+            self._unbound.pop(key, None)
+            if update.phase is PodGroupPhase.RUNNING and self.cache.awaits_binds(key):
+                self._unbound[key] = update
+            else:
+                now.append(update)
+        return now
+
+    def _bind_answered(self, job: str) -> None:
+        """A bind of gang `job` has its last answer: its Running waiting for that is written
+        once no bind of the gang waits, if the gang is ready on them; else it is dropped
+        (a bind failed: the next session, which the failure asks for, decides again)."""
+        update = self._unbound.get(job)
+        if update is None or self.cache.awaits_binds(job):
+            return
+        del self._unbound[job]
+        if self.cache.bound_whole(job):
+            self.writer.podgroups([update])
 
     def _scale_up(self, result: SessionResult) -> None:
         """Hand over the scale-up writes, and the pods' PodScheduled conditions: a pod being
