@@ -17,6 +17,7 @@ from scheduler.framework.decisions import (
     FieldNotHonoured,
     HyperNodeStatusUpdate,
     InvalidObjectReport,
+    NativeStatusUpdate,
     PodGroupStatusUpdate,
     PodUnschedulable,
     QueueStatusUpdate,
@@ -254,28 +255,33 @@ def test_binds_that_do_not_drain_in_time_are_fenced_and_only_those_on_the_wire_a
     assert "shutdown: some binds were not answered in time" in caplog.text
 
 
+@pytest.mark.parametrize("native", [False, True], ids=["volcano", "native"])
 @pytest.mark.parametrize(("whole", "written"), [(True, [["train"]]), (False, [])])
 def test_a_gangs_first_running_waits_for_its_binds_to_be_answered(
-    whole: bool, written: list[list[str]]
+    whole: bool, written: list[list[str]], native: bool
 ) -> None:
-    # Written before its binds land, Running would tell a next leader the gang had been
-    # whole while a leader stopped mid-binds left it short; a bind that failed drops it.
+    # Written before its binds land, Running (a native PodGroup's scheduled condition) would
+    # tell a next leader the gang had been whole while a leader stopped mid-binds left it
+    # short; a bind that failed drops it.
     journal = Journal()
     cache, binder = FakeCache(journal), FakeBinder(journal)
-    cache.binding.add("ml/train")
+    kind = NativeStatusUpdate if native else PodGroupStatusUpdate
+    update = kind("ml", "train", PodGroupPhase.RUNNING, (), 2, 0, 0)
+    key = update.key
+    cache.binding.add(key)
     subject = effects(journal, cache=cache, binder=binder)
 
-    subject.apply(SessionResult(binds=[bind("b1")], podgroups=a_result().podgroups))
+    subject.apply(SessionResult(binds=[bind("b1")], podgroups=[update]))
 
     def podgroup_writes() -> list[object]:
         return [names for who, call, names in journal.calls if call == "podgroups" and names]
 
     assert podgroup_writes() == []
     (answered,) = binder.answered
-    answered("ml/train")  # the gang still has a bind out
+    answered(key)  # the gang still has a bind out
     assert podgroup_writes() == []
     cache.binding.clear()
     if whole:
-        cache.whole.add("ml/train")
-    answered("ml/train")
+        cache.whole.add(key)
+    answered(key)
     assert podgroup_writes() == written
