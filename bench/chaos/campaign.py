@@ -75,7 +75,7 @@ class TrialResult:
     seed: int
     seconds: float
     faults: dict[str, int]
-    skipped: dict[str, int]
+    skipped: dict[str, int]  # leader faults never struck
     violations: list[Violation]
     takeovers: list[tuple[str, float | None]]
     # losses with no bind after them (nothing placeable): loss to the Lease taken over
@@ -93,6 +93,7 @@ class TrialResult:
     leader_writes: dict[str, int] = field(default_factory=dict)
     samples: list[dict[str, float]] = field(default_factory=list)
     missed_scrapes: int = 0  # soak: scrapes of the leader's /metrics that got no answer
+    retried: dict[str, int] = field(default_factory=dict)  # leader fault attempts put off
     arrivals_held_back: int = 0  # soak: arrivals skipped while max_pending_pods were waiting
     abandoned: dict[str, int] = field(default_factory=dict)  # soak: gangs given up, by reason
     logs: str = ""
@@ -332,6 +333,7 @@ def _drive(
         seconds=end - start,
         faults=dict(injector.counts),
         skipped=dict(injector.skipped),
+        retried=dict(injector.retried),
         violations=violations,
         takeovers=[(loss.kind, loss.takeover) for loss in injector.losses],
         leases_taken=[

@@ -21,12 +21,14 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
     """Every figure the campaign reports, as plain data."""
     faults: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
+    retried: Counter[str] = Counter()
     violations: Counter[str] = Counter()
     takeovers: list[float] = []
     missing_takeovers = 0
     for trial in trials:
         faults.update(trial.faults)
         skipped.update(trial.skipped)
+        retried.update(trial.retried)
         violations.update(v.invariant for v in trial.violations)
         for _, seconds in trial.takeovers:
             if seconds is None:
@@ -40,6 +42,7 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
         "faults": dict(sorted(faults.items())),
         "faults_not_injected": list(NOT_INJECTED),
         "faults_skipped": dict(skipped),
+        "faults_retried": dict(retried),
         "violations": sum(violations.values()),
         "violations_by_invariant": dict(violations),
         "takeover_seconds": sorted(takeovers),
@@ -155,7 +158,11 @@ def table(doc: dict[str, Any]) -> str:
         ),
         ("faults not injected", ", ".join(doc["faults_not_injected"]) or "none"),
         (
-            "leader fault attempts given up (struck later, or never)",
+            "leader fault attempts put off (struck on a later try)",
+            ", ".join(f"{k} {v}" for k, v in sorted(doc["faults_retried"].items())) or "none",
+        ),
+        (
+            "leader faults never struck",
             ", ".join(f"{k} {v}" for k, v in sorted(doc["faults_skipped"].items())) or "none",
         ),
         ("invariant violations (target 0)", str(doc["violations"])),

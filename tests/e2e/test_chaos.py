@@ -62,7 +62,10 @@ def test_a_short_campaign_breaks_no_invariant(trial: TrialResult) -> None:
 def test_a_short_campaign_injects_every_fault_kind(trial: TrialResult) -> None:
     missing = [kind for kind in (*SIM_FAULTS, *LEADER_FAULTS) if not trial.faults.get(kind)]
     assert missing == [], f"seed {SEED}: never injected {missing}; injected {trial.faults}"
-    assert trial.skipped == {}, f"seed {SEED}: faults given up on: {trial.skipped}"
+    # an attempt put off (its gang's first bind came late) is tried again; none may go unstruck
+    assert trial.skipped == {}, (
+        f"seed {SEED}: leader faults never struck: {trial.skipped} (put off: {trial.retried})"
+    )
 
 
 @pytest.mark.timeout(240)

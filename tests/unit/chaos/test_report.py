@@ -148,3 +148,18 @@ def test_the_failover_table_gives_trials_faults_of_each_kind_violations_and_take
     assert rows["invariant violations (target 0)"] == "1"
     takeover = "leader loss to next bind, min / median / max (target <= 17s)"
     assert rows[takeover] == "3.0s / 11.5s / 16.0s (all: 3.0, 11.5, 16.0)"
+
+
+def test_a_leader_fault_put_off_and_one_never_struck_are_told_apart() -> None:
+    late = trial(302)
+    late.retried = {"sigstop": 1}
+    never = trial(303)
+    never.skipped = {"sigterm": 1}
+    text = table({**figures([late, never]), "seed": 302})
+    rows = {
+        cells[0]: cells[1]
+        for line in text.splitlines()
+        if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 2
+    }
+    assert rows["leader fault attempts put off (struck on a later try)"] == "sigstop 1"
+    assert rows["leader faults never struck"] == "sigterm 1"
