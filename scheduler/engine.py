@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from scheduler.actions import ACTIONS
+from scheduler.api.gang_state import partly_bound
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.framework.config import DEFAULT_CONFIG_YAML, SchedulerConfig, parse_config
 from scheduler.framework.cycle import close_cycle, open_cycle
@@ -19,6 +20,13 @@ from scheduler.framework.decisions import SessionResult
 from scheduler.framework.job_status import close_result
 from scheduler.framework.settled import settled_jobs, settles
 from scheduler.plugins import PLUGINS
+
+
+def _undoes(snapshot: ClusterSnapshot) -> bool:
+    """Whether a session over the snapshot may evict, whatever its config: allocate undoes
+    a partly bound gang once its time is up (never a settled one)."""
+    settled = snapshot.settled
+    return any(partly_bound(job) for key, job in snapshot.jobs.items() if key not in settled)
 
 
 def load_config(text: str) -> SchedulerConfig:
@@ -36,9 +44,10 @@ def schedule(
 ) -> SessionResult:
     """Run one session; with copy=False the snapshot itself is changed (the caller's own)."""
     config = config or default_config()
-    if snapshot.settled and not settles(config):
+    if snapshot.settled and (not settles(config) or _undoes(snapshot)):
         # A session that may change any job (an eviction, a plugin that changes jobs)
-        # works on a full copy: a settled job is the cache's own record.
+        # works on a full copy: a settled job, and every member on a node, is the cache's
+        # own record.
         copy = True
     world = snapshot.clone() if copy else snapshot
     cycle = open_cycle(world, config, PLUGINS)

@@ -154,12 +154,13 @@ class Metrics:
         self.status_writes = Counter(
             "muster_status_writes_total",
             "Status writes by kind (podgroup, queue, hypernode, pod) and result (success, "
-            "error; an error is written again by a later session).",
+            "error; an error is written again by a later session; fenced: not sent, the "
+            "lease lost while it waited).",
             ["kind", "result"],
             registry=r,
         )
         for kind in ("podgroup", "queue", "hypernode", "pod"):
-            for result in ("success", "error"):
+            for result in ("success", "error", "fenced"):
                 self.status_writes.labels(kind, result)
         self.watch_broken = Gauge(
             "muster_watch_broken_seconds",
@@ -175,7 +176,8 @@ class Metrics:
         )
         self.events_dropped = Counter(
             "muster_events_dropped_total",
-            "Events not written because of deduplication, rate limiting or a full queue.",
+            "Events not written because of deduplication, rate limiting, a full queue, or "
+            "the lease lost while they waited.",
             registry=r,
         )
         self.events_queued = Gauge(

@@ -24,6 +24,11 @@ BIND_DEPTH = 2
 EVENT_CONNECTIONS = 4
 # Every how many sessions the writers drop what they keep about objects that are gone.
 FORGET_EVERY = 100
+# The pending pods the first session of a leader's term is offered at most, in whole gangs
+# (--first-session-pods; cache/bounded.py): a session over 10,000 pending pods takes about
+# 100 ms, where one over a backlog of 100,000 takes seconds, and a takeover's first bind
+# waits for it.
+FIRST_SESSION_PODS = 10_000
 
 
 @dataclass
@@ -45,6 +50,8 @@ class SchedulerOptions:
     burst: int = 100
     list_page_size: int = LIST_PAGE_SIZE
     bind_depth: int = BIND_DEPTH
+    # The bound of a leader's first session (0: none).
+    first_session_pods: int = FIRST_SESSION_PODS
     # --node-selector: the nodes and queues this instance owns (None: all of them).
     partition: NodePartition | None = None
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")

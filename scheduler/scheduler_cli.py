@@ -13,7 +13,12 @@ from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.partition import NodePartition, parse_node_selector
 from scheduler.cache.wiring import LIST_PAGE_SIZE
 from scheduler.logs import configure
-from scheduler.process_options import BIND_CONNECTIONS, BIND_DEPTH, SchedulerOptions
+from scheduler.process_options import (
+    BIND_CONNECTIONS,
+    BIND_DEPTH,
+    FIRST_SESSION_PODS,
+    SchedulerOptions,
+)
 from scheduler.server import SchedulerProcess
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
@@ -40,6 +45,17 @@ def positive_int(text: str) -> int:
         value = 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """A whole number, 0 or more (0: no bound)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 0 or more")
     return value
 
 
@@ -99,6 +115,14 @@ def add_parser(subparsers: Any) -> None:
         f"(default {BIND_DEPTH}; 1 for a proxy that does not take HTTP/1.1 pipelining)",
     )
     parser.add_argument(
+        "--first-session-pods",
+        type=non_negative_int,
+        default=FIRST_SESSION_PODS,
+        help="the pending pods the first session of a leader's term is offered at most, in "
+        f"whole gangs, the rest going to the next session at once (default "
+        f"{FIRST_SESSION_PODS}; 0: no bound)",
+    )
+    parser.add_argument(
         "--node-selector",
         type=node_selector,
         metavar="KEY=VALUE",
@@ -127,6 +151,7 @@ def options_from_args(args: argparse.Namespace) -> SchedulerOptions:
         burst=args.kube_api_burst,
         list_page_size=args.list_page_size,
         bind_depth=args.bind_pipeline_depth,
+        first_session_pods=args.first_session_pods,
         partition=args.node_selector,
     )
 

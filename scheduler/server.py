@@ -21,11 +21,13 @@ from scheduler.cache.wiring import world_reflectors
 from scheduler.cache.world import World
 from scheduler.config_source import ConfigSource
 from scheduler.effects.apply import Effects
+from scheduler.effects.fence import LeaderFence
 from scheduler.effects.queues import ensure_default_queue
 from scheduler.effects.recorder import EventRecorder, own_pod
 from scheduler.endpoints import EndpointThread, scheduler_routes, serve_in_thread
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult
+from scheduler.framework.settled import settles
 from scheduler.health import Health
 from scheduler.heap import HeapTrimmer, glibc, pin_mmap_threshold
 from scheduler.kube.lease import LeaderElector
@@ -59,7 +61,11 @@ class SchedulerProcess:
             partitioned=options.partition is not None,
         )
         self.client, self.bind_client, self.event_client = connect_lanes(options)
-        self.recorder = EventRecorder(self.event_client, self.metrics, workers=EVENT_CONNECTIONS)
+        # What every write of the leader's asks as it is sent (effects/fence.py).
+        self.fence = LeaderFence(self.is_leader)
+        self.recorder = EventRecorder(
+            self.event_client, self.metrics, workers=EVENT_CONNECTIONS, fence=self.fence
+        )
         # Read by the metrics thread: a length, read whole.
         self.metrics.events_queued.set_function(self.recorder.queued)
         # Where config errors are announced: the scheduler's own pod, where operators look.
@@ -78,7 +84,7 @@ class SchedulerProcess:
             self.world,
             self.recorder,
             self.metrics,
-            may_bind=self.is_leader,
+            fence=self.fence,
             bind_client=self.bind_client,
             bind_workers=BIND_CONNECTIONS * options.bind_depth,
         )
@@ -167,14 +173,17 @@ class SchedulerProcess:
             self.metrics.observe_cache(self.world.counts())
             self.metrics.tasks.set(len(asyncio.all_tasks()))
             self.heap.trim_if_due()
-            await pause(period, self.stopping, self.lease_taken)
+            # A session that left gangs to the next: the next goes once its first binds are
+            # answered (they leave before it holds the loop), not a period later.
+            sooner = self.effects.first_bind_answered() if self.gate.due_now else None
+            await pause(period, self.stopping, self.lease_taken, sooner)
 
     def _session(self) -> None:
         # The generations the session sees: changes that arrive while it runs get the next.
         generation, status_generation = self.world.generation, self.world.status_generation
         began = time.monotonic()
         try:
-            self.cycle()
+            self.cycle(pending_pods=self._first_session_bound())
         except Exception as error:
             # A bug must not stop the process: the next period tries again. A cycle that
             # fails every period turns /healthz red (scheduler/health.py), and is logged
@@ -191,19 +200,29 @@ class SchedulerProcess:
             status_generation=status_generation,
             now=ended,
             seconds=ended - began,
+            deferred=bool(self.world.deferred),
         )
         self._last_cycle_error = ""
         self.metrics.cycles.labels("session").inc()
         self.health.cycle_finished()
 
-    def cycle(self) -> SessionResult:
-        """One session: snapshot, schedule, apply (then observe it on the metrics)."""
+    def _first_session_bound(self) -> int:
+        """The pending pods the next session is offered at most (0: no bound): the first of
+        a term is bounded (cache/bounded.py), when its config lets sessions leave gangs out
+        (framework/settled.py: one that evicts is whole, the first too)."""
+        if not self.gate.first_of_term or not settles(self.config.config):
+            return 0
+        return self.options.first_session_pods
+
+    def cycle(self, pending_pods: int = 0) -> SessionResult:
+        """One session: snapshot, schedule, apply (then observe it on the metrics); with
+        `pending_pods`, a bounded one (cache/bounded.py)."""
         start = time.perf_counter()
         # Decisions never read a clock: the session's "now" comes with its snapshot (the
         # core reads perf_counter only to time its actions and plugins for metrics).
         now = time.time()
         with gc_policy.paused():
-            snapshot = self.world.snapshot(now)
+            snapshot = self.world.snapshot(now, pending_pods=pending_pods)
             result = schedule(snapshot, self.config.config, copy=False)
             decided = time.perf_counter()
             if not self.is_leader():
@@ -220,7 +239,8 @@ class SchedulerProcess:
 
     def _announce_config_error(self, error: str) -> None:
         if self.own_pod is not None:
-            self.recorder.record(self.own_pod, "Warning", "InvalidConfig", error)
+            # The process's own: a standby announces its config too.
+            self.recorder.record(self.own_pod, "Warning", "InvalidConfig", error, as_leader=False)
 
     # Stop --------------------------------------------------------------------
     async def _shutdown(
@@ -228,9 +248,10 @@ class SchedulerProcess:
     ) -> None:
         log.info("shutting down: finishing binds in flight")
         await self.effects.finish_binds()
+        await self.effects.finish_writes()
         if self.elector is not None:
             await self.elector.release()
-        await self.effects.finish()
+        await self.effects.close()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

@@ -8,6 +8,7 @@ import json
 import random
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,6 +23,7 @@ from chaos.invariants import (
     eviction_ping_pong,
     half_placed_gangs,
     is_bind,
+    leader_write,
     lease_exclusive,
     longest_bind_after_renewal,
     node_overcommit,
@@ -73,7 +75,7 @@ class TrialResult:
     seed: int
     seconds: float
     faults: dict[str, int]
-    skipped: dict[str, int]
+    skipped: dict[str, int]  # leader faults never struck
     violations: list[Violation]
     takeovers: list[tuple[str, float | None]]
     # losses with no bind after them (nothing placeable): loss to the Lease taken over
@@ -87,8 +89,11 @@ class TrialResult:
     quiescent_moments: int
     # the longest a Lease holder bound after its own last renewal (its renew deadline: 10 s)
     bind_after_renewal: float = 0.0
+    # the replicas' writes of the leader's role that the audit held to the lease, by kind
+    leader_writes: dict[str, int] = field(default_factory=dict)
     samples: list[dict[str, float]] = field(default_factory=list)
     missed_scrapes: int = 0  # soak: scrapes of the leader's /metrics that got no answer
+    retried: dict[str, int] = field(default_factory=dict)  # leader fault attempts put off
     arrivals_held_back: int = 0  # soak: arrivals skipped while max_pending_pods were waiting
     abandoned: dict[str, int] = field(default_factory=dict)  # soak: gangs given up, by reason
     logs: str = ""
@@ -141,6 +146,14 @@ def lease_taken_after(records: list[Obj], at: float) -> float | None:
 def successor_bound(chaos: ChaosCluster, loss: LeaderLoss) -> bool:
     """Whether a replica other than the one lost has bound since the loss."""
     return any(t > loss.at and w != loss.lost_writer for t, w in reversed(chaos.binds))
+
+
+def leader_writes_by_kind(records: list[Obj], writers: set[str]) -> dict[str, int]:
+    """The scheduler replicas' writes of the leader's role in the audit, by kind: what
+    lease_exclusive held to the lease."""
+    kinds = Counter(leader_write(r) for r in records if writer(r) in writers)
+    kinds.pop("", None)
+    return dict(sorted(kinds.items()))
 
 
 def urgent_gang(workload: Workload, size: int) -> tuple[str, str]:
@@ -320,6 +333,7 @@ def _drive(
         seconds=end - start,
         faults=dict(injector.counts),
         skipped=dict(injector.skipped),
+        retried=dict(injector.retried),
         violations=violations,
         takeovers=[(loss.kind, loss.takeover) for loss in injector.losses],
         leases_taken=[
@@ -335,6 +349,7 @@ def _drive(
         replicas_started=chaos.started,
         quiescent_moments=len(moments),
         bind_after_renewal=longest_bind_after_renewal(records, LOCK_NAMESPACE, LOCK_NAME),
+        leader_writes=leader_writes_by_kind(records, writers),
         samples=sampler.samples if sampler is not None else [],
         missed_scrapes=sampler.missed_scrapes if sampler is not None else 0,
         arrivals_held_back=held_back,

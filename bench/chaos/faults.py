@@ -2,7 +2,10 @@
 
 Leader faults (SIGKILL, SIGKILL mid-commit of a gang, SIGTERM, SIGSTOP past the lease then
 SIGCONT) wait until exactly one replica leads and hit that one; a killed replica is
-replaced by a fresh one (a new token: a new identity in the audit). sim faults go through
+replaced by a fresh one (a new token: a new identity in the audit). The SIGSTOP too strikes
+mid-commit of a gang whose binds are slowed: the leader is stopped with binds queued, and
+the statuses and events held behind them, which it must not send once it is resumed past its
+term (the audit holds each to its writer's term). sim faults go through
 its admin endpoint: error answers (5xx, 429) on binds, patches and evictions, added
 latency, dropped watches, forced 410s (a compaction with every watch cut), a compaction
 alone, and a restart of sim keeping its store (POST /sim/restart: serving stops for two
@@ -97,7 +100,10 @@ class Injector:
     rules: dict[str, tuple[float, Obj]] = field(default_factory=dict)
     # SIGCONTs owed: (when, replica)
     resumes: list[tuple[float, Replica]] = field(default_factory=list)
+    # leader faults never struck (no single leader before the end of the faults)
     skipped: dict[str, int] = field(default_factory=dict)
+    # leader fault attempts put off (its gang's first bind did not come in time): tried again
+    retried: dict[str, int] = field(default_factory=dict)
 
     def _count(self, kind: str) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
@@ -199,15 +205,16 @@ class Injector:
             # a takeover is under way: the driver tries again on its next tick
             return False
         cut: tuple[str, str] | None = None
-        if kind == "sigkill-mid-commit":
+        if kind in ("sigkill-mid-commit", "sigstop"):
             # slow binds down and make the gang several times the binder's 64 requests in
-            # flight, so that the kill lands after the first wave committed, before the rest
+            # flight, so that the kill (or the stop) lands after the first wave committed,
+            # before the rest, with statuses and events held behind the binds
             self._rule(
                 "bind-latency", {"ms": 400, "verbs": ["create"], "resources": ["pods/binding"]}
             )
             cut = gang(MID_COMMIT_GANG)
             if not self._wait_first_bind(*cut, timeout=10):
-                self.skipped[kind] = self.skipped.get(kind, 0) + 1
+                self.retried[kind] = self.retried.get(kind, 0) + 1
                 return False
         at = time.time()
         if kind in ("sigkill", "sigkill-mid-commit"):

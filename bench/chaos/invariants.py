@@ -187,7 +187,9 @@ def slim(record: Record) -> Record:
             kept_spec[key] = [
                 {"resources": c.get("resources") or {}} for c in spec[key] if isinstance(c, dict)
             ]
-    kept_status = {k: status[k] for k in ("phase", "allocatable", "capacity") if k in status}
+    kept_status = {
+        k: status[k] for k in ("phase", "allocatable", "capacity", "state") if k in status
+    }
     out = dict(record)
     out["responseObject"] = {"metadata": kept_meta, "spec": kept_spec, "status": kept_status}
     out.pop("requestObject", None)
@@ -290,21 +292,68 @@ class _Term:
     seq: int
 
 
+# What each write of the leader's role is, by its resource (and subresource): every write
+# the scheduler makes as the leader, fenced at sending (scheduler/effects/fence.py).
+LEADER_WRITES = {
+    ("pods", "binding"): "bind",
+    ("pods", "eviction"): "eviction",
+    ("pods", "status"): "pod condition",
+    ("pods", ""): "pod annotation",
+    ("podgroups", ""): "podgroup status",
+    ("queues", "status"): "queue status",
+    ("hypernodes", "status"): "hypernode status",
+    ("events", ""): "event",
+    ("provisioningrequests", ""): "scale-up request",
+    ("podtemplates", ""): "scale-up request",
+    ("persistentvolumeclaims", ""): "pre-bind write",
+    ("persistentvolumes", ""): "pre-bind write",
+}
+
+
+def leader_write(record: Record) -> str:
+    """What write of the leader's role a committed request is ("bind", "eviction", "event",
+    "podgroup status"...; "write" for one this table does not name), or "" for none: a
+    refused write, a dry run, a write sim made itself or as a cascade, the Lease (the
+    election itself), a queue's creation (the default queue, which every replica makes at
+    start when it is missing, as the controller does)."""
+    r = ref(record)
+    uri = str(record.get("requestURI") or "")
+    if not uri or "dryRun=" in uri or not succeeded(record):
+        return ""
+    resource = str(r.get("resource") or "")
+    subresource = str(r.get("subresource") or "")
+    if resource == "leases" or (resource == "queues" and record.get("verb") == "create"):
+        return ""
+    return LEADER_WRITES.get((resource, subresource), "write")
+
+
+def _queue_state(obj: Obj | None) -> str:
+    return str(((obj or {}).get("status") or {}).get("state") or "")
+
+
 def lease_exclusive(
     records: Sequence[Record], namespace: str, name: str, binders: Iterable[str] = ()
 ) -> list[Violation]:
-    """Only the holder of the leader Lease binds, and only within its term.
+    """Only the holder of the leader Lease writes as the leader, and only within its term.
 
     The terms come from the audited Lease writes: a committed write naming holder H, by
     writer W, at time t makes H (as W) the holder until t + leaseDurationSeconds or the
-    next write. A bind by W' at time t' is a violation unless the Lease's latest write
-    before it names W' and t' is within its term. `binders` are writers expected to take
-    part in the election: one that binds without ever having written the Lease counts too.
+    next write. A write of the leader's role (leader_write: binds, evictions, status writes,
+    pod conditions and annotations, events, scale-up and PreBind writes) by W' at time t' is
+    a violation unless the Lease's latest write before it names W' and t' is within its term.
+    A bind counts whoever made it; the other writes count when a scheduler replica made them
+    (`binders`, the writers expected to take part in the election, and every writer of the
+    Lease): the controller and users write PodGroups, pods and events of their own. A
+    replica's writes after it released the Lease count too: its shutdown sends what it had
+    queued before the release (docs/design.md, Leader election). One write is exempt by
+    what it writes: a queue's status setting a state where there was none, which is the
+    default queue's creation at a replica's start (it cannot overwrite anyone's state).
     """
     found: list[Violation] = []
     term: _Term | None = None
     wrote_lease: set[str] = set()
     expected = set(binders)
+    states: dict[str, str] = {}
     for record in records:
         r = ref(record)
         if (
@@ -329,40 +378,52 @@ def lease_exclusive(
             else:
                 term = _Term(holder, who, at, at, duration, int(record["seq"]))
             continue
-        if not is_bind(record):
+        kind = leader_write(record)
+        if r.get("resource") == "queues" and succeeded(record):
+            before = states.get(str(r.get("name")), "")
+            states[str(r.get("name"))] = _queue_state(stored(record))
+            if kind and not before and states[str(r.get("name"))]:
+                continue  # the default queue's state, set at a replica's start
+        if not kind:
             continue
         who = writer(record)
-        at = float(record["time"])
-        seq = int(record["seq"])
-        pod = f"{r.get('namespace')}/{r.get('name')}"
-        if term is None:
-            if who in wrote_lease or who in expected:
-                found.append(
-                    Violation(
-                        "bind outside lease term",
-                        f"{who} bound {pod} while nobody held lease {namespace}/{name}",
-                        (seq,),
-                    )
-                )
-        elif term.writer != who:
-            found.append(
-                Violation(
-                    "bind outside lease term",
-                    f"{who} bound {pod} while {term.writer} (holder {term.holder}) held lease "
-                    f"{namespace}/{name} since record {term.seq}",
-                    (term.seq, seq),
-                )
-            )
-        elif at > term.renewed + term.duration:
-            found.append(
-                Violation(
-                    "bind outside lease term",
-                    f"{who} bound {pod} {at - term.renewed:.1f}s after its last renewal of "
-                    f"lease {namespace}/{name} (duration {term.duration:g}s)",
-                    (term.seq, seq),
-                )
-            )
+        if kind != "bind" and who not in expected and who not in wrote_lease:
+            continue
+        lease = f"lease {namespace}/{name}"
+        violation = _outside_term(record, kind, who, term, wrote_lease | expected, lease)
+        if violation is not None:
+            found.append(violation)
     return found
+
+
+def _outside_term(
+    record: Record, kind: str, who: str, term: _Term | None, replicas: set[str], lease: str
+) -> Violation | None:
+    """The violation a leader's write by `who` is under the Lease's `term`, if any."""
+    r = ref(record)
+    at = float(record["time"])
+    seq = int(record["seq"])
+    invariant = f"{kind} outside lease term"
+    what = f"{kind} of {'/'.join(str(p) for p in (r.get('namespace'), r.get('name')) if p)}"
+    if term is None:
+        if who not in replicas:
+            return None
+        return Violation(invariant, f"{who} sent a {what} while nobody held {lease}", (seq,))
+    if term.writer != who:
+        return Violation(
+            invariant,
+            f"{who} sent a {what} while {term.writer} (holder {term.holder}) held {lease} "
+            f"since record {term.seq}",
+            (term.seq, seq),
+        )
+    if at > term.renewed + term.duration:
+        return Violation(
+            invariant,
+            f"{who} sent a {what} {at - term.renewed:.1f}s after its last renewal of {lease} "
+            f"(duration {term.duration:g}s)",
+            (term.seq, seq),
+        )
+    return None
 
 
 def longest_bind_after_renewal(records: Sequence[Record], namespace: str, name: str) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 from chaos.campaign import TrialResult
 from chaos.cluster import LEASE_SECONDS
-from chaos.faults import NOT_INJECTED
+from chaos.faults import LEADER_FAULTS, NOT_INJECTED
 from chaos.soak import first_last, growth, session_trend
 
 TAKEOVER_TARGET = LEASE_SECONDS + 2.0
@@ -20,12 +21,14 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
     """Every figure the campaign reports, as plain data."""
     faults: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
+    retried: Counter[str] = Counter()
     violations: Counter[str] = Counter()
     takeovers: list[float] = []
     missing_takeovers = 0
     for trial in trials:
         faults.update(trial.faults)
         skipped.update(trial.skipped)
+        retried.update(trial.retried)
         violations.update(v.invariant for v in trial.violations)
         for _, seconds in trial.takeovers:
             if seconds is None:
@@ -39,9 +42,12 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
         "faults": dict(sorted(faults.items())),
         "faults_not_injected": list(NOT_INJECTED),
         "faults_skipped": dict(skipped),
+        "faults_retried": dict(retried),
         "violations": sum(violations.values()),
         "violations_by_invariant": dict(violations),
         "takeover_seconds": sorted(takeovers),
+        "takeover_min": min(takeovers) if takeovers else None,
+        "takeover_median": statistics.median(takeovers) if takeovers else None,
         "takeover_max": max(takeovers) if takeovers else None,
         "takeover_target": TAKEOVER_TARGET,
         "leader_losses_without_a_bind_after": missing_takeovers,
@@ -51,6 +57,9 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
         ),
         "takeover_max_by_fault": takeover_max_by_fault(trials),
         "bind_after_renewal_max": max((t.bind_after_renewal for t in trials), default=0.0),
+        "leader_writes": dict(
+            sorted(sum((Counter(t.leader_writes) for t in trials), Counter()).items())
+        ),
         "mid_commit_cuts": [c for t in trials for c in t.mid_commit_cuts],
         "binds": sum(t.binds for t in trials),
         "created": dict(sum((Counter(t.created) for t in trials), Counter())),
@@ -80,6 +89,17 @@ def figures(trials: list[TrialResult], fuzz: dict[str, Any] | None = None) -> di
     if fuzz is not None:
         doc["fuzz"] = fuzz
     return doc
+
+
+def takeover_figures(doc: dict[str, Any]) -> str:
+    """Leader loss to the successor's first bind: min / median / max, and every one."""
+    if doc["takeover_max"] is None:
+        return "n/a"
+    every = ", ".join(f"{s:.1f}" for s in doc["takeover_seconds"])
+    return (
+        f"{doc['takeover_min']:.1f}s / {doc['takeover_median']:.1f}s / "
+        f"{doc['takeover_max']:.1f}s (all: {every})"
+    )
 
 
 def without_bind(doc: dict[str, Any]) -> str:
@@ -125,17 +145,30 @@ def series(samples: list[dict[str, float]]) -> list[dict[str, float]]:
 
 def table(doc: dict[str, Any]) -> str:
     """The figures as a Markdown table."""
-    takeover = doc["takeover_max"]
+    faults = doc["faults"]
     rows = [
         ("trials run", str(doc["trials"])),
-        ("faults injected", ", ".join(f"{k} {v}" for k, v in doc["faults"].items())),
+        (
+            "leader faults struck",
+            ", ".join(f"{k} {faults.get(k, 0)}" for k in LEADER_FAULTS),
+        ),
+        (
+            "sim faults injected",
+            ", ".join(f"{k} {v}" for k, v in faults.items() if k not in LEADER_FAULTS) or "none",
+        ),
         ("faults not injected", ", ".join(doc["faults_not_injected"]) or "none"),
+        (
+            "leader fault attempts put off (struck on a later try)",
+            ", ".join(f"{k} {v}" for k, v in sorted(doc["faults_retried"].items())) or "none",
+        ),
+        (
+            "leader faults never struck",
+            ", ".join(f"{k} {v}" for k, v in sorted(doc["faults_skipped"].items())) or "none",
+        ),
         ("invariant violations (target 0)", str(doc["violations"])),
         (
-            f"leader loss to next bind, max (target <= {doc['takeover_target']:g}s)",
-            "n/a"
-            if takeover is None
-            else f"{takeover:.1f}s (all: {', '.join(f'{s:.1f}' for s in doc['takeover_seconds'])})",
+            f"leader loss to next bind, min / median / max (target <= {doc['takeover_target']:g}s)",
+            takeover_figures(doc),
         ),
         (
             "leader losses with no bind after (nothing placeable): loss to the lease taken",
@@ -149,6 +182,10 @@ def table(doc: dict[str, Any]) -> str:
         (
             "longest bind after its binder's last lease renewal (renew deadline 10s < lease 15s)",
             f"{doc['bind_after_renewal_max']:.1f}s",
+        ),
+        (
+            "replicas' writes as leader held to the lease term, by kind",
+            ", ".join(f"{k} {v}" for k, v in doc["leader_writes"].items()) or "none",
         ),
         ("binds", str(doc["binds"])),
         ("objects created", ", ".join(f"{k} {v}" for k, v in sorted(doc["created"].items()))),

@@ -1,4 +1,7 @@
-"""Fault injection: latency, error answers, dropped watches; changeable while the server runs."""
+"""Fault injection: latency, error answers, dropped watches; changeable while the server runs.
+
+A rule selects requests by verb, resource (a plural, or a subresource such as
+"pods/binding") and the name of the object the request names; empty lists select all."""
 
 from __future__ import annotations
 
@@ -15,15 +18,20 @@ Obj = dict[str, Any]
 
 
 class _Selector(msgspec.Struct, forbid_unknown_fields=True):
-    """Which requests a rule applies to; empty lists mean every verb / resource."""
+    """Which requests a rule applies to; empty lists mean every verb / resource / name."""
 
     # resources are plurals or subresources such as "pods/binding"
     verbs: list[str] = msgspec.field(default_factory=list)
     resources: list[str] = msgspec.field(default_factory=list)
+    # the names of the objects the request names (a pod's, for its binding): a test stops a
+    # gang's binds after exactly the members it names not
+    names: list[str] = msgspec.field(default_factory=list)
 
-    def matches(self, verb: str, resource: str) -> bool:
+    def matches(self, verb: str, resource: str, name: str = "") -> bool:
         """Whether this rule applies to the request."""
         if self.verbs and verb not in self.verbs:
+            return False
+        if self.names and name not in self.names:
             return False
         return not self.resources or resource in self.resources
 
@@ -96,13 +104,14 @@ class FaultInjector:
         """Whether any request-level fault is configured (the fast path skips them all)."""
         return bool(self.config.latency or self.config.errors)
 
-    async def before(self, verb: str, resource: str) -> None:
-        """Sleep for matching latency rules; raise the error of a matching rule that fires."""
+    async def before(self, verb: str, resource: str, name: str = "") -> None:
+        """Sleep for matching latency rules; raise the error of a matching rule that fires
+        (`name`: the object the request names, "" for a collection)."""
         for rule in self.config.latency:
-            if rule.matches(verb, resource):
+            if rule.matches(verb, resource, name):
                 await asyncio.sleep(rule.ms / 1000)
         for error in self.config.errors:
-            if error.matches(verb, resource) and self._random.random() < error.rate:
+            if error.matches(verb, resource, name) and self._random.random() < error.rate:
                 if error.budget and error.code == 429:
                     raise refused(
                         f"The disruption budget {error.budget} needs 1 healthy pods and has "

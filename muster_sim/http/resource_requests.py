@@ -116,7 +116,7 @@ class ResourceRequests:
             describe(pending, route, verb)
         if self.faults.active:
             resource = route.kind.plural + (f"/{route.subresource}" if route.subresource else "")
-            await self.faults.before(verb, resource)
+            await self.faults.before(verb, resource, route.name or "")
         return await self._dispatch(request, route, verb)
 
     async def _dispatch(self, request: web.Request, route: Route, verb: str) -> web.StreamResponse:

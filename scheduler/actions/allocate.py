@@ -1,5 +1,15 @@
 """allocate: place gangs, queue by queue and job by job; a gang commits whole or not at all.
 
+Partly bound gangs come first (api/gang_state.py: some members bound, the gang never ready
+since it was last Pending; a scheduler stopped between the binds of a gang, or a bind was
+refused for good): each is completed on the room that is left, its bound members staying
+where they are, whatever its queue's share; else the room its missing members need is held
+against every other gang (framework/holds.py, PARTLY_BOUND); and once it has been partly
+bound for `partly-bound-timeout` (since its first member was bound, as the API server says)
+its bound members are evicted through the Eviction API, so that it goes back to pending
+whole. An undo a PodDisruptionBudget refuses is tried again after a backoff, its
+room still held. The PodGroup's PartlyBound condition says which, why and when.
+
 A gang with spec.subGroupPolicy is placed one subgroup at a time (the subgroups still
 needed for minSubGroups first, then the default group, then the others), each subgroup
 whole or not at all and, with its own networkTopology, inside one domain of its tier
@@ -9,24 +19,34 @@ policy's minSubGroups are placed."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Collection
 
 from scheduler.actions.allocate_arguments import AllocateArguments
 from scheduler.actions.backoff import retry_due
 from scheduler.api.gang_state import (
     PLACED_STATUSES,
+    WERE_BOUND_STATUSES,
     gang_placed,
+    gang_ready,
     gang_shortfall,
+    holds_room,
     may_place,
+    partly_bound,
+    partly_bound_since,
     started_short,
 )
-from scheduler.api.job import JobInfo, NetworkTopology
+from scheduler.api.job import Completion, JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import (
     BEHIND_QUEUE_HEAD,
     NO_TOPOLOGY_DOMAIN_FITS,
     NOT_ENOUGH_RESOURCES,
+    PARTLY_BOUND_COMPLETED,
+    PARTLY_BOUND_HOLDING,
+    PARTLY_BOUND_UNDO_REFUSED,
+    PARTLY_BOUND_UNDOING,
+    PARTLY_BOUND_UNDONE,
     QUEUE_SHARE_EXCEEDED,
     behind_queue_head,
     queue_share_held,
@@ -34,6 +54,7 @@ from scheduler.api.reasons import (
 )
 from scheduler.api.subgroups import SubGroup, SubGroupKey, split, whole_count
 from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.timestamps import format_rfc3339
 from scheduler.api.topology import (
     Domain,
     SessionTopology,
@@ -44,6 +65,7 @@ from scheduler.api.topology import (
 )
 from scheduler.framework.action import Action
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.holds import HoldKind
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.ordering import KeyHeap, OrderedHeap
 from scheduler.framework.session import Session
@@ -55,8 +77,10 @@ class Allocate(Action[AllocateArguments]):
     best nodes; commit when the gang is ready, keep pipelined placements when the gang can
     start once releasing pods go, else discard everything of the job.
 
-    Jobs nominated by the previous session (preempt or reclaim released room for them)
-    go first, before any queue order, so nobody else takes that room while it is freed.
+    Partly bound gangs go first (completed, held for, or undone: see the module's
+    docstring), then gangs an autoscaler provisioned nodes for. Jobs nominated by the
+    previous session (preempt or reclaim released room for them) go next, before any
+    queue order, so nobody else takes that room while it is freed.
     A job that failed before waits out its backoff (actions/backoff.py); a failed job
     never stops the jobs behind it, which are popped in turn."""
 
@@ -72,14 +96,15 @@ class Allocate(Action[AllocateArguments]):
         )
         holds = state.holds
         holds.on_freed.append(picker.freed)
-        # Gangs an autoscaler provisioned nodes for go first, the oldest first: placed whole
+        served = self._complete_partly_bound(session, state, picker)
+        # Gangs an autoscaler provisioned nodes for go next, the oldest first: placed whole
         # if they fit (once admitted), else the room they would take is held against every
         # other gang.
         provisioned = state.scale_up.provisioned()
         actions = session.config.actions
         for key, request in provisioned.items():
             job = session.jobs[key]
-            if job.queue not in session.queues or not job.pending_tasks():
+            if key in served or job.queue not in session.queues or not job.pending_tasks():
                 continue
             if session.job_valid(job) is not None:
                 continue
@@ -87,8 +112,9 @@ class Allocate(Action[AllocateArguments]):
                 self._allocate_job(session, state, picker, session.queues[job.queue], job)
             if not gang_placed(job):
                 holds.hold_provisioned(job, request.since)
-        starving = holds.holders(provisioned)
-        by_queue, nominated, starved = self._jobs_by_queue(session, starving, provisioned)
+        served |= provisioned.keys()
+        starving = holds.holders(served)
+        by_queue, nominated, starved = self._jobs_by_queue(session, starving, served)
         for job in sorted(nominated, key=session.job_key):
             self._allocate_job(session, state, picker, session.queues[job.queue], job)
         # Starving gangs next, the longest starving first: each is placed whole if it
@@ -115,6 +141,74 @@ class Allocate(Action[AllocateArguments]):
             if jobs:
                 queues.push(queue)
 
+    def _complete_partly_bound(
+        self, session: Session, state: CycleState, picker: NodePicker
+    ) -> set[str]:
+        """Serve the partly bound gangs, the longest partly bound first: each is completed,
+        held for, or undone (`_complete`). Returns their keys."""
+        now = session.snapshot.now
+        found: list[tuple[float, str, float | None, JobInfo]] = []
+        for job in session.active_jobs.values():
+            if job.shadow or job.invalid is not None or not partly_bound(job):
+                continue
+            since = partly_bound_since(job)
+            found.append((now if since is None else since, job.key, since, job))
+        found.sort(key=lambda item: (item[0], item[1]))
+        timeout = self.arguments.partly_bound_timeout
+        for _, _, since, job in found:
+            self._complete(session, state, picker, job, since, timeout)
+        return {key for _, key, _, _ in found}
+
+    def _complete(
+        self,
+        session: Session,
+        state: CycleState,
+        picker: NodePicker,
+        job: JobInfo,
+        since: float | None,
+        timeout: float,
+    ) -> None:
+        """Complete a partly bound gang on the room that is left (its bound members stay
+        where they are), whatever its phase or its queue's share: it holds room already.
+        Else hold the room its missing members need against every other gang until it has
+        been partly bound for `timeout`, then undo it (evict its bound members); an undo
+        the Eviction API refused is tried again after a backoff, the room held meanwhile."""
+        now = session.snapshot.now
+        deadline = (now if since is None else since) + timeout
+        bound = job.count(*WERE_BOUND_STATUSES)
+        queue = session.queues.get(job.queue)
+        if queue is not None and job.pending_tasks() and session.job_valid(job) is None:
+            self._allocate_job(session, state, picker, queue, job)
+        if gang_ready(job):
+            job.completion = Completion(
+                since, deadline, PARTLY_BOUND_COMPLETED, _completed(job, since, bound)
+            )
+            return
+        refusal = session.snapshot.eviction_refusals.get(job.key, "")
+        if gang_placed(job) or now < deadline or job.count(TaskStatus.BINDING):
+            reason, why = PARTLY_BOUND_HOLDING, _undone_at(deadline)
+        elif refusal and not retry_due(session, job):
+            reason, why = PARTLY_BOUND_UNDO_REFUSED, _undo_refused(refusal)
+        elif not holds_room(job):
+            # Its placed members all finished: there is nothing to evict, and no room of its
+            # own to keep. It is no longer held for; it is still tried first.
+            job.completion = Completion(
+                since, deadline, PARTLY_BOUND_UNDONE, _nothing_to_undo(timeout, bound)
+            )
+            return
+        else:
+            _undo(session, job, timeout)
+            job.completion = Completion(
+                since, deadline, PARTLY_BOUND_UNDOING, _undoing(job, timeout, since)
+            )
+            return
+        held = ""
+        if not gang_placed(job):
+            held = state.holds.describe(
+                state.holds.hold_missing(job, deadline - timeout, HoldKind.PARTLY_BOUND)
+            )
+        job.completion = Completion(since, deadline, reason, _holding(job, since, bound, held, why))
+
     @staticmethod
     def _hold_back(jobs: KeyHeap[JobInfo], queue: QueueInfo) -> None:
         # The queue has its deserved share: say so on every job it leaves waiting.
@@ -123,7 +217,7 @@ class Allocate(Action[AllocateArguments]):
 
     @staticmethod
     def _jobs_by_queue(
-        session: Session, starving: dict[str, float], served: Mapping[str, object]
+        session: Session, starving: dict[str, float], served: Collection[str]
     ) -> tuple[dict[str, KeyHeap[JobInfo]], list[JobInfo], list[JobInfo]]:
         """The jobs to try, by queue; the nominated ones; the starving ones (those in
         `served` were tried already)."""
@@ -146,8 +240,9 @@ class Allocate(Action[AllocateArguments]):
             if job.queue not in session.queues:
                 continue
             if job.key in session.snapshot.nominated or started_short(job):
-                # Room made for it, or part of it bound (its leader died, or its minMember
-                # was raised): served before any queue order, so nobody takes what it needs.
+                # Room made for it, or part of it placed but not partly bound (it ran whole
+                # and lost a member, or its minMember was raised): served before any queue
+                # order, so nobody takes what it needs.
                 nominated.append(job)
                 continue
             if job.key in starving:
@@ -208,6 +303,97 @@ def _allocate(
         )
 
 
+def _undo(session: Session, job: JobInfo, timeout: float) -> None:
+    """Evict the bound members of a partly bound gang, as one group (the evictor sends
+    none of it if a PodDisruptionBudget refuses one)."""
+    reason = (
+        f"gang {job.key} could not be completed within {timeout:g}s of its first bind: its "
+        f"bound members are evicted so that it goes back to pending whole"
+    )
+    statement = Statement(session)
+    for task in sorted(job.tasks_in(TaskStatus.RUNNING, TaskStatus.BOUND), key=_by_name):
+        statement.evict(task, reason)
+    statement.commit(undoing=job.key)
+
+
+def _by_name(task: TaskInfo) -> str:
+    return task.name
+
+
+def _since(since: float | None) -> str:
+    if since is None:
+        return "a time no bound member says"
+    return format_rfc3339(since)
+
+
+# How many nodes a message names before it counts the rest.
+_NODES_NAMED = 8
+
+
+def _completed(job: JobInfo, since: float | None, bound: int) -> str:
+    nodes = sorted({task.node_name for task in job.tasks_in(TaskStatus.ALLOCATED)})
+    named = ", ".join(nodes[:_NODES_NAMED])
+    if len(nodes) > _NODES_NAMED:
+        named += f" and {len(nodes) - _NODES_NAMED} more nodes"
+    return (
+        f"{bound} of its members were bound since {_since(since)} but the gang had not run "
+        f"whole (a scheduler stopped between its binds, or a bind was refused for good); its "
+        f"{job.count(TaskStatus.ALLOCATED)} missing members were placed ahead of every other "
+        f"gang, on {named}"
+    )
+
+
+def _holding(job: JobInfo, since: float | None, bound: int, held: str, why: str) -> str:
+    if gang_placed(job):
+        waits = "its missing members wait for the pods evicted for them to leave"
+    else:
+        cause = job.wait_message or "its missing members cannot be placed yet"
+        room = f"; the room they need is held against every other gang: {held}" if held else ""
+        waits = f"its missing members cannot be placed yet ({cause}){room}"
+    return (
+        f"{bound} of its members are bound since {_since(since)}, fewer than the gang needs; "
+        f"{waits}; {why}"
+    )
+
+
+def _undone_at(deadline: float) -> str:
+    return (
+        f"it is undone (its bound members evicted) at {format_rfc3339(deadline)} if it is not "
+        f"complete by then"
+    )
+
+
+def _undo_refused(refusal: str) -> str:
+    return (
+        f"its undo was refused ({refusal}); it is tried again after a backoff, and its "
+        f"missing members' room stays held meanwhile"
+    )
+
+
+def _nothing_to_undo(timeout: float, bound: int) -> str:
+    return (
+        f"it could not be completed within {timeout:g}s of its first bind, but its {bound} "
+        f"placed members finished: there is nothing to evict, and it is no longer held for; "
+        f"its missing members are placed when they fit, before other gangs"
+    )
+
+
+def _undoing(job: JobInfo, timeout: float, since: float | None) -> str:
+    evicted = sorted(job.tasks_in(TaskStatus.RELEASING), key=_by_name)
+    bare = [task.name for task in evicted if not task.owner_uid]
+    text = (
+        f"it could not be completed within {timeout:g}s of its first bind "
+        f"({_since(since)}): its {len(evicted)} bound members are evicted through the "
+        f"Eviction API, and the gang goes back to pending whole"
+    )
+    if bare:
+        text += (
+            f"; {len(bare)} of them ({', '.join(bare[:5])}{', ...' if len(bare) > 5 else ''}) "
+            f"have no controller to recreate them: recreate them to run the gang"
+        )
+    return text
+
+
 class _Outcome(enum.Enum):
     """How placing a list of tasks ended."""
 
@@ -233,8 +419,11 @@ def _place(
     # Asked once for the lot when the queue's answer adds up; else once per task. Capacity
     # an autoscaler provisioned for the gang exists for it alone: its queue's share of the
     # cluster, which that capacity swelled, does not hold it back.
-    queue_takes_all = job.key in state.scale_up.provisioned() or session.allocatable_all(
-        queue, tasks
+    # A partly bound gang holds room already: completing it comes first, whatever its share.
+    queue_takes_all = (
+        job.key in state.scale_up.provisioned()
+        or partly_bound(job)
+        or session.allocatable_all(queue, tasks)
     )
     for task in tasks:
         node = picker.pick(task)

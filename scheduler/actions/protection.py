@@ -1,6 +1,8 @@
 """Which running pods preempt and reclaim may take now, and why the others are spared.
 
 A pod is spared when:
+- its gang is partly bound (api/gang_state.py): allocate completes or undoes such a gang
+  before any other is placed, and no other gang is given its room;
 - it, or its PodGroup, says `volcano.sh/preemptable: "false"`;
 - it started less than its minimum runtime ago: the action's own minimum
   (preempt's `preemptMinRuntime`, reclaim's `reclaimMinRuntime`) or the pod's
@@ -24,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from scheduler.api.budgets import DisruptionBudget
+from scheduler.api.gang_state import partly_bound
 from scheduler.api.job import JobInfo
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.api.timestamps import parse_rfc3339
@@ -46,6 +49,8 @@ class VictimGuard:
     def spares(self, victim: TaskInfo, owner: JobInfo) -> str:
         """Why the pod may not be a victim at all now, or "" (budgets aside: see
         `budget_allows`)."""
+        if partly_bound(owner):
+            return f"PodGroup {owner.key} is partly bound: it is completed or undone first"
         if owner.settings.preemptable is False:
             return f"PodGroup {owner.key} says volcano.sh/preemptable: false"
         protection = victim.protection

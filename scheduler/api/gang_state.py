@@ -13,12 +13,21 @@ from collections.abc import Collection
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.subgroups import SubGroupKey, policies_satisfied, split, whole_count
 from scheduler.api.task import BOUND_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.timestamps import parse_rfc3339
 
 # Phases of an admitted gang: allocate, preempt and reclaim place only these (enqueue
 # moves Pending to Inqueue).
 ADMITTED_PHASES = frozenset({PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN})
 # Phases of a gang that has started: a queue that is closing lets these go on.
 STARTED_PHASES = frozenset({PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN})
+# Phases muster writes only once a gang has been ready since it was last Pending: Running
+# (minMember ready), Unknown (it ran, then lost members) and Completed. Read from the API
+# server (JobInfo.observed_phase), so a new leader knows it too. A gang bound whole whose
+# Running is not written yet has every member bound: it is ready, so the lag of the status
+# write never makes it partly bound.
+HAS_BEEN_READY_PHASES = frozenset(
+    {PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN, PodGroupPhase.COMPLETED}
+)
 # Pods that hold room on a node and are bound: the ones eviction can release. Allocated
 # pods are the session's own placements, not yet bound.
 VICTIM_STATUSES = BOUND_STATUSES
@@ -125,9 +134,48 @@ def short_of_min_member(job: JobInfo) -> bool:
     return members_placed(job) < job.min_member
 
 
+# Members that were bound: holding room under a bind, or finished there.
+WERE_BOUND_STATUSES = (*BOUND_STATUSES, TaskStatus.SUCCEEDED)
+
+
+def partly_bound(job: JobInfo) -> bool:
+    """Whether the gang is partly bound: at least one member was bound (Binding, Bound,
+    Running, or Succeeded since) and the gang has not been ready (gang_ready, Succeeded
+    members counting) since it was last Pending. Binding is N separate calls: a leader
+    stopped between the first and the last, or a bind refused for good, leaves such a gang,
+    which allocate completes before any other or, past its time, undoes (evicts the members
+    that hold room; those that finished are done).
+
+    A gang that ran whole and then lost a member, or whose minMember was raised in place,
+    is not partly bound: its PodGroup was written Running (HAS_BEEN_READY_PHASES), and it
+    keeps the rules of a running gang."""
+    if job.observed_phase in HAS_BEEN_READY_PHASES:
+        return False
+    return job.count(*WERE_BOUND_STATUSES) > 0 and not gang_ready(job)
+
+
+def holds_room(job: JobInfo) -> int:
+    """How many members hold room under a bind (what an undo evicts, or waits for)."""
+    return job.count(*BOUND_STATUSES)
+
+
+def partly_bound_since(job: JobInfo) -> float | None:
+    """Since when a partly bound gang is so (epoch seconds): when its first member was
+    bound (its PodScheduled condition, which the binding sets), as the API server holds it;
+    None when no such member says."""
+    earliest: float | None = None
+    for task in job.tasks_in(*WERE_BOUND_STATUSES):
+        when = parse_rfc3339(task.bound_at)
+        if when is not None and (earliest is None or when < earliest):
+            earliest = when
+    return earliest
+
+
 def started_short(job: JobInfo) -> bool:
-    """Whether some members are bound or running but fewer than minMember: a gang a previous
-    leader (or a bind that failed for good) left part-placed, to complete before any other."""
+    """Whether some members are placed (bound, running or done) but fewer than minMember.
+    The partly bound ones among such gangs are completed first or undone (partly_bound);
+    the others (a gang that ran whole and lost a member, or had its minMember raised in
+    place) are served before any queue order."""
     ready = job.ready_count()
     return 0 < ready < job.min_member
 

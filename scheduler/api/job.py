@@ -67,6 +67,19 @@ class Starving:
 
 
 @dataclass(frozen=True, slots=True)
+class Completion:
+    """A session's verdict on a partly bound gang (api/gang_state.py): since when it is
+    partly bound (epoch seconds; None when no bound member says), when it is undone if it
+    cannot be completed by then, and what the session did (the PodGroup's PartlyBound
+    condition: a reason of api/reasons.py and a message)."""
+
+    since: float | None
+    deadline: float
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class ScaleUpVerdict:
     """A session's word on asking a cluster autoscaler for the gang's nodes (the PodGroup's
     ScaleUp condition: True while a request is asked for or provisioned, False when it
@@ -137,6 +150,7 @@ class JobInfo:
         "allocated",
         "allocated_hypernode",
         "api",
+        "completion",
         "conditions",
         "creation_timestamp",
         "disrupted",
@@ -281,6 +295,8 @@ class JobInfo:
         # Set during a session that evicts any of its pods: the gang the room is made for
         # (a native PodGroup's DisruptionTarget condition says so).
         self.disrupted = ""
+        # Set during a session when the gang is partly bound: what allocate did about it.
+        self.completion: Completion | None = None
 
     @classmethod
     def from_podgroup(cls, group: wire.PodGroup, priority: int = 0) -> JobInfo:

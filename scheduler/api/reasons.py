@@ -27,6 +27,9 @@ STARVING = "Starving"
 # asked, pending, provisioned, retrying), False once that failed for good
 # (framework/scaleup.py).
 SCALE_UP = "ScaleUp"
+# True while the gang is partly bound (api/gang_state.py): room held for its missing
+# members, or its bound members being evicted; False once it was completed or undone.
+PARTLY_BOUND = "PartlyBound"
 
 # Reasons on the Scheduled and Admitted conditions.
 GANG_READY = "GangReady"
@@ -90,6 +93,18 @@ SCALE_UP_WRITE_FAILED = "ScaleUpRequestFailed"
 
 # A Warning event on an object muster cannot use (its message names the field and value).
 INVALID_OBJECT = "InvalidObject"
+# Reasons on the PartlyBound condition, and of the events on the PodGroup that say the same
+# (actions/allocate.py decides, framework/job_status.py writes). UNDOING is also the
+# reason of the event on each pod an undo evicts.
+PARTLY_BOUND_COMPLETED = "PartlyBoundCompleted"
+PARTLY_BOUND_HOLDING = "PartlyBoundHolding"
+PARTLY_BOUND_UNDOING = "PartlyBoundUndoing"
+PARTLY_BOUND_UNDO_REFUSED = "PartlyBoundUndoRefused"
+PARTLY_BOUND_UNDONE = "PartlyBoundUndone"
+
+# The event on a pod that preempt or reclaim evicts.
+PREEMPTED = "Preempted"
+
 # A Warning event on a PodGroup or pod whose Volcano label or annotation cannot be read.
 INVALID_ANNOTATION = "InvalidAnnotation"
 

@@ -167,9 +167,16 @@ def _started(pod: wire.Pod) -> str:
     condition turned True, which Volcano's cdp plugin reads), else ""."""
     if pod.status.start_time:
         return pod.status.start_time
+    return _bound_at(pod)
+
+
+def _bound_at(pod: wire.Pod) -> str:
+    """When the pod was bound: its PodScheduled condition's lastTransitionTime once True
+    (the binding subresource sets it, on kube-apiserver as on sim), else ""."""
     for condition in pod.status.conditions:
         if condition.type == "PodScheduled" and condition.status == "True":
-            return condition.last_transition_time or ""
+            # Interned: the pods of a gang are bound within the same second or two.
+            return sys.intern(condition.last_transition_time or "")
     return ""
 
 
@@ -675,6 +682,7 @@ class TaskInfo:
     """One pod: identity, request, constraints, and where the session has put it."""
 
     __slots__ = (
+        "bound_at",
         "creation_timestamp",
         "devices",
         "digest",
@@ -727,6 +735,7 @@ class TaskInfo:
         topology: PodTopologySpec | None = None,
         images: tuple[str, ...] = (),
         started: str = "",
+        bound_at: str = "",
         protection: PodProtection = UNPROTECTED,
         digest: int = 0,
         scale_up_request: str = "",
@@ -762,6 +771,10 @@ class TaskInfo:
         # RFC 3339: when the pod started (status.startTime, else when it was bound): a
         # victim's runtime, for the minimum runtimes and cooldowns, counts from here.
         self.started = started
+        # RFC 3339: when the pod was bound (its PodScheduled condition turned True), "" while
+        # it is not: a partly bound gang's time to be completed counts from its first member's
+        # (api/gang_state.py), so a new leader reads it from the API server.
+        self.bound_at = bound_at
         # What its labels and annotations say about being preempted or reclaimed.
         self.protection = protection
         # pod_digest of the pod it was read from (0: not taken): a later version of the pod
@@ -818,6 +831,7 @@ class TaskInfo:
             topology=topology_spec(spec, meta.namespace, meta.labels),
             images=pod_images(spec),
             started=_started(pod),
+            bound_at=_bound_at(pod),
             protection=pod_protection(meta.labels, meta.annotations),
             scale_up_request=meta.annotations.get(CONSUME_PROVISIONING_REQUEST, ""),
             ignored_group=ignored,
@@ -832,7 +846,8 @@ class TaskInfo:
         twin = self.clone()
         twin.node_name = sys.intern(pod.spec.node_name)
         twin.status = _task_status(pod)
-        twin.started = _started(pod)
+        twin.bound_at = _bound_at(pod)
+        twin.started = pod.status.start_time or twin.bound_at
         if self.devices is not None:
             # The claims made from its templates are in its status.
             twin.devices = of_pod(pod)
@@ -882,6 +897,7 @@ class TaskInfo:
             topology=self.topology,
             images=self.images,
             started=self.started,
+            bound_at=self.bound_at,
             protection=self.protection,
             digest=self.digest,
             scale_up_request=self.scale_up_request,

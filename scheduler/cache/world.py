@@ -26,6 +26,7 @@ import msgspec
 from scheduler.api import dra, wire
 from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
+from scheduler.api.gang_state import HAS_BEEN_READY_PHASES, gang_ready
 from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.native import NativePodGroup, NativeWorkload, QueueSource
@@ -41,6 +42,7 @@ from scheduler.api.snapshot import (
     add_task,
 )
 from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.cache.bounded import deferred_gangs, with_deferred
 from scheduler.cache.ownership import Owners, Ownership
 from scheduler.cache.settled_gangs import SettledGangs
 from scheduler.cache.table import ReadOnlyTable, Table, read_only
@@ -118,6 +120,8 @@ class World:
         # a PodGroup's status): worth a session now and then, not every period.
         self.status_generation = 0
         self.settled = SettledGangs()
+        # The gangs the last snapshot left to the next session (cache/bounded.py).
+        self.deferred: frozenset[str] = frozenset()
         # Evictions sent whose watch event has not come yet: uid -> status before.
         self.releasing: dict[str, TaskStatus] = {}
         # Per preemptor (job key): why the Eviction API last refused its evictions.
@@ -156,15 +160,29 @@ class World:
         self.scale_up_requests = Table(_by_podgroup)
 
     # Snapshots ---------------------------------------------------------------
-    def snapshot(self, now: float = 0.0) -> ClusterSnapshot:
+    def snapshot(self, now: float = 0.0, *, pending_pods: int = 0) -> ClusterSnapshot:
         """A copy for one session that runs at wall-clock time `now` (epoch seconds): the
-        settled jobs shared, unless the last whole snapshot is WHOLE_SESSION_SECONDS old."""
+        settled jobs shared, unless the last whole snapshot is WHOLE_SESSION_SECONDS old.
+        With `pending_pods` (above 0), a bounded session's: the pending gangs past that
+        many pending pods are left to the next session, as settled ones (cache/bounded.py)."""
         settled = self.settled
+        live = self.live
         if settled.shared_at(now):
-            copy = self.live.clone_for_session(settled.jobs(), settled.totals())
+            jobs, totals = settled.jobs(), settled.totals()
         else:
             settled.whole(now)
-            copy = self.live.clone()
+            jobs, totals = MappingProxyType({}), {}
+        deferred = {}
+        if pending_pods > 0:
+            # Of the queues this instance holds (a partition's): another's are not its own.
+            ours = {key: job for key, job in live.jobs.items() if job.queue in live.queues}
+            kept = set(jobs) | live.nominated | self.scale_up_requests.view().keys()
+            deferred = deferred_gangs(ours, pending_pods, kept=kept)
+        self.deferred = frozenset(deferred)
+        if deferred:
+            totals = with_deferred(totals, deferred, live.jobs)
+            jobs = MappingProxyType({**jobs, **deferred})
+        copy = live.clone_for_session(jobs, totals) if jobs else live.clone()
         copy.invalid = list(self.invalid.values())
         if self.partitioned:
             copy.jobs = {key: job for key, job in copy.jobs.items() if job.queue in copy.queues}
@@ -308,7 +326,9 @@ class World:
         """Keep what the next sessions need from this one: the gangs it settled, nominations,
         placement failures (for backoff), and when jobs were admitted or sent back."""
         live = self.live
-        self.settled.settle(result.settled, live.jobs, frozenset(hold.job for hold in result.holds))
+        # The gangs this session left to the next were not settled by it.
+        settled = {k: known for k, known in result.settled.items() if k not in self.deferred}
+        self.settled.settle(settled, live.jobs, frozenset(hold.job for hold in result.holds))
         live.nominated = frozenset(result.nominated)
         for key, placed in result.attempts.items():
             if placed:
@@ -545,6 +565,23 @@ class World:
         """Whether the PodGroup of gang `key` is cached and muster's (cache/ownership.py)."""
         job = self.live.jobs.get(key)
         return job is not None and not job.shadow
+
+    def awaits_binds(self, key: str) -> bool:
+        """Whether gang `key` (namespace/name) has a bind sent and not yet answered (a member
+        Binding) while its PodGroup does not say it has been ready (gang_state's
+        HAS_BEEN_READY_PHASES): its Running waits for the answers (effects/apply.py)."""
+        job = self.live.jobs.get(key)
+        return (
+            job is not None
+            and job.observed_phase not in HAS_BEEN_READY_PHASES
+            and job.count(TaskStatus.BINDING) > 0
+        )
+
+    def bound_whole(self, key: str) -> bool:
+        """Whether gang `key` is ready on members whose binds were answered (gang_ready,
+        nothing Binding)."""
+        job = self.live.jobs.get(key)
+        return job is not None and not job.count(TaskStatus.BINDING) and gang_ready(job)
 
     def is_pending(self, uid: str) -> bool:
         """Whether pod `uid` is cached and waits for a node (not bound, nor being bound)."""

@@ -1,21 +1,23 @@
 """Device selectors: Kubernetes' CEL on cel-python, each compiled once, bounded, memoised.
 
 1. **Compile** (`SelectorMemo.selector`, once per text): cel-python parses the expression.
-   Two constructs it reads otherwise than cel-go are rewritten first: `cel.bind(v, init,
-   e)` becomes `[init].map(v, e)[0]` (the same single evaluation of init, bound to v), and
-   a method `.min()` becomes `._k8s_min()` (cel-python takes `min` for a macro). A walk
+   Three constructs it reads otherwise than cel-go are rewritten first: `cel.bind(v,
+   init, e)` becomes `[init].map(v, e)[0]` (the same single evaluation of init, bound to
+   v), a method `.min()` becomes `._k8s_min()` (cel-python takes `min` for a macro), and
+   `l.map(x, keep, e)` becomes `l.filter(x, keep).map(x, e)` (cel-python would drop `e`). A walk
    over the tree then refuses what kube-scheduler's environment would not compile or
    what muster does not implement, with a compile error naming it: a function outside
    Kubernetes' library as dra/cel_library.py implements it, an undeclared variable, a
    field of `device` that does not exist. cel-python transpiles the tree into Python,
    with the library's functions and its overrides of `==`, `<` and `in`.
 2. **Bound**: cel-python has no runtime cost accounting, so the cost is bounded
-   statically, in cel-go's spirit: every operation costs 1 (a literal 0), a function also
-   costs the size of its receiver (a string function reads its string), and a
-   comprehension (`all`, `exists`, `exists_one`, `map`, `filter`) costs its range's largest
-   size times its body's cost plus one. Sizes come from what a device can hold (32
-   domains, 32 names per domain, 64 characters a string value, as the API server limits
-   them), from literals (a list's length, a string's, `lists.range(n)` for a literal n)
+   statically, as cel-go estimates it: every operation costs 1 (a literal 0), a function
+   or a concatenation also costs reading its receiver and arguments (a tenth of a
+   string's length, an element of a list), and a comprehension (`all`, `exists`,
+   `exists_one`, `map`, `filter`) costs its range's largest size times its body's cost
+   plus one. Sizes come from what a device can hold (32 domains, 32 names per domain, 63
+   characters a domain, 32 a name, 64 a string value, as the API server limits them),
+   from literals (a list's length, a string's, `lists.range(n)` for a literal n)
    and from the functions that build them (`split`, `filter`, ...). A selector whose bound
    exceeds Kubernetes' limit of 1,000,000 per evaluation, or iterates over a list whose
    size cannot be bounded, is refused at compile: the API server refuses the same at
@@ -60,11 +62,57 @@ from scheduler.dra.cel_library import (
     type_name,
 )
 
-# The API server's limits on what a device holds, which bound what a selector can iterate.
+# The API server's limits on what a device holds, which bound what a selector can iterate:
+# domains and names per device, a domain's length, a name's (an ID's), a string value's.
 MAX_DOMAINS = 32
 MAX_NAMES = 32
+MAX_DOMAIN = 63
+MAX_ID = 32
 MAX_STRING = 64
+# cel-go charges a tenth of a string's length to read it (StringTraversalCostFactor).
+_STRING_TRAVERSAL_DIVISOR = 10
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# What Kubernetes' CEL environment offers a selector and muster does not implement: refused
+# at compile with these words, so a selector is never read as something it does not say.
+_NOT_IMPLEMENTED = "muster does not implement"
+_OPTIONAL_FUNCTIONS = frozenset({"hasValue", "orValue", "optMap", "optFlatMap"})
+_TWO_VARIABLE_MACROS = frozenset(
+    {"existsOne", "transformList", "transformMap", "transformMapEntry"}
+)
+_LIBRARY_NOT_IMPLEMENTED = frozenset(
+    {
+        # strings extension
+        "format",
+        # URLs, IP addresses and CIDRs
+        "url",
+        "isURL",
+        "getScheme",
+        "getHost",
+        "getHostname",
+        "getPort",
+        "getEscapedPath",
+        "getQuery",
+        "ip",
+        "isIP",
+        "cidr",
+        "isCIDR",
+        "containsIP",
+        "containsCIDR",
+        "isUnspecified",
+        "isLoopback",
+        "isLinkLocalMulticast",
+        "isLinkLocalUnicast",
+        "isGlobalUnicast",
+        "masked",
+        "prefixLength",
+        "isCanonical",
+        # lists extension
+        "sortBy",
+        # list-type attributes (DRAListTypeAttributes, alpha)
+        "includes",
+    }
+)
+_OPTIONAL_SYNTAX = re.compile(r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')|([.\[]\s*\?)""")
 _DEVICE_FIELDS = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
 # Namespaced functions, by their namespace.
 _NAMESPACE_FUNCTIONS = {
@@ -107,6 +155,15 @@ class _Shape:
 
 
 _SCALAR = _Shape("scalar")
+
+
+def _reading(shape: _Shape) -> int:
+    """What reading a value costs: a tenth of a string's length, as cel-go charges, and
+    an element of anything else."""
+    size = shape.size or 0
+    if shape.kind == "string":
+        return -(-size // _STRING_TRAVERSAL_DIVISOR)
+    return size
 
 
 class Selector:
@@ -279,6 +336,11 @@ def _parse(text: str) -> TranspilerTree:
     try:
         tree = _PARSER.parse(text)
     except (lark.exceptions.UnexpectedToken, lark.exceptions.UnexpectedCharacters) as problem:
+        if _uses_optional_syntax(text):
+            raise SelectorError(
+                f"compilation failed: {_NOT_IMPLEMENTED} optional field selection "
+                "(`.?name`, `[?key]`)"
+            ) from None
         first = str(problem).splitlines()[0]
         raise SelectorError(f"compilation failed: {first}\n{problem.get_context(text)}") from None
     except lark.exceptions.LarkError as problem:
@@ -287,9 +349,16 @@ def _parse(text: str) -> TranspilerTree:
     return tree
 
 
+def _uses_optional_syntax(text: str) -> bool:
+    """Whether the text selects a field or an entry optionally (`.?` or `[?` outside a
+    string literal), which cel-python's grammar lacks."""
+    return any(match.group(2) for match in _OPTIONAL_SYNTAX.finditer(text))
+
+
 def _rewritten(text: str) -> str:
-    """The text with every `cel.bind(...)` and `.min()` in forms cel-python reads as cel-go
-    does; one rewrite at a time, innermost binds last, until none is left."""
+    """The text with every `cel.bind(...)`, `.min()` and three-argument `.map()` in forms
+    cel-python reads as cel-go does; one rewrite at a time, outermost first, until none
+    is left."""
     for _ in range(256):
         tree = _parse(text)
         edit = _next_edit(tree, text)
@@ -317,6 +386,15 @@ def _next_edit(tree: lark.Tree[lark.Token], text: str) -> tuple[int, int, str] |
             variable, init, body = (_source(child, text) for child in arguments.children)
             start, end = node.meta.start_pos, node.meta.end_pos
             return start, end, f"[{init}].map({variable}, {body})[0]"
+        if name == "map" and len(node.children) == 3:
+            arguments = node.children[2]
+            assert isinstance(arguments, lark.Tree)
+            if len(arguments.children) == 3:
+                # cel-python reads map(x, filter, transform) as map(x, filter).
+                variable, keep, body = (_source(child, text) for child in arguments.children)
+                start, end = node.meta.start_pos, node.meta.end_pos
+                source = _source(receiver, text)
+                return start, end, f"{source}.filter({variable}, {keep}).map({variable}, {body})"
     return None
 
 
@@ -425,7 +503,8 @@ class _Bound:
         right_cost, right = self._walk(node.children[1])
         size = None if left.size is None or right.size is None else left.size + right.size
         kind = left.kind if left.kind == right.kind else "scalar"
-        return left_cost + right_cost + 1 + (size or 0), _Shape(kind, size)
+        shape = _Shape(kind, size)
+        return left_cost + right_cost + 1 + _reading(_Shape(kind, size or 0)), shape
 
     def _addition_add(self, node: lark.Tree[lark.Token]) -> tuple[int, _Shape]:
         return self._walk(node.children[0])
@@ -489,6 +568,7 @@ class _Bound:
 
     def _ident_arg(self, node: lark.Tree[lark.Token]) -> tuple[int, _Shape]:
         name = str(node.children[0])
+        _refuse_unimplemented(name)
         if (name not in FUNCTIONS and name not in STANDARD_FUNCTIONS) or name.startswith("_"):
             raise SelectorError(f"compilation failed: undeclared reference to '{name}'")
         cost, shape = 1, _SCALAR
@@ -496,7 +576,7 @@ class _Bound:
         if isinstance(arguments, lark.Tree):
             for argument in arguments.children:
                 argument_cost, shape = self._walk(argument)
-                cost += argument_cost + (shape.size or 0)
+                cost += argument_cost + _reading(shape)
         return cost, (shape if name == "dyn" else _SCALAR)
 
     def _member_dot_arg(self, node: lark.Tree[lark.Token]) -> tuple[int, _Shape]:
@@ -504,17 +584,23 @@ class _Bound:
         arguments = node.children[2] if len(node.children) > 2 else None
         argument_nodes = list(arguments.children) if isinstance(arguments, lark.Tree) else []
         space = _ident_name(receiver)
-        if space in _NAMESPACE_FUNCTIONS and not any(space in frame for frame in self.scope):
+        bound = any(space in frame for frame in self.scope)
+        if space == "optional" and not bound:
+            raise SelectorError(
+                f"compilation failed: {_NOT_IMPLEMENTED} optional values (optional.{token}())"
+            )
+        if space in _NAMESPACE_FUNCTIONS and not bound:
             return self._namespaced(space, token, argument_nodes)
+        _refuse_unimplemented(token)
         if token in _MACROS:
             return self._macro(receiver, token, argument_nodes)
         if (token not in FUNCTIONS and token not in STANDARD_FUNCTIONS) or token == "range":
             raise SelectorError(f"compilation failed: undeclared reference to '{token}'")
         cost, shape = self._walk(receiver)
-        cost += 1 + (shape.size or 0)
+        cost += 1 + _reading(shape)
         for argument in argument_nodes:
             argument_cost, argument_shape = self._walk(argument)
-            cost += argument_cost + (argument_shape.size or 0)
+            cost += argument_cost + _reading(argument_shape)
         return cost, self._result(token, shape)
 
     def _result(self, function: str, receiver: _Shape) -> _Shape:
@@ -545,9 +631,16 @@ class _Bound:
             for size in known:
                 product *= max(size, 1)
             return cost + product, _SCALAR
-        return cost + sum(size or 0 for size in sizes), _Shape("string", None)
+        return cost + sum(_reading(_Shape("string", size)) for size in sizes), _Shape(
+            "string", None
+        )
 
     def _macro(self, receiver: Any, macro: str, arguments: list[Any]) -> tuple[int, _Shape]:
+        if len(arguments) == 3 and macro != "map":
+            raise SelectorError(
+                f"compilation failed: {_NOT_IMPLEMENTED} two-variable comprehensions "
+                f"({macro}(key, value, expression))"
+            )
         if len(arguments) not in (2, 3) or _ident_name(arguments[0]) is None:
             raise SelectorError(f"compilation failed: {macro}() takes a variable and an expression")
         range_cost, shape = self._walk(receiver)
@@ -557,11 +650,13 @@ class _Bound:
             )
         variable = _ident_name(arguments[0])
         assert variable is not None
-        element = (
-            _Shape("string", MAX_STRING)
-            if shape.kind in ("domains", "names")
-            else (self._field(shape, None))
-        )
+        # Over a map, the variable is a key: a domain, or a name (an ID) within one.
+        if shape.kind == "domains":
+            element = _Shape("string", MAX_DOMAIN)
+        elif shape.kind == "names":
+            element = _Shape("string", MAX_ID)
+        else:
+            element = self._field(shape, None)
         self.scope.append({variable: element})
         try:
             body = sum(self._walk(argument)[0] for argument in arguments[1:])
@@ -571,6 +666,22 @@ class _Bound:
         if macro in ("map", "filter"):
             return cost, _Shape("list", shape.size)
         return cost, _SCALAR
+
+
+def _refuse_unimplemented(function: str) -> None:
+    """Refuse, by name, a function of Kubernetes' environment that muster lacks."""
+    if function in _TWO_VARIABLE_MACROS:
+        raise SelectorError(
+            f"compilation failed: {_NOT_IMPLEMENTED} two-variable comprehensions ({function}())"
+        )
+    if function in _OPTIONAL_FUNCTIONS:
+        raise SelectorError(
+            f"compilation failed: {_NOT_IMPLEMENTED} optional values ({function}())"
+        )
+    if function in _LIBRARY_NOT_IMPLEMENTED:
+        raise SelectorError(
+            f"compilation failed: {_NOT_IMPLEMENTED} {function}() of Kubernetes' CEL library"
+        )
 
 
 def _string_constant(node: Any) -> str | None:

@@ -17,6 +17,7 @@ receiver: cel-python reads `lists` as a variable, which dra/cel.py binds to the 
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from functools import cmp_to_key, total_ordering
@@ -321,6 +322,28 @@ def logical_not(value: Any) -> Any:
     if not _is_bool(value):
         return no_overload("!_", value)
     return ct.BoolType(not value)
+
+
+def divide(left: Any, right: Any) -> Any:
+    """CEL's `/`, with cel-go's words for a zero divisor (cel-python's differ)."""
+    return _arithmetic_by_zero(operator.truediv, left, right, "division by zero")
+
+
+def modulus(left: Any, right: Any) -> Any:
+    """CEL's `%`, with cel-go's words for a zero divisor."""
+    return _arithmetic_by_zero(operator.mod, left, right, "modulus by zero")
+
+
+def _arithmetic_by_zero(
+    apply: Callable[[Any, Any], Any], left: Any, right: Any, message: str
+) -> Any:
+    failed = _first_error((left, right))
+    if failed is not None:
+        return failed
+    try:
+        return apply(left, right)
+    except ZeroDivisionError:
+        return error(message)
 
 
 def member_of(item: Any, container: Any) -> Any:
@@ -874,6 +897,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "_>_": greater,
     "_>=_": greater_equal,
     "_in_": member_of,
+    "_/_": divide,
+    "_%_": modulus,
     "!_": logical_not,
     "size": size,
     "quantity": quantity,

@@ -2,7 +2,8 @@
 
 The session's decisions are frozen values; this is the one place they fan out to the
 components that turn them into API calls, in the order the API server should see them:
-bindings first (a gang's binds leave together), then evictions, then statuses.
+bindings first (a gang's binds leave together), then evictions, then statuses and the
+events that go with them.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from collections.abc import Callable, Collection
 from functools import partial
 from typing import Protocol
 
+from scheduler.api.job import PodGroupPhase
+from scheduler.api.names import GROUP, VERSION
 from scheduler.cache.world import World
 from scheduler.effects.binder import Binder
 from scheduler.effects.evictor import Evictor
-from scheduler.effects.recorder import EventRecorder
+from scheduler.effects.fence import LeaderFence
+from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.effects.scale_up import ScaleUpWriter
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import (
@@ -40,19 +44,23 @@ from scheduler.metrics import Metrics
 
 log = logging.getLogger("muster.scheduler")
 
-# How long shutdown waits, in turn: for the binds queued to go out; then (none begun any
-# more) for the answers of those on the wire; then, the lease released, for status writes
-# and events. The lease is held until the binds are done, so their part is kept short: a
-# standby takes over only after it (a bind retried after a 5xx could hold it for a minute,
-# and the kubelet kills a pod past its grace). Together (17 s) they stay within the
-# scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
+# How long shutdown waits, in turn, while this replica still holds its lease: for the binds
+# queued to go out; then (none begun any more) for the answers of those on the wire; then for
+# the status writes, scale-up writes and events queued (together). Then the leader's fence
+# closes and the lease is released: nothing of the leader's is sent after a successor may
+# lead. The lease is held until all that is done, so each part is kept short: a standby
+# takes over only after it (a bind retried after a 5xx could hold it for a minute, and the
+# kubelet kills a pod past its grace). The writes get the least: what they leave unsent, the
+# successor's first session writes anew (its status writer has written nothing yet), while
+# each second they take (429s and their retries) delays the hand-over. Together (8 s) they
+# stay within the scheduler pod's terminationGracePeriodSeconds (40, deploy/base/scheduler).
 BIND_DRAIN_SECONDS = 2.0
 BIND_ANSWER_SECONDS = 5.0
-STATUS_DRAIN_SECONDS = 5.0
-EVENT_DRAIN_SECONDS = 5.0
+WRITE_DRAIN_SECONDS = 1.0
 # Connections of the status writer's lane, one write at a time on each: as many as its two
 # keyed lanes (effects/lanes.py) write at once together.
 STATUS_CONNECTIONS = 32
+_PODGROUP_API = f"{GROUP}/{VERSION}"
 
 
 class BindDispatcher(Protocol):
@@ -60,11 +68,15 @@ class BindDispatcher(Protocol):
 
     def dispatch(self, binds: list[Bind]) -> None: ...
 
+    def when_answered(self, callback: Callable[[str], None]) -> None: ...
+
     def stop_retrying(self) -> None: ...
 
     def fence(self) -> None: ...
 
     async def drain(self) -> None: ...
+
+    async def first_answer(self) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -99,11 +111,16 @@ class PodEvictor(Protocol):
 
 class ReleaseTracker(Protocol):
     """What Effects needs of the cache: the room of an evicted pod is going, or stays;
-    why the Eviction API refused a preemptor's evictions."""
+    why the Eviction API refused a preemptor's evictions; whether a gang's binds were
+    answered."""
 
     def assume_releasing(self, uid: str) -> None: ...
 
     def forget_releasing(self, uid: str) -> None: ...
+
+    def awaits_binds(self, key: str) -> bool: ...
+
+    def bound_whole(self, key: str) -> bool: ...
 
     def eviction_refused(self, preemptor: str, why: str, now: float) -> None: ...
 
@@ -136,8 +153,11 @@ class _NoScaleUp:
         return None
 
 
-class Drainable(Protocol):
-    """Background writes that can be waited for, then stopped (the event recorder)."""
+class EventSink(Protocol):
+    """What Effects needs of the event recorder: events recorded in the background, waited
+    for, then stopped."""
+
+    def record(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -160,12 +180,15 @@ class Effects:
         binder: BindDispatcher,
         writer: StatusSink,
         evictor: PodEvictor,
-        recorder: Drainable,
+        recorder: EventSink,
         pools: tuple[Closable, ...] = (),
         scale_up: ScaleUpSink | None = None,
         progress: BindProgress | None = None,
+        fence: LeaderFence | None = None,
     ) -> None:
         self.cache = cache
+        # Closed on shutdown once the writes had their time (finish_writes).
+        self.fence = fence if fence is not None else LeaderFence(lambda: True)
         self.progress = progress
         self.binder = binder
         self.writer = writer
@@ -176,6 +199,9 @@ class Effects:
         self.scale_up: ScaleUpSink = scale_up if scale_up is not None else _NoScaleUp()
         # Evictions run in the background; held here so none is garbage-collected mid-way.
         self._evictions: set[asyncio.Task[None]] = set()
+        # A gang's first Running, held until its binds are answered (by gang key).
+        self._unbound: dict[str, PodGroupStatusUpdate] = {}
+        binder.when_answered(self._bind_answered)
 
     @classmethod
     def connected(
@@ -185,7 +211,7 @@ class Effects:
         recorder: EventRecorder,
         metrics: Metrics,
         *,
-        may_bind: Callable[[], bool],
+        fence: LeaderFence,
         bind_client: KubeClient | None = None,
         bind_workers: int = 64,
         progress: BindProgress | None = None,
@@ -194,7 +220,8 @@ class Effects:
         `bind_client` (a lane of its own, so no bind waits for a connection behind status
         writes; `client` when not given) with `bind_workers` binds in flight, its status
         writer on a lane of its own, and events and status writes held while binds wait to
-        be sent."""
+        be sent. Every write of theirs asks `fence` (the recorder's too, given it when it
+        was made) as it is sent."""
         # Status writes on the lean transport (kube/pipeline.py), one at a time on each
         # connection: through aiohttp each took as much CPU as four binds, and a gang of 8
         # costs one or two. A merge patch of a status is safe to send twice, as the
@@ -207,6 +234,7 @@ class Effects:
             is_pending=world.is_pending,
             on_unwritten=world.status_unwritten,
             on_written=lambda kind, result: metrics.status_writes.labels(kind, result).inc(),
+            fence=fence,
         )
         for lane in writer.waiting():
             metrics.status_writes_waiting.labels(lane).set_function(partial(_waiting, writer, lane))
@@ -216,7 +244,7 @@ class Effects:
             recorder,
             metrics,
             concurrency=bind_workers,
-            may_bind=may_bind,
+            may_bind=fence,
             progress=progress,
         )
         metrics.placeable_gangs.set_function(lambda: binder.progress.placeable)
@@ -230,13 +258,14 @@ class Effects:
             evictor=Evictor(
                 client,
                 recorder,
-                may_evict=may_bind,
+                may_evict=fence,
                 on_refused=partial(_refused, world, metrics),
                 on_sent=world.evictions_sent,
             ),
             recorder=recorder,
             pools=(status_client,),
-            scale_up=ScaleUpWriter(client, recorder, may_write=may_bind),
+            scale_up=ScaleUpWriter(client, recorder, may_write=fence),
+            fence=fence,
         )
 
     def apply(self, result: SessionResult) -> None:
@@ -256,12 +285,52 @@ class Effects:
             task = asyncio.get_running_loop().create_task(self._evict(group))
             self._evictions.add(task)
             task.add_done_callback(self._evictions.discard)
-        self.writer.podgroups(result.podgroups)
+        self.writer.podgroups(self._running_once_bound(result.podgroups))
+        for event in result.events:
+            ref = ObjectRef("PodGroup", _PODGROUP_API, event.namespace, event.name, event.uid)
+            self.recorder.record(ref, event.type, event.reason, event.message)
+            # A gang bound in part is rare and matters: the log says it too.
+            log.info(
+                "%s: %s",
+                event.reason,
+                event.message,
+                extra={"podgroup": f"{event.namespace}/{event.name}"},
+            )
         self._scale_up(result)
         self.writer.queues(result.queues)
         self.writer.invalid(result.invalid)
         self.writer.field_warnings(result.field_warnings)
         self.writer.hypernodes(result.hypernodes)
+
+    def _running_once_bound(
+        self, updates: list[PodGroupStatusUpdate]
+    ) -> list[PodGroupStatusUpdate]:
+        """The updates to write now. A gang's first Running waits until its binds are
+        answered: a session says Running as it commits the binds, and were it written before
+        they land, a leader stopped between two of them would leave a gang the API server
+        calls Running with members unbound; the next leader would take it for a running
+        gang that lost members (api/gang_state.py's partly_bound) and neither complete it
+        first nor undo it. A newer status of the gang replaces the one waiting."""
+        now: list[PodGroupStatusUpdate] = []
+        for update in updates:
+            key = update.key
+            self._unbound.pop(key, None)
+            if update.phase is PodGroupPhase.RUNNING and self.cache.awaits_binds(key):
+                self._unbound[key] = update
+            else:
+                now.append(update)
+        return now
+
+    def _bind_answered(self, job: str) -> None:
+        """A bind of gang `job` has its last answer: its Running waiting for that is written
+        once no bind of the gang waits, if the gang is ready on them; else it is dropped
+        (a bind failed: the next session, which the failure asks for, decides again)."""
+        update = self._unbound.get(job)
+        if update is None or self.cache.awaits_binds(job):
+            return
+        del self._unbound[job]
+        if self.cache.bound_whole(job):
+            self.writer.podgroups([update])
 
     def _scale_up(self, result: SessionResult) -> None:
         """Hand over the scale-up writes, and the pods' PodScheduled conditions: a pod being
@@ -281,6 +350,11 @@ class Effects:
         """Let the writers drop what they keep about PodGroups (gang keys) and pods (uids)
         that no longer exist."""
         self.writer.forget_gone(podgroups, pods)
+
+    async def first_bind_answered(self) -> None:
+        """Wait until a bind of the last session's has its answer (at once when it made
+        none): its binds are on the wire before the next session holds the event loop."""
+        await self.binder.first_answer()
 
     @property
     def evictions_in_flight(self) -> frozenset[asyncio.Task[None]]:
@@ -303,21 +377,32 @@ class Effects:
         except TimeoutError:
             log.warning("shutdown: some binds were not answered in time")
 
-    async def finish(self) -> None:
-        """On shutdown: finish the binds (finish_binds), wait a bounded time for statuses
-        and events in flight, then stop the binder. Evictions in flight are left to be
-        cancelled: the next leader decides again over what the API server holds."""
-        await self.finish_binds()
+    async def finish_writes(self) -> None:
+        """On shutdown, after finish_binds and before the lease is released: the status
+        writes, scale-up writes and events queued get WRITE_DRAIN_SECONDS to go out, then
+        the fence closes: none is sent after the lease is given up, so none can land over a
+        successor's. Evictions in flight are left: they ask the fence too, and the next
+        leader decides again over what the API server holds."""
+        drained = asyncio.gather(self.writer.drain(), self.scale_up.drain(), self.recorder.drain())
         try:
-            await asyncio.wait_for(self.writer.drain(), timeout=STATUS_DRAIN_SECONDS)
-            await asyncio.wait_for(self.scale_up.drain(), timeout=STATUS_DRAIN_SECONDS)
-            await asyncio.wait_for(self.recorder.drain(), timeout=EVENT_DRAIN_SECONDS)
+            await asyncio.wait_for(drained, timeout=WRITE_DRAIN_SECONDS)
         except TimeoutError:
-            log.warning("shutdown: some writes did not finish in time")
+            log.warning("shutdown: some writes did not go out in time; the next leader makes them")
+        self.fence.close()
+
+    async def close(self) -> None:
+        """On shutdown, after finish_writes: stop the event writers and the binder, and close
+        the effects' own connection pools."""
         await self.recorder.close()
         await self.binder.close()
         for pool in self.pools:
             await pool.close()
+
+    async def finish(self) -> None:
+        """On shutdown, in one go: finish_binds, finish_writes, close."""
+        await self.finish_binds()
+        await self.finish_writes()
+        await self.close()
 
     async def _evict(self, group: list[Evict]) -> None:
         for eviction, gone in zip(group, await self.evictor.evict_group(group), strict=True):

@@ -116,6 +116,11 @@ class Binder:
         self._unanswered = 0
         self._settled = asyncio.Event()
         self._settled.set()
+        # Set once a bind dispatched since the last dispatch() was answered (or given up).
+        self._first_answer = asyncio.Event()
+        self._first_answer.set()
+        # Told each bind's gang once the bind has its last answer (when_answered).
+        self._on_answered: list[Callable[[str], None]] = []
 
     def may_bind(self) -> bool:
         """Whether a bind may be written now: this replica leads, and is not shutting down
@@ -128,16 +133,18 @@ class Binder:
         for uid in list(self._timers):
             self._timers.pop(uid).cancel()
             self._first_tried.pop(uid, None)
+            job = self._job_of(uid)
             self.world.forget_bound(uid)
             self._forget_devices(uid)
             self.progress.settled(uid)
-            self._answered()
+            self._answered(job)
         for uid in list(self._parked):
             self._parked.pop(uid).cancel()
             self._volumes_bound.discard(uid)
+            job = self._job_of(uid)
             self.world.forget_bound(uid)
             self._forget_devices(uid)
-            self._answered()
+            self._answered(job)
 
     def fence(self) -> None:
         """On shutdown, once the queued binds had their time: begin no bind any more; those
@@ -165,10 +172,16 @@ class Binder:
             self._enqueue(bind)
         self._unanswered += len(binds)
         self._settled.clear()
+        self._first_answer.clear()
 
     async def drain(self) -> None:
         """Wait until every bind dispatched has its answer."""
         await self._settled.wait()
+
+    async def first_answer(self) -> None:
+        """Wait until a bind of the last dispatch has its answer (at once when it had none):
+        the binds are on the wire, not waiting for the event loop."""
+        await self._first_answer.wait()
 
     async def backlog_cleared(self) -> None:
         """Wait until no bind waits for a worker (each is sent, or being sent)."""
@@ -201,13 +214,25 @@ class Binder:
                 self._forget_devices(bind.uid)
                 self.progress.settled(bind.uid, failed=True)
             finally:
+                self._first_answer.set()
                 if bind.uid not in self._timers and bind.uid not in self._parked:
-                    self._answered()
+                    self._answered(bind.job)
 
-    def _answered(self) -> None:
+    def when_answered(self, callback: Callable[[str], None]) -> None:
+        """Call `callback` with a bind's gang ("namespace/name") once the bind has its last
+        answer: bound, failed for good, or given up (not while it is sent again)."""
+        self._on_answered.append(callback)
+
+    def _answered(self, job: str) -> None:
         self._unanswered -= 1
         if self._unanswered == 0:
             self._settled.set()
+        for callback in self._on_answered:
+            callback(job)
+
+    def _job_of(self, uid: str) -> str:
+        task = self.world.tasks.get(uid)
+        return task.job if task is not None else ""
 
     async def _bind(self, bind: Bind) -> None:
         if not self.may_bind():
@@ -276,7 +301,7 @@ class Binder:
             self._volumes_bound.discard(bind.uid)
             self.world.forget_bound(bind.uid)
             self._forget_devices(bind.uid)
-            self._answered()
+            self._answered(bind.job)
 
     async def _wait_for_claims(self, bind: Bind) -> None:
         deadline = time.monotonic() + bind.claims_timeout
@@ -308,7 +333,7 @@ class Binder:
             self.progress.sending(bind.uid, bind.job)
             self._enqueue(bind)
             return
-        self._answered()
+        self._answered(bind.job)
 
     def _claims_bound(self, bind: Bind) -> bool:
         for wanted in bind.claims:

@@ -9,9 +9,13 @@ The evictions made for one gang are sent as one group, one after another:
    is evicted in part for a preemptor that cannot be placed, and the refusal is handed
    to the cache, whose next snapshot says it on the preemptor's condition (planning
    also reads the budgets first, so this is the race of a budget that changed);
-3. else each victim gets the DisruptionTarget condition and a Preempted event, then
-   its real eviction; one refused even so (another client evicted from its budget
-   meanwhile) stops the rest of the group the same way.
+3. else each victim gets the DisruptionTarget condition and a Preempted event (the
+   members of an undone partly bound gang: PartlyBoundUndoing), then its real eviction;
+   one refused even so (another client evicted from its budget meanwhile) stops the rest
+   of the group the same way.
+
+An undo (actions/allocate.py) is a group too, named for the gang undone: a refusal is said
+on that gang's condition, and it backs off before it tries again.
 
 A victim of a whole-gang eviction given up on would leave that gang running below
 minMember, so an eviction that fails for a passing reason (5xx, a rate-limiting 429,
@@ -194,7 +198,7 @@ class Evictor:
         self.recorder.record(
             ObjectRef("Pod", "v1", eviction.namespace, eviction.name, eviction.uid),
             "Normal",
-            "Preempted",
+            eviction.event,
             eviction.reason,
         )
 

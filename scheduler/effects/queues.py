@@ -30,15 +30,23 @@ async def create_queue_if_missing(client: KubeClient, name: str) -> None:
 
 async def ensure_default_queue(client: KubeClient, name: str) -> None:
     """Make the default queue exist and have a state (Open when none is set), retrying
-    with a growing pause (at most 30 s) until the API server accepts both."""
+    with a growing pause (at most 30 s) until the API server accepts both.
+
+    Every replica does this at its start, leading or not (and the controller too): so the
+    state is written only on the queue as it was read, stateless (a resourceVersion
+    precondition), never over a state someone set meanwhile, nor over a leader's status."""
     failures = 0
     while True:
         try:
             await create_queue_if_missing(client, name)
             queue = await client.get_json(paths.queue(name))
             if not (queue.get("status") or {}).get("state"):
-                await client.patch(paths.queue(name) + "/status", {"status": {"state": "Open"}})
+                version = (queue.get("metadata") or {}).get("resourceVersion")
+                body = {"metadata": {"resourceVersion": version}, "status": {"state": "Open"}}
+                await client.patch(paths.queue(name) + "/status", body)
             return
+        except Conflict:
+            continue  # it changed since it was read: read it again
         except (StatusError, TransportError) as error:
             failures += 1
             log.warning("default queue %s not ready: %s", name, error)

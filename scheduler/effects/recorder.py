@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from scheduler.api import paths
 from scheduler.kube.client import KubeClient
 from scheduler.kube.clock import now_rfc3339
-from scheduler.kube.errors import StatusError, TransportError
+from scheduler.kube.errors import Fenced, StatusError, TransportError
 from scheduler.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,8 @@ class _Event:
     # event's timestamps say it.
     recorded: float
     stamp: str
+    # Whether it is the leader's to write (asks the fence), not the process's own.
+    as_leader: bool
 
 
 def own_pod(environ: Mapping[str, str]) -> ObjectRef | None:
@@ -115,6 +117,7 @@ class EventRecorder:
         queue_size: int = QUEUE_SIZE,
         workers: int,
         clock: Callable[[], float] = time.monotonic,
+        fence: Callable[[], bool] | None = None,
     ) -> None:
         if queue_size < 1 or workers < 1:
             raise ValueError(f"queue_size {queue_size} and workers {workers} must be at least 1")
@@ -128,6 +131,8 @@ class EventRecorder:
         self._buckets: dict[str, _Bucket] = {}
         self._recent: dict[tuple[str, str, str, str, str], float] = {}
         self._clock = clock
+        # Asked as each of the leader's events is written (effects/fence.py); None: always.
+        self.fence = fence
         self._pruned_at = clock()
         # Made on the first event, on the loop that records it.
         self._queue: asyncio.Queue[_Event] | None = None
@@ -140,8 +145,17 @@ class EventRecorder:
         HOLD_SECONDS after it was recorded."""
         self._binds_first = cleared
 
-    def record(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
-        """Queue an event unless an identical one went out within the window."""
+    def record(
+        self,
+        ref: ObjectRef,
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        as_leader: bool = True,
+    ) -> None:
+        """Queue an event unless an identical one went out within the window. `as_leader`:
+        the leader's event, written only while the fence is open; else the process's own."""
         now = self._clock()
         if now - self._pruned_at >= PRUNE_EVERY:
             self._forget_old(now)
@@ -157,7 +171,7 @@ class EventRecorder:
             self.metrics.events_dropped.inc()
             return
         try:
-            event = _Event(ref, event_type, reason, message, now, now_rfc3339())
+            event = _Event(ref, event_type, reason, message, now, now_rfc3339(), as_leader)
             self._started().put_nowait(event)
         except asyncio.QueueFull:
             # Not marked as sent: the same situation offers the event again later.
@@ -270,8 +284,13 @@ class EventRecorder:
             "lastTimestamp": stamp,
             "count": 1,
         }
+        gate = self.fence if event.as_leader else None
         try:
-            await self.client.create(paths.events(namespace), body)
+            await self.client.create(paths.events(namespace), body, gate=gate)
+        except Fenced:
+            # The lease went while it waited: the next leader says what it finds.
+            self.metrics.events_dropped.inc()
+            log.debug("event %s on %s/%s: not the leader any more", reason, namespace, ref.name)
         except StatusError as error:
             if error.code == 409:
                 # The name is ours and random: an attempt the client retried (its answer

@@ -11,6 +11,10 @@ another scheduler's pods may have arrived meanwhile. A 404 on a PodGroup or Queu
 taken as "gone": a restarting API server answers 404 on custom resources until their CRDs
 are served again, so the write is tried again by the next session, and the cache's delete
 event, when the object is truly gone, ends the retries.
+
+Every write is the leader's: it asks the leader's fence (effects/fence.py) once it has its
+connection, so a write that waited in a lane while this replica lost its lease is not sent
+(counted as `fenced`), and the replica writes it again should it lead again.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from scheduler.framework.job_status import (
 )
 from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from scheduler.kube.clock import now_rfc3339
-from scheduler.kube.errors import NotFound, StatusError, TransportError
+from scheduler.kube.errors import Fenced, NotFound, StatusError, TransportError
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +80,16 @@ class StatusWriter:
         on_written: Callable[[str, str], None] = lambda kind, result: None,
         is_pending: Callable[[str], bool] = lambda uid: True,
         on_unwritten: Callable[[], None] = lambda: None,
+        fence: Callable[[], bool] | None = None,
     ) -> None:
         self.client = client
+        # Asked as each write is sent (effects/fence.py); None: always open.
+        self.fence = fence
         self.recorder = recorder
         # Whether the PodGroup of a gang key is still muster's (World.owns).
         self.is_ours = is_ours
-        # Each write's kind (podgroup, queue, pod) and result (success, error), for metrics.
+        # Each write's kind (podgroup, queue, pod) and result (success, error, fenced), for
+        # metrics.
         self.on_written = on_written
         # Whether the pod (uid) still waits for a node (World.is_pending): a condition queued
         # behind a backlog is not written once its pod has been bound meanwhile.
@@ -323,7 +331,12 @@ class StatusWriter:
         """Whether the write is done. `gone_is_done`: a 404 means the object is gone (a
         pod), not a custom resource whose CRD a restarting API server does not serve yet."""
         try:
-            await self.client.patch(path, body, content_type=content_type)
+            await self.client.patch(path, body, content_type=content_type, gate=self.fence)
+        except Fenced:
+            # The lease went while the write waited: not sent, and forgotten (by the caller)
+            # so that this replica writes it again if it leads again.
+            self.on_written(kind, "fenced")
+            return False
         except NotFound as error:
             if not gone_is_done:
                 log.info("status write not done, tried again later: %s", error)

@@ -16,7 +16,7 @@ import msgspec
 from scheduler.api import dra
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.native import PodGroupApi, native_key
-from scheduler.api.reasons import INVALID_OBJECT
+from scheduler.api.reasons import INVALID_OBJECT, PARTLY_BOUND_UNDOING, PREEMPTED
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import SettledJob
 
@@ -86,8 +86,20 @@ class Evict(msgspec.Struct, frozen=True, gc=False):
     node: str
     job: str
     reason: str
-    # The gang the room is made for ("namespace/name").
+    # The gang the room is made for ("namespace/name"); for an undo, the gang undone.
     preemptor: str = ""
+
+    @property
+    def undoes(self) -> bool:
+        """Whether the eviction undoes its own gang (a partly bound gang past its time,
+        actions/allocate.py): preempt and reclaim never evict a member of the gang they
+        make room for."""
+        return self.preemptor == self.job
+
+    @property
+    def event(self) -> str:
+        """The reason of the event on the pod."""
+        return PARTLY_BOUND_UNDOING if self.undoes else PREEMPTED
 
 
 class GroupCondition(msgspec.Struct, frozen=True, gc=False):
@@ -148,6 +160,18 @@ class NativeStatusUpdate(PodGroupStatusUpdate, frozen=True, gc=False):
         return native_key(self.namespace, self.name)
 
 
+class PodGroupEvent(msgspec.Struct, frozen=True, gc=False):
+    """An event on a PodGroup that a condition's change of reason calls for (one whose
+    event the status writer does not record: PartlyBound's)."""
+
+    namespace: str
+    name: str
+    uid: str
+    type: str  # "Normal" or "Warning"
+    reason: str
+    message: str
+
+
 class HyperNodeStatusUpdate(msgspec.Struct, frozen=True, gc=False):
     """A HyperNode's status.nodeCount that differs from what the API server holds."""
 
@@ -179,7 +203,8 @@ class FieldNotHonoured(msgspec.Struct, frozen=True, gc=False):
 @dataclass(frozen=True, slots=True)
 class HeldRoom:
     """Room a session held for a gang (framework/holds.py), by node: for the metrics and
-    `muster explain`. `kind` is "starving" or "provisioned" (capacity an autoscaler added)."""
+    `muster explain`. `kind` is "starving", "provisioned" (capacity an autoscaler added) or
+    "partly-bound" (a partly bound gang's missing members)."""
 
     job: str
     since: float
@@ -295,6 +320,8 @@ class SessionResult:
     binds: list[Bind] = field(default_factory=list)
     evictions: list[Evict] = field(default_factory=list)
     podgroups: list[PodGroupStatusUpdate] = field(default_factory=list)
+    # Events on PodGroups beside their status (a partly bound gang completed, held, undone).
+    events: list[PodGroupEvent] = field(default_factory=list)
     unschedulable: list[PodUnschedulable] = field(default_factory=list)
     queues: list[QueueStatusUpdate] = field(default_factory=list)
     invalid: list[InvalidObjectReport] = field(default_factory=list)

@@ -44,6 +44,11 @@ not Ready), its members are laid out as above, those that fit nowhere yet left o
 nodes are on the way), and the room is held against every other gang, whatever its
 priority, until the gang is placed or the request's booking ends. Such a hold is PROVISIONED
 (`Hold.kind`); a starving gang's is STARVING.
+
+A partly bound gang (api/gang_state.py: some members bound, the gang never ready since it
+was last Pending) that allocate cannot complete holds the room its missing members would
+take the same way, against every other gang (PARTLY_BOUND): completing it comes before
+any other gang's placement, until it is completed or undone.
 """
 
 from __future__ import annotations
@@ -88,6 +93,8 @@ class HoldKind(enum.Enum):
     STARVING = "starving"
     # Capacity an autoscaler provisioned for the gang: no other gang may take it.
     PROVISIONED = "provisioned"
+    # The missing members of a partly bound gang: no other gang may take it.
+    PARTLY_BOUND = "partly-bound"
 
 
 class DeviceHolder(Protocol):
@@ -185,27 +192,28 @@ class Holds:
         wait = job.settings.waiting_time
         return created + (wait if wait is not None else self.policy.waiting_time)
 
-    def starving_gangs(self, provisioned: Collection[str]) -> list[tuple[float, JobInfo]]:
+    def starving_gangs(self, served: Collection[str]) -> list[tuple[float, JobInfo]]:
         """Admitted, valid gangs short of their gang that starve, oldest starving first;
-        not those of `provisioned` (the keys of gangs whose capacity an autoscaler
-        provisioned, framework/scaleup.py: their room is held harder)."""
+        not those of `served` (the keys of the gangs allocate served first: partly bound
+        gangs, and those whose capacity an autoscaler provisioned, framework/scaleup.py;
+        their room is held harder)."""
         found: list[tuple[float, JobInfo]] = []
         # Not the settled ones (framework/settled.py): the next whole session weighs them.
         for job in self.session.active_jobs.values():
-            since = self.starves(job, provisioned)
+            since = self.starves(job, served)
             if since is not None:
                 found.append((since, job))
         found.sort(key=lambda item: (item[0], item[1].key))
         return found
 
-    def starves(self, job: JobInfo, provisioned: Collection[str]) -> float | None:
+    def starves(self, job: JobInfo, served: Collection[str]) -> float | None:
         """Since when the job starves, if it is an admitted, valid gang short of its gang
-        that starves and not of `provisioned`; else None."""
+        that starves and not of `served`; else None."""
         session = self.session
         if job.invalid is not None or job.shadow or job.queue not in session.queues:
             return None
-        if job.key in provisioned:
-            return None  # its provisioned capacity is held harder (hold_provisioned)
+        if job.key in served:
+            return None  # its room is held harder (hold_provisioned, hold_missing)
         since = self.starving_since(job)
         if since is None or not may_place(job, session.config.actions) or not job.pending_tasks():
             return None
@@ -213,14 +221,15 @@ class Holds:
             return None
         return since
 
-    def holders(self, provisioned: Collection[str]) -> dict[str, float]:
+    def holders(self, served: Collection[str]) -> dict[str, float]:
         """The starving gangs allocate serves first and that may hold room (key -> since
         when they starve): the longest starving, up to the policy's number, passing over
         those of queues over their deserved share (they wait their queue's turn) and those
-        of `provisioned`. The other starving gangs are told why they do not hold yet."""
+        of `served` (served before them). The other starving gangs are told why they do
+        not hold yet."""
         chosen: dict[str, float] = {}
         allocated = self._allocated_by_queue()
-        for since, job in self.starving_gangs(provisioned):
+        for since, job in self.starving_gangs(served):
             if self._over_share(job.queue, allocated):
                 self._say(
                     job,
@@ -295,17 +304,21 @@ class Holds:
         """Hold, against every other gang, the room of the nodes where the members of a gang
         whose capacity was provisioned (at `since`) would go; members that fit on no node
         yet are left out (their nodes are on the way)."""
+        self.hold_missing(job, since, HoldKind.PROVISIONED)
+
+    def hold_missing(self, job: JobInfo, since: float, kind: HoldKind) -> Hold:
+        """Hold, against every other gang, the room of the nodes where the gang's missing
+        members would go (those it still needs: needed_members); members that fit on no
+        node are left out. `kind` is PROVISIONED or PARTLY_BOUND; `since` when it began."""
         members = needed_members(job, self.session.sorted_tasks(job.pending_tasks()))
         need = Resource()
         for task in members:
             need.add(task.request)
         with_devices: dict[str, list[TaskInfo]] = {}
         layout = self._layout(members, partial=True, with_devices=with_devices) or {}
-        hold = Hold(
-            job, since, need, len(members), kind=HoldKind.PROVISIONED, with_devices=with_devices
-        )
+        hold = Hold(job, since, need, len(members), kind=kind, with_devices=with_devices)
         hold.unplaced = len(members) - sum(pods for _, pods in layout.values())
-        self._take(hold, layout)
+        return self._take(hold, layout)
 
     def held_for(self, job: JobInfo) -> str:
         """What the room held for the job holds now, in a condition's words ("" when no room
@@ -380,8 +393,8 @@ class Holds:
 
     @property
     def holds(self) -> list[Hold]:
-        """The holds made this session, in the order they were made (provisioned capacity
-        first, then the oldest starving first)."""
+        """The holds made this session, in the order they were made (partly bound gangs
+        first, then provisioned capacity, then the oldest starving first)."""
         return list(self._holds.values())
 
     def holders_named(self, job: JobInfo) -> str:
@@ -391,6 +404,7 @@ class Holds:
         for kind, words in (
             (HoldKind.STARVING, "starving gangs"),
             (HoldKind.PROVISIONED, "gangs an autoscaler added nodes for"),
+            (HoldKind.PARTLY_BOUND, "partly bound gangs"),
         ):
             names = ", ".join(hold.job.key for hold in others if hold.kind is kind)
             if names:

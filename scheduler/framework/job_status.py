@@ -8,9 +8,12 @@ from collections.abc import Mapping
 from scheduler.api import wire
 from scheduler.api.errors import FieldRefused
 from scheduler.api.gang_state import (
+    HAS_BEEN_READY_PHASES,
     PLACED_STATUSES,
     STARTED_PHASES,
+    WERE_BOUND_STATUSES,
     gang_placed,
+    gang_ready,
     has_started,
     runs_as_gang,
 )
@@ -37,6 +40,9 @@ from scheduler.api.reasons import (
     INVALID_OBJECT,
     INVALID_PODGROUP,
     NATIVE_UNSCHEDULABLE,
+    PARTLY_BOUND,
+    PARTLY_BOUND_COMPLETED,
+    PARTLY_BOUND_UNDONE,
     POD_GATED,
     POD_UNSCHEDULABLE,
     PREEMPTION_BY_SCHEDULER,
@@ -65,6 +71,7 @@ from scheduler.framework.decisions import (
     InvalidObjectReport,
     NativeObjectReport,
     NativeStatusUpdate,
+    PodGroupEvent,
     PodGroupStatusUpdate,
     PodUnschedulable,
     QueueFigures,
@@ -111,6 +118,7 @@ def conditions_after(
         *_not_honoured(job),
         *_starving(job),
         *_scale_up(job),
+        *_partly_bound(job, previous),
     ]
     return tuple(_stamped(c, previous.get(c.type), stamp) for c in found)
 
@@ -197,7 +205,59 @@ def _gang_conditions(
 
 
 # Conditions every session decides afresh, rather than keeping what the object says.
-_DECIDED_EACH_SESSION = frozenset({ADMITTED, NOT_HONOURED_TYPE, STARVING, SCALE_UP})
+_DECIDED_EACH_SESSION = frozenset({ADMITTED, NOT_HONOURED_TYPE, STARVING, SCALE_UP, PARTLY_BOUND})
+# The type of event each PartlyBound reason is said with: a partly bound gang completed or
+# undone is news; one held for, or being undone, is a warning.
+_PARTLY_BOUND_EVENTS = {PARTLY_BOUND_COMPLETED: "Normal", PARTLY_BOUND_UNDONE: "Normal"}
+# The PartlyBound reasons that end it: its condition turns False.
+_PARTLY_BOUND_OVER = frozenset({PARTLY_BOUND_COMPLETED, PARTLY_BOUND_UNDONE})
+
+
+def _partly_bound(job: JobInfo, previous: dict[str, wire.Condition]) -> list[GroupCondition]:
+    """The PartlyBound condition: what allocate did this session about a partly bound gang;
+    or, once it is no longer partly bound, how that ended; else as the object says."""
+    verdict = job.completion
+    if verdict is not None:
+        status = "False" if verdict.reason in _PARTLY_BOUND_OVER else "True"
+        return [GroupCondition(PARTLY_BOUND, status, verdict.reason, verdict.message)]
+    kept = previous.get(PARTLY_BOUND)
+    if kept is None:
+        return []
+    if kept.status != "True":
+        return [_kept(kept)]
+    if gang_ready(job) or job.observed_phase in HAS_BEEN_READY_PHASES:
+        return [
+            GroupCondition(
+                PARTLY_BOUND,
+                "False",
+                PARTLY_BOUND_COMPLETED,
+                "the gang is complete: every member it needs is placed",
+            )
+        ]
+    if not job.count(*WERE_BOUND_STATUSES):
+        return [
+            GroupCondition(
+                PARTLY_BOUND,
+                "False",
+                PARTLY_BOUND_UNDONE,
+                "no member is bound any more (its bound members were evicted, or deleted): "
+                "the gang is pending whole, and is placed whole once it fits",
+            )
+        ]
+    return [_kept(kept)]
+
+
+def partly_bound_events(job: JobInfo, update: PodGroupStatusUpdate) -> list[PodGroupEvent]:
+    """An event on the PodGroup when its PartlyBound condition changes status or reason
+    (the status writer records events for the other conditions)."""
+    new = next((c for c in update.conditions if c.type == PARTLY_BOUND), None)
+    if new is None:
+        return []
+    old = next((c for c in job.conditions if c.type == PARTLY_BOUND), None)
+    if old is not None and (old.status, old.reason) == (new.status, new.reason):
+        return []
+    kind = _PARTLY_BOUND_EVENTS.get(new.reason, "Warning")
+    return [PodGroupEvent(job.namespace, job.name, job.uid, kind, new.reason, new.message)]
 
 
 def _starving(job: JobInfo) -> list[GroupCondition]:
@@ -442,6 +502,7 @@ def close_result(
         update = podgroup_update(job, snapshot.now, phase)
         if update is not None and not job.shadow:
             result.podgroups.append(update)
+            result.events.extend(partly_bound_events(job, update))
         result.unschedulable.extend(pod_messages(job))
     result.pending += len(snapshot.orphans)
     result.pending += sum(total.pending for total in snapshot.settled_totals.values())

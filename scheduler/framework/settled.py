@@ -15,7 +15,8 @@ the clock's rules are never later than that; a job whose clock rule falls due so
 not settled. Nor is a job:
 - under a config with an action that evicts, or a plugin outside SETTLING_PLUGINS (they
   may change jobs a session does not place): every such session is whole;
-- that holds room for starving gangs or is nominated for released room;
+- that holds room for starving gangs or is nominated for released room, or is partly bound
+  (api/gang_state.py: it is completed, held for or undone every session);
 - of a fifo queue (its head holds back the jobs behind it), with pod-to-pod terms (a pod
   placed anywhere may let it in), subgroup policies or a network topology (a native
   PodGroup's topology constraint included);
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.api.gang_state import gang_placed
+from scheduler.api.gang_state import gang_placed, partly_bound
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.reasons import (
     CLUSTER_FULL,
@@ -128,6 +129,8 @@ class _Clock:
 
 
 def _may_settle(session: Session, state: CycleState, job: JobInfo, clock: _Clock) -> bool:
+    if job.completion is not None or partly_bound(job):
+        return False  # completed, held for or undone this session: the next one looks again
     queue = session.queues.get(job.queue)
     if (
         (queue is not None and queue.fifo)

@@ -92,15 +92,19 @@ class Statement:
                 self.session.unplace(operation.task)
         self._operations.clear()
 
-    def commit(self) -> None:
-        """Turn the operations into decisions; pipelined tasks stay promised, not bound."""
+    def commit(self, *, undoing: str = "") -> None:
+        """Turn the operations into decisions; pipelined tasks stay promised, not bound.
+        `undoing` names the gang ("namespace/name") whose own members the statement evicts
+        to undo it (actions/allocate.py): its evictions are sent as that gang's group."""
         binds = [
             Bind(op.task.namespace, op.task.name, op.task.uid, op.node, op.task.job)
             for op in self._operations
             if op.kind is _Kind.ALLOCATE
         ]
         # A statement that evicts places one gang on the room it frees: its preemptor.
-        preemptor = next((op.task.job for op in self._operations if op.kind is not _Kind.EVICT), "")
+        preemptor = undoing or next(
+            (op.task.job for op in self._operations if op.kind is not _Kind.EVICT), ""
+        )
         evictions = [
             Evict(
                 op.task.namespace,

@@ -1,7 +1,8 @@
 """`muster explain podgroup NS/NAME` and `muster explain pod NS/NAME`: why a PodGroup (or
 a pod's group) waits or where it runs, in the words of one scheduler session over the
-cluster as it stands: admission, placement with per-reason figures, the gangs ahead of it
-in its queue, who holds the room it lacks, and where each member is. Read-only.
+cluster as it stands: admission, placement with per-reason figures, what happens to it if it
+is partly bound, the gangs ahead of it in its queue, who holds the room it lacks, and where
+each member is. Read-only.
 """
 
 from __future__ import annotations
@@ -17,10 +18,17 @@ import yaml
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.gang_state import PLACED_STATUSES
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import Completion, JobInfo, PodGroupPhase
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, GROUPING_RULE_ANNOTATION
 from scheduler.api.native import GROUP as NATIVE_GROUP
 from scheduler.api.native import PODGROUP_RESOURCE, describe_group, native_key
+from scheduler.api.reasons import (
+    PARTLY_BOUND_COMPLETED,
+    PARTLY_BOUND_HOLDING,
+    PARTLY_BOUND_UNDO_REFUSED,
+    PARTLY_BOUND_UNDOING,
+    PARTLY_BOUND_UNDONE,
+)
 from scheduler.api.resources import Resource, describe
 from scheduler.api.snapshot import shadow_key
 from scheduler.api.subgroups import split
@@ -213,7 +221,7 @@ def explain_document(
     """The report as one JSON/YAML document (-o json|yaml): the same findings as the text."""
     key = view.key
     waits = verdict(view, session.result) == "waits"
-    evictions = [e for e in session.result.evictions if f" {key} (priority " in e.reason]
+    evictions = _evictions_for(session.result, key)
     document: dict[str, Any] = {
         "podgroup": view.as_dict(session.now),
         "groupingRule": rule,
@@ -237,6 +245,7 @@ def explain_document(
             for pod, (node, status) in sorted(member_nodes(session, key).items())
         },
         "holding": _holding_document(session.result, key),
+        "partlyBound": _completion_document(session, key),
         "scaleUp": scale_up_document(scale_up_of(session.result, key)),
         "verdict": verdict(view, session.result),
     }
@@ -246,6 +255,61 @@ def explain_document(
     if pod_lines is not None:
         document["pod"] = [line for line in pod_lines if line]
     return document
+
+
+# What each PartlyBound reason means for what happens next.
+_COMPLETION_OUTCOMES = {
+    PARTLY_BOUND_COMPLETED: "completed now, on the room that is left",
+    PARTLY_BOUND_HOLDING: "held for: the room its missing members need is kept from every "
+    "other gang",
+    PARTLY_BOUND_UNDOING: "undone now: its bound members are evicted",
+    PARTLY_BOUND_UNDO_REFUSED: "its undo was refused; held for, and tried again after a backoff",
+    PARTLY_BOUND_UNDONE: "past its time with nothing to undo (its placed members finished): "
+    "no longer held for, still placed first",
+}
+
+
+def completion_of(session: Session, key: str) -> Completion | None:
+    """What the session did about the gang if it is partly bound (api/gang_state.py)."""
+    job = session.snapshot.jobs.get(key)
+    return job.completion if job is not None else None
+
+
+def completion_lines(session: Session, key: str) -> list[str]:
+    """A partly bound gang: since when, what the session does about it, and when it is
+    undone if it cannot be completed by then (its PartlyBound condition, under Placement,
+    says why)."""
+    verdict = completion_of(session, key)
+    if verdict is None:
+        return []
+    since = format_rfc3339(verdict.since) if verdict.since is not None else "a time unknown"
+    lines = ["", f"Partly bound (some members bound since {since}, the gang not yet whole):"]
+    lines.append(f"  {_COMPLETION_OUTCOMES.get(verdict.reason, verdict.reason)}")
+    if verdict.reason in (PARTLY_BOUND_HOLDING, PARTLY_BOUND_UNDO_REFUSED):
+        lines.append(f"  undone at {format_rfc3339(verdict.deadline)} unless complete by then")
+    return lines
+
+
+def _completion_document(session: Session, key: str) -> dict[str, Any] | None:
+    verdict = completion_of(session, key)
+    if verdict is None:
+        return None
+    return {
+        "since": format_rfc3339(verdict.since) if verdict.since is not None else None,
+        "undoneAt": format_rfc3339(verdict.deadline),
+        "reason": verdict.reason,
+        "message": verdict.message,
+    }
+
+
+def _evictions_for(result: SessionResult, key: str) -> list[Evict]:
+    # preempt and reclaim name the gang they evict for as "... {key} (priority N) ..."; an
+    # undo evicts the gang's own members, as a group named for it.
+    return [
+        e
+        for e in result.evictions
+        if f" {key} (priority " in e.reason or (e.undoes and e.preemptor == key)
+    ]
 
 
 def held_room(result: SessionResult, key: str) -> HeldRoom | None:
@@ -261,6 +325,10 @@ def holding_lines(result: SessionResult, key: str) -> list[str]:
         return []
     if room.kind == "provisioned":
         title = f"Holding provisioned capacity (since {format_rfc3339(room.since)}):"
+    elif room.kind == "partly-bound":
+        title = (
+            f"Holding for its missing members (partly bound since {format_rfc3339(room.since)}):"
+        )
     else:
         title = f"Holding (starving since {format_rfc3339(room.since)}):"
     lines = ["", title]
@@ -379,12 +447,11 @@ def explain_text(
     for pod, words in sorted(device_words(session.result, key).items()):
         lines.append(f"  devices, for pod {pod}:")
         lines += [f"    {line}" for line in words]
-    # preempt and reclaim name the gang they evict for as "... {key} (priority N) ..."
-    evictions = [e for e in session.result.evictions if f" {key} (priority " in e.reason]
-    for eviction in evictions:
+    for eviction in _evictions_for(session.result, key):
         lines.append(
             f"  evicts {eviction.namespace}/{eviction.name} on {eviction.node}: {eviction.reason}"
         )
+    lines += completion_lines(session, key)
     lines += holding_lines(session.result, key)
     placed_job = session.snapshot.jobs.get(key)
     if placed_job is not None and placed_job.subgroup_policies:

@@ -303,9 +303,9 @@ class KubeClient:
         """PATCH an object or subresource."""
         return await self.request("PATCH", path, body=body, content_type=content_type, gate=gate)
 
-    async def create(self, path: str, body: Any) -> bytes:
+    async def create(self, path: str, body: Any, *, gate: Gate | None = None) -> bytes:
         """POST a new object to a collection."""
-        return await self.request("POST", path, body=body)
+        return await self.request("POST", path, body=body, gate=gate)
 
 
 def _backoff(attempt: int, retry_after: str | None = None) -> float:

@@ -58,6 +58,20 @@ def test_429_carries_retry_after_and_a_fraction_fails(raw: Raw) -> None:
         _set(raw, {})
 
 
+def test_an_error_rule_may_select_the_objects_it_refuses_by_name(raw: Raw) -> None:
+    # A test stops a gang's binds after the members it does not name.
+    _set(raw, {"errors": [{"rate": 1.0, "code": 503, "names": ["held"]}]})
+    try:
+        path = "/api/v1/namespaces/default/configmaps"
+        assert raw.json("POST", path, {"metadata": {"name": "held"}})[0] == 201
+        assert raw.json("GET", f"{path}/held")[0] == 503
+        assert raw.json("POST", f"{path}", {"metadata": {"name": unique("free")}})[0] == 201
+        assert raw.json("GET", path)[0] == 200
+    finally:
+        _set(raw, {})
+        raw.json("DELETE", "/api/v1/namespaces/default/configmaps/held")
+
+
 def test_latency_delays_matching_requests(raw: Raw) -> None:
     _set(raw, {"latency": [{"ms": 200, "verbs": ["list"]}]})
     try:

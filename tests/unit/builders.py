@@ -82,9 +82,11 @@ def task(
     created: str = "",
     labels: dict[str, str] | None = None,
     started: str = "",
+    bound_at: str = "",
     protection: PodProtection = UNPROTECTED,
 ) -> TaskInfo:
-    """A pod record; `spec` is a pod spec fragment for placement constraints."""
+    """A pod record; `spec` is a pod spec fragment for placement constraints; `bound_at`
+    when it was bound (its PodScheduled condition turned True)."""
     placement: PodPlacementSpec | None = None
     if spec:
         placement = placement_spec(wire.from_dict(spec, wire.PodSpec))
@@ -104,6 +106,7 @@ def task(
         creation_timestamp=created,
         labels=labels,
         started=started,
+        bound_at=bound_at,
         protection=protection,
     )
 
@@ -130,12 +133,13 @@ def gang(
     on: Sequence[str] = (),
     labels: dict[str, str] | None = None,
     started: str = "",
+    bound_at: str = "",
     protection: PodProtection = UNPROTECTED,
 ) -> JobInfo:
     """A PodGroup with `size` pods (or the pods of `roles`, role -> count), Pending unless
     `status` (every member) or `statuses` (the first members, in name order) says
     otherwise; members that hold room (neither Pending nor finished) sit on the nodes
-    `on`, cycled in name order."""
+    `on`, cycled in name order, and were bound at `bound_at`."""
     job = JobInfo(
         namespace=namespace,
         name=name,
@@ -177,7 +181,10 @@ def gang(
     holding = 0
     for member, member_status in zip(ordered, wanted, strict=False):
         job.set_task_status(member, member_status)
-        if member_status is TaskStatus.PENDING or member_status in TERMINAL_STATUSES:
+        if member_status is TaskStatus.PENDING:
+            continue
+        member.bound_at = bound_at
+        if member_status in TERMINAL_STATUSES:
             continue
         if not on:
             raise ValueError(f"gang {name}: members {member_status.value} need nodes (on=...)")

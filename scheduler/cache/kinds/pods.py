@@ -79,8 +79,10 @@ def upsert(world: World, pod: wire.Pod) -> None:
         # our bind's echo changes neither, and asks for no session.
         if not _same_but_bound(old, task):
             world.status_generation += 1
-        # Read only when the pod is a victim candidate (minimum runtimes, cooldowns).
+        # Read only when the pod is a victim candidate (minimum runtimes, cooldowns), and
+        # when its gang is partly bound (since when: api/gang_state.py).
         old.started = task.started
+        old.bound_at = task.bound_at
         # Our own annotation coming back (framework/scaleup.py): no session needed.
         old.scale_up_request = task.scale_up_request
         if old.status is not task.status:

@@ -519,6 +519,7 @@ def test_a_copied_job_carries_every_field_a_session_does_not_recompute() -> None
         "_pending_request",
         "scale_up",
         "disrupted",
+        "completion",
     }
     sentinels = {}
     for name in _fields(JobInfo):

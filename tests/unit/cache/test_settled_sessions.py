@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
+from scheduler.api import wire
 from scheduler.api.job import JobInfo
 from scheduler.cache.kinds import nodes, podgroups, pods
 from scheduler.cache.world import World
@@ -169,3 +171,46 @@ def test_a_gang_holding_room_is_never_settled_so_later_gangs_never_take_its_room
     second = session(world, NOW + 1)
     assert second.binds == []
     assert [hold.job for hold in second.holds] == ["ns/big"]
+
+
+def test_a_partly_bound_gang_is_never_settled_and_its_undo_never_changes_the_cache() -> None:
+    # A settled gang beside a gang a dead leader left two of three bound at NOW: once its
+    # time is up, a session undoes it (evicts its two), on a full copy; the cache's records
+    # of the evicted pods stay as the API server has them until the evictions are sent.
+    world = too_big_waits()
+    nodes.upsert(world, node("n2", cpu="2"))
+    group = podgroup("cut", 3)
+    group.status.phase = "Inqueue"
+    podgroups.upsert(world, group)
+    for member in range(3):
+        # The third fits on no node: the gang cannot be completed.
+        bound = pod(f"cut-{member}", group="cut", cpu="1" if member < 2 else "5")
+        if member < 2:
+            bound = msgspec.structs.replace(
+                bound,
+                spec=msgspec.structs.replace(bound.spec, node_name="n2"),
+                status=wire.PodStatus(
+                    phase="Running",
+                    conditions=[
+                        wire.Condition(
+                            type="PodScheduled",
+                            status="True",
+                            last_transition_time="2027-01-15T08:00:00Z",
+                        )
+                    ],
+                ),
+            )
+        pods.upsert(world, bound)
+    config = DEFAULT_CONFIG_YAML + (
+        "configurations:\n- name: allocate\n  arguments: {partly-bound-timeout: 20s}\n"
+    )
+    holding = session(world, NOW + 15, config)  # whole: the cut gang holds, big settles
+    assert [h.job for h in holding.holds] == ["ns/cut"] and "ns/big" in holding.settled
+    assert world.snapshot(NOW + 21).settled  # the big gang is shared uncopied
+
+    result = session(world, NOW + 21, config)
+
+    assert sorted(e.name for e in result.evictions) == ["cut-0", "cut-1"]
+    assert "ns/cut" not in result.settled
+    cut = world.live.jobs["ns/cut"]
+    assert sorted(t.status.value for t in cut.tasks.values()) == ["Pending", "Running", "Running"]

@@ -280,3 +280,34 @@ def test_a_podgroup_annotation_change_asks_for_a_session() -> None:
     podgroups.upsert(world, annotated)
     assert world.generation > generation
     assert world.snapshot().jobs["ns/pg"].settings.waiting_time == 5.0
+
+
+def test_a_gang_awaits_its_binds_until_each_is_answered_and_is_whole_once_all_landed() -> None:
+    # What the effects ask before they write a gang's first Running (effects/apply.py).
+    world = ready_world()
+    nodes.upsert(world, node("n1"))
+    podgroups.upsert(world, podgroup("g", 2))
+    for name in ("g-0", "g-1"):
+        pods.upsert(world, pod(name, group="g"))
+    world.assume_bound("uid-g-0", "n1")
+    world.assume_bound("uid-g-1", "n1")
+    assert world.awaits_binds("ns/g") and not world.bound_whole("ns/g")
+    world.confirm_bound("uid-g-0")
+    assert world.awaits_binds("ns/g")
+    world.forget_bound("uid-g-1")  # refused for good: pending again
+    assert not world.awaits_binds("ns/g") and not world.bound_whole("ns/g")
+    world.assume_bound("uid-g-1", "n1")
+    world.confirm_bound("uid-g-1")
+    assert not world.awaits_binds("ns/g") and world.bound_whole("ns/g")
+
+
+def test_a_gang_written_running_awaits_no_bind() -> None:
+    # A running gang's replacement member binds alone: its Running is not held for it.
+    world = ready_world()
+    nodes.upsert(world, node("n1"))
+    group = podgroup("g", 1)
+    group.status.phase = "Running"
+    podgroups.upsert(world, group)
+    pods.upsert(world, pod("g-0", group="g"))
+    world.assume_bound("uid-g-0", "n1")
+    assert not world.awaits_binds("ns/g")

@@ -287,6 +287,86 @@ def test_a_handover_lets_the_new_holder_bind_at_once() -> None:
     assert lease_exclusive(log.records, "muster-system", "muster-scheduler") == []
 
 
+CONTROLLER = "system:serviceaccount:muster-system:muster-controller"
+# Each write of the leader's role as the audit records it: (resource, subresource, verb,
+# group), and the kind of write the violation names.
+LEADER_WRITES = {
+    "eviction": ("pods", "eviction", "create", ""),
+    "pod condition": ("pods", "status", "patch", ""),
+    "pod annotation": ("pods", None, "patch", ""),
+    "podgroup status": ("podgroups", None, "patch", "scheduling.volcano.sh"),
+    "queue status": ("queues", "status", "patch", "scheduling.volcano.sh"),
+    "event": ("events", None, "create", ""),
+    "scale-up request": ("provisioningrequests", None, "create", "autoscaling.x-k8s.io"),
+    "pre-bind write": ("persistentvolumeclaims", None, "patch", ""),
+}
+
+
+def leader_write(log: Log, kind: str, who: str = SCHED_A, name: str = "x", **kw: Any) -> None:
+    resource, sub, verb, group = LEADER_WRITES[kind]
+    obj = {"metadata": {"name": name, "namespace": "ns"}, "status": kw.pop("status", {})}
+    # events are recorded without their object (Metadata level)
+    stored = None if resource == "events" else obj
+    log.add(resource, name, stored, verb=verb, sub=sub, who=who, group=group, **kw)
+
+
+@pytest.mark.parametrize("kind", sorted(LEADER_WRITES))
+def test_a_paused_leaders_write_after_its_successor_took_over_is_a_violation(kind: str) -> None:
+    log = Log()
+    log.lease("a", SCHED_A)
+    leader_write(log, kind)  # within its term: fine
+    log.lease("b", SCHED_B, after=16)
+    leader_write(log, kind)  # resumed after the successor took the lease
+    (found,) = lease_exclusive(log.records, "muster-system", "muster-scheduler")
+    assert found.invariant == f"{kind} outside lease term"
+    assert "while system:serviceaccount:muster-system:muster-scheduler[JTI=b]" in found.message
+
+
+def test_a_write_sent_after_the_writer_released_the_lease_is_a_violation() -> None:
+    # The shutdown sends what it queued before it releases the lease, not after.
+    log = Log()
+    log.lease("a", SCHED_A)
+    leader_write(log, "podgroup status")
+    log.lease("", SCHED_A)
+    leader_write(log, "event")
+    (found,) = lease_exclusive(log.records, "muster-system", "muster-scheduler")
+    assert found.invariant == "event outside lease term"
+    assert "while nobody held lease muster-system/muster-scheduler" in found.message
+
+
+def test_writes_of_others_dry_runs_and_sims_own_are_no_leaders_writes() -> None:
+    log = Log()
+    log.lease("a", SCHED_A)
+    leader_write(log, "podgroup status", who=CONTROLLER)  # the controller's own
+    leader_write(log, "event", who="admin")
+    leader_write(log, "eviction", who=SCHED_B, uri="/api/v1/x/eviction?dryRun=All")
+    leader_write(log, "pod condition", who=SCHED_B, uri="")  # a cascade or sim's own
+    leader_write(log, "podgroup status", who=SCHED_B, code=409)  # refused: nothing written
+    assert lease_exclusive(log.records, "muster-system", "muster-scheduler", [SCHED_B]) == []
+
+
+def test_a_replica_that_never_held_the_lease_counts_when_it_is_expected() -> None:
+    log = Log()
+    log.lease("a", SCHED_A)
+    leader_write(log, "queue status", who=SCHED_B)
+    assert lease_exclusive(log.records, "muster-system", "muster-scheduler") == []
+    (found,) = lease_exclusive(log.records, "muster-system", "muster-scheduler", [SCHED_B])
+    assert found.invariant == "queue status outside lease term"
+
+
+def test_the_default_queue_made_at_a_replicas_start_is_no_leaders_write() -> None:
+    # Every replica creates the default queue if it is missing and sets its state if it has
+    # none, leading or not; setting a state where there was none overwrites nobody's.
+    log = Log()
+    log.add("queues", "default", {"metadata": {"name": "default"}}, verb="create", who=SCHED_B)
+    leader_write(log, "queue status", SCHED_B, "default", status={"state": "Open"})
+    assert lease_exclusive(log.records, "muster-system", "muster-scheduler", [SCHED_B]) == []
+    # Once it has a state, a status write is the leader's.
+    leader_write(log, "queue status", SCHED_B, "default", status={"state": "Open", "running": 1})
+    (found,) = lease_exclusive(log.records, "muster-system", "muster-scheduler", [SCHED_B])
+    assert found.invariant == "queue status outside lease term"
+
+
 def test_the_longest_bind_after_a_renewal_is_measured_per_binder() -> None:
     log = Log()
     log.lease("a", SCHED_A)

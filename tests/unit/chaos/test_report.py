@@ -131,3 +131,35 @@ def test_the_table_prints_the_takeover_maximum_by_fault_and_the_lease_times_of_u
     assert rows["leader loss to next bind, max by fault"] == "sigkill 11.5s"
     lease = "leader losses with no bind after (nothing placeable): loss to the lease taken"
     assert rows[lease] == "1 (14.2s)"
+
+
+def test_the_failover_table_gives_trials_faults_of_each_kind_violations_and_takeovers() -> None:
+    first, second = trial(300), trial(301, violations=1)
+    second.takeovers = [("sigterm", 3.0), ("sigkill", 16.0)]
+    rows = {
+        cells[1].strip(): cells[2].strip()
+        for cells in (line.split("|") for line in table(figures([first, second])).splitlines())
+        if len(cells) > 3
+    }
+    assert rows["trials run"] == "2"
+    # every leader fault, struck or not, and the sim faults as injected
+    assert rows["leader faults struck"] == ("sigkill-mid-commit 0, sigkill 4, sigterm 0, sigstop 0")
+    assert rows["sim faults injected"] == "sim-5xx 2"
+    assert rows["invariant violations (target 0)"] == "1"
+    takeover = "leader loss to next bind, min / median / max (target <= 17s)"
+    assert rows[takeover] == "3.0s / 11.5s / 16.0s (all: 3.0, 11.5, 16.0)"
+
+
+def test_a_leader_fault_put_off_and_one_never_struck_are_told_apart() -> None:
+    late = trial(302)
+    late.retried = {"sigstop": 1}
+    never = trial(303)
+    never.skipped = {"sigterm": 1}
+    text = table({**figures([late, never]), "seed": 302})
+    rows = {
+        cells[0]: cells[1]
+        for line in text.splitlines()
+        if len(cells := [c.strip() for c in line.strip("|").split("|")]) == 2
+    }
+    assert rows["leader fault attempts put off (struck on a later try)"] == "sigstop 1"
+    assert rows["leader faults never struck"] == "sigterm 1"

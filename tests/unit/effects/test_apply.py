@@ -4,6 +4,7 @@ eviction gives the pod its room back; shutdown drains every writer and stops the
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -16,6 +17,7 @@ from scheduler.framework.decisions import (
     FieldNotHonoured,
     HyperNodeStatusUpdate,
     InvalidObjectReport,
+    NativeStatusUpdate,
     PodGroupStatusUpdate,
     PodUnschedulable,
     QueueStatusUpdate,
@@ -36,6 +38,9 @@ class Journal:
 class FakeCache:
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
+        # Gangs with a bind sent and unanswered, never written Running; gangs bound whole.
+        self.binding: set[str] = set()
+        self.whole: set[str] = set()
 
     def assume_releasing(self, uid: str) -> None:
         self.journal.add("cache", "assume_releasing", uid)
@@ -43,14 +48,24 @@ class FakeCache:
     def forget_releasing(self, uid: str) -> None:
         self.journal.add("cache", "forget_releasing", uid)
 
+    def awaits_binds(self, key: str) -> bool:
+        return key in self.binding
+
+    def bound_whole(self, key: str) -> bool:
+        return key in self.whole
+
 
 class FakeBinder:
     def __init__(self, journal: Journal, *, drain_forever: bool = False) -> None:
         self.journal = journal
         self.drain_forever = drain_forever
+        self.answered: list[Callable[[str], None]] = []
 
     def dispatch(self, binds: list[Bind]) -> None:
         self.journal.add("binder", "dispatch", [b.uid for b in binds])
+
+    def when_answered(self, callback: Callable[[str], None]) -> None:
+        self.answered.append(callback)
 
     def stop_retrying(self) -> None:
         self.journal.add("binder", "stop_retrying")
@@ -62,6 +77,9 @@ class FakeBinder:
         self.journal.add("binder", "drain")
         if self.drain_forever:
             await asyncio.Event().wait()
+
+    async def first_answer(self) -> None:
+        self.journal.add("binder", "first_answer")
 
     async def close(self) -> None:
         self.journal.add("binder", "close")
@@ -119,11 +137,16 @@ class FakeRecorder:
 
 
 def effects(
-    journal: Journal, *, refused: frozenset[str] = frozenset(), drain_forever: bool = False
+    journal: Journal,
+    *,
+    refused: frozenset[str] = frozenset(),
+    drain_forever: bool = False,
+    cache: FakeCache | None = None,
+    binder: FakeBinder | None = None,
 ) -> Effects:
     return Effects(
-        cache=FakeCache(journal),
-        binder=FakeBinder(journal, drain_forever=drain_forever),
+        cache=cache or FakeCache(journal),
+        binder=binder or FakeBinder(journal, drain_forever=drain_forever),
         writer=FakeWriter(journal),
         evictor=FakeEvictor(journal, refused),
         recorder=FakeRecorder(journal),
@@ -230,3 +253,35 @@ def test_binds_that_do_not_drain_in_time_are_fenced_and_only_those_on_the_wire_a
         ("binder", "drain", None),
     ]
     assert "shutdown: some binds were not answered in time" in caplog.text
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["volcano", "native"])
+@pytest.mark.parametrize(("whole", "written"), [(True, [["train"]]), (False, [])])
+def test_a_gangs_first_running_waits_for_its_binds_to_be_answered(
+    whole: bool, written: list[list[str]], native: bool
+) -> None:
+    # Written before its binds land, Running (a native PodGroup's scheduled condition) would
+    # tell a next leader the gang had been whole while a leader stopped mid-binds left it
+    # short; a bind that failed drops it.
+    journal = Journal()
+    cache, binder = FakeCache(journal), FakeBinder(journal)
+    kind = NativeStatusUpdate if native else PodGroupStatusUpdate
+    update = kind("ml", "train", PodGroupPhase.RUNNING, (), 2, 0, 0)
+    key = update.key
+    cache.binding.add(key)
+    subject = effects(journal, cache=cache, binder=binder)
+
+    subject.apply(SessionResult(binds=[bind("b1")], podgroups=[update]))
+
+    def podgroup_writes() -> list[object]:
+        return [names for who, call, names in journal.calls if call == "podgroups" and names]
+
+    assert podgroup_writes() == []
+    (answered,) = binder.answered
+    answered(key)  # the gang still has a bind out
+    assert podgroup_writes() == []
+    cache.binding.clear()
+    if whole:
+        cache.whole.add(key)
+    answered(key)
+    assert podgroup_writes() == written

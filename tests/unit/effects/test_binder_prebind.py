@@ -253,7 +253,11 @@ class FlakyBinds(FakeClient):
 
 
 def run_flaky(
-    monkeypatch: pytest.MonkeyPatch, failures: int, during_failure: Any = None, code: int = 503
+    monkeypatch: pytest.MonkeyPatch,
+    failures: int,
+    during_failure: Any = None,
+    code: int = 503,
+    answered: list[str] | None = None,
 ) -> tuple[World, FlakyBinds]:
     monkeypatch.setattr(binder_module, "RETRY_BASE", 0.001)
     world = pending_world()
@@ -263,6 +267,8 @@ def run_flaky(
 
     async def main() -> None:
         binder = Binder(client, world, FakeRecorder(), Metrics(), concurrency=1)  # type: ignore[arg-type]
+        if answered is not None:
+            binder.when_answered(answered.append)
         binder.dispatch([Bind("ns", "p", "uid-p", "n1", "ns/g")])
         await binder.drain()
         await binder.close()
@@ -280,6 +286,18 @@ def test_a_bind_failing_with_5xx_keeps_its_room_and_is_sent_again_to_the_same_no
     assert client.seen == [(TaskStatus.BINDING, "n1")] * 3
     task = world.tasks["uid-p"]
     assert (task.status, task.node_name) == (TaskStatus.BOUND, "n1")
+
+
+@pytest.mark.parametrize(("code", "status"), [(503, TaskStatus.BOUND), (404, TaskStatus.PENDING)])
+def test_the_binder_names_a_binds_gang_once_when_the_bind_has_its_last_answer(
+    monkeypatch: pytest.MonkeyPatch, code: int, status: TaskStatus
+) -> None:
+    # Sent again after two 503s, then bound; or failed for good at once (404): either way
+    # the gang is named once, when nothing more of that bind will happen.
+    answered: list[str] = []
+    world, _ = run_flaky(monkeypatch, failures=2, code=code, answered=answered)
+    assert answered == ["ns/g"]
+    assert world.tasks["uid-p"].status is status
 
 
 def test_a_bind_refused_403_by_a_restarted_servers_authorizer_keeps_its_room_and_goes_again(

@@ -109,6 +109,30 @@ def test_a_refusal_is_retried_like_a_broken_connection(monkeypatch: pytest.Monke
     assert client.queues["default"]["status"] == {"state": "Open"}
 
 
+def test_a_state_set_between_the_read_and_the_write_is_not_overwritten() -> None:
+    # Another replica (or the controller, or a user closing the queue) sets the state after
+    # this one read it stateless: its write, conditional on what it read, is refused, and it
+    # reads the queue again.
+    class SetMeanwhile(FakeClient):
+        async def get_json(self, path: str) -> dict[str, Any]:
+            queue = await super().get_json(path)
+            return {**queue, "metadata": {**queue["metadata"], "resourceVersion": "1"}}
+
+        async def patch(self, path: str, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+            self.requests.append(("PATCH", path))
+            queue = self.queues["default"]
+            if not queue.get("status", {}).get("state"):
+                queue["status"] = {"state": "Closed"}  # the other writer, first
+            if body["metadata"]["resourceVersion"] != "2":
+                raise Conflict(409, "Conflict", "the object has been modified", "PATCH", path)
+            raise AssertionError("never reached: the version read is always stale here")
+
+    client = SetMeanwhile({"default": {"metadata": {"name": "default"}, "spec": {}}})
+    ensure(client)
+    assert client.queues["default"]["status"] == {"state": "Closed"}
+    assert [method for method, _ in client.requests].count("GET") == 2
+
+
 @pytest.mark.parametrize(
     ("environ", "expected"),
     [

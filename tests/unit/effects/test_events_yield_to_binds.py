@@ -16,6 +16,7 @@ from scheduler.cache.world import World
 from scheduler.effects import recorder as recorder_module
 from scheduler.effects.apply import Effects
 from scheduler.effects.binder import Binder
+from scheduler.effects.fence import LeaderFence
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import Bind
 from scheduler.kube.client import Gate
@@ -46,7 +47,7 @@ class Events:
         self.written: list[dict[str, Any]] = []
         self.binds_started_at_write: list[int] = []
 
-    async def create(self, path: str, body: Any) -> bytes:
+    async def create(self, path: str, body: Any, *, gate: Gate | None = None) -> bytes:
         self.written.append(body)
         self.binds_started_at_write.append(self.binds.started if self.binds else 0)
         return b"{}"
@@ -89,7 +90,7 @@ def test_events_wait_until_no_bind_waits_for_a_worker() -> None:
             pending_world(),
             recorder,
             Metrics(),
-            may_bind=lambda: True,
+            fence=LeaderFence(lambda: True),
             bind_client=bind_lane,  # type: ignore[arg-type]
             bind_workers=1,
         )

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.effects.recorder import EventRecorder, ObjectRef
+from scheduler.kube.client import Gate
 from scheduler.kube.errors import StatusError
 from scheduler.metrics import Metrics
 
@@ -18,7 +19,7 @@ class Refusing:
         self.code = code
         self.posted = 0
 
-    async def create(self, path: str, body: Any) -> bytes:
+    async def create(self, path: str, body: Any, *, gate: Gate | None = None) -> bytes:
         self.posted += 1
         raise StatusError(self.code, "x", f'events "{body["metadata"]["name"]}" ...', "POST", path)
 

@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 from scheduler.effects.recorder import EventRecorder, ObjectRef
+from scheduler.kube.client import Gate
 from scheduler.metrics import Metrics
 
 
@@ -18,7 +19,7 @@ class Stalled:
         self.started = 0
         self.written: list[str] = []
 
-    async def create(self, path: str, body: Any) -> bytes:
+    async def create(self, path: str, body: Any, *, gate: Gate | None = None) -> bytes:
         self.started += 1
         await self.open.wait()
         self.written.append(body["involvedObject"]["name"])
@@ -87,7 +88,7 @@ class Failing:
     def __init__(self) -> None:
         self.written: list[str] = []
 
-    async def create(self, path: str, body: Any) -> bytes:
+    async def create(self, path: str, body: Any, *, gate: Gate | None = None) -> bytes:
         name = body["involvedObject"]["name"]
         if name == "w-0":
             raise RuntimeError("a bug in writing this one")

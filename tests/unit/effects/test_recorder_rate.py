@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from scheduler.effects.recorder import EventRecorder, ObjectRef
+from scheduler.kube.client import Gate
 from scheduler.metrics import Metrics
 
 
@@ -13,7 +14,7 @@ class Server:
     def __init__(self) -> None:
         self.reasons: list[str] = []
 
-    async def create(self, path: str, body: Any) -> bytes:
+    async def create(self, path: str, body: Any, *, gate: Gate | None = None) -> bytes:
         self.reasons.append(body["reason"])
         return b"{}"
 

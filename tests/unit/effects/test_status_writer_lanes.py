@@ -9,6 +9,7 @@ from scheduler.api.job import PodGroupPhase
 from scheduler.cache.kinds import pods
 from scheduler.cache.world import World
 from scheduler.effects.apply import Effects
+from scheduler.effects.fence import LeaderFence
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import GroupCondition, PodGroupStatusUpdate, PodUnschedulable
 from scheduler.metrics import Metrics
@@ -189,7 +190,7 @@ def test_the_writes_waiting_are_on_the_metrics() -> None:
             world,
             Quiet(),  # type: ignore[arg-type]
             metrics,
-            may_bind=lambda: True,
+            fence=LeaderFence(lambda: True),
         )
         effects.writer.pods(
             [

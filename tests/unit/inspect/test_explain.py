@@ -391,3 +391,55 @@ tiers:
     lines = holding_lines(session.result, "ns/big")
     assert lines[1] == f"Holding provisioned capacity (since {format_rfc3339(NOW - 10)}):"
     assert lines[2:] == ["  n0: cpu 500m", "  n1: cpu 500m"]
+
+
+def partly_bound(members_fit: bool) -> ClusterObjects:
+    """Gang "cut" of three 1-cpu pods, two bound on n0 30 s before the session, never
+    written Running; the third fits on n1 or (`members_fit` False) on no node."""
+    group = podgroup("cut", 3)
+    group = msgspec.structs.replace(group, status=wire.PodGroupStatus(phase="Inqueue"))
+    bound_at = format_rfc3339(NOW - 30)
+    bound = [
+        msgspec.structs.replace(
+            member,
+            status=wire.PodStatus(
+                phase="Running",
+                conditions=[
+                    wire.Condition(
+                        type="PodScheduled", status="True", last_transition_time=bound_at
+                    )
+                ],
+            ),
+        )
+        for member in (pod(f"cut-{i}", group="cut", node_name="n0") for i in range(2))
+    ]
+    missing = pod("cut-2", group="cut", cpu="1" if members_fit else "3")
+    return ClusterObjects(
+        nodes=[node("n0"), node("n1")],
+        queues=[queue()],
+        podgroups=[group],
+        pods=[*bound, missing],
+    )
+
+
+def test_explain_says_a_partly_bound_gang_is_completed_now() -> None:
+    seen, session = observed(partly_bound(members_fit=True))
+    view = next(v for v in group_views(session, seen.world) if v.key == "ns/cut")
+
+    text = explain_text(view, queue_views(session)[0], session, seen.world, [])
+
+    assert f"Partly bound (some members bound since {format_rfc3339(NOW - 30)}" in text
+    assert "  completed now, on the room that is left" in text
+    assert "Verdict: would run" in text
+
+
+def test_explain_says_when_a_partly_bound_gang_it_cannot_complete_is_undone() -> None:
+    seen, session = observed(partly_bound(members_fit=False))
+    view = next(v for v in group_views(session, seen.world) if v.key == "ns/cut")
+
+    text = explain_text(view, queue_views(session)[0], session, seen.world, [])
+
+    assert "  held for: the room its missing members need is kept from every other gang" in text
+    assert f"  undone at {format_rfc3339(NOW - 30 + 60)} unless complete by then" in text
+    assert "Holding for its missing members (partly bound since" in text
+    assert "Verdict: waits" in text

@@ -48,6 +48,9 @@ def test_without_flags_the_options_are_the_defaults() -> None:
         pytest.param(["--list-page-size", "250"], "list_page_size", 250, id="list-page-size"),
         pytest.param(["--bind-pipeline-depth", "1"], "bind_depth", 1, id="bind-pipeline-depth"),
         pytest.param(
+            ["--first-session-pods", "0"], "first_session_pods", 0, id="first-session-pods"
+        ),
+        pytest.param(
             ["--node-selector", "muster.dev/pool=gpu-a"],
             "partition",
             NodePartition("muster.dev/pool", "gpu-a"),
@@ -87,6 +90,14 @@ def test_a_bind_pipeline_depth_of_zero_is_refused_naming_the_value(
     with pytest.raises(SystemExit):
         options("--bind-pipeline-depth", "0")
     assert "'0' is not a whole number above 0" in capsys.readouterr().err
+
+
+def test_a_negative_first_session_bound_is_refused_naming_the_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        options("--first-session-pods", "-1")
+    assert "'-1' is not a whole number of 0 or more" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

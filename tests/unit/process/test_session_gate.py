@@ -96,3 +96,38 @@ def test_status_only_sessions_take_at_most_their_share_of_the_loop(
     assert gate.needs_session(
         generation=8, status_generation=4, reloaded=False, now=LAST_SESSION + 0.01
     )
+
+
+def test_only_the_first_session_of_a_term_is_bounded() -> None:
+    gate = SessionGate()
+    assert gate.first_of_term  # the process's first
+    gate.session_ran(generation=7, status_generation=3, now=LAST_SESSION, seconds=0.0)
+    assert not gate.first_of_term
+    gate.forget()  # a standby's period: the next is a new leader's first
+    assert gate.first_of_term
+
+
+def test_a_session_that_left_gangs_to_the_next_makes_the_next_due_at_once() -> None:
+    gate = SessionGate()
+    gate.session_ran(
+        generation=7, status_generation=3, now=LAST_SESSION, seconds=0.0, deferred=True
+    )
+    assert not gate.first_of_term  # the next is a whole one
+    assert gate.due_now
+    assert gate.needs_session(
+        generation=7, status_generation=3, reloaded=False, now=LAST_SESSION + 0.01
+    )
+    gate.session_ran(generation=7, status_generation=3, now=LAST_SESSION + 0.5, seconds=0.0)
+    assert not gate.due_now
+    assert not gate.needs_session(
+        generation=7, status_generation=3, reloaded=False, now=LAST_SESSION + 0.6
+    )
+
+
+def test_a_standby_period_forgets_that_a_session_was_due_at_once() -> None:
+    gate = SessionGate()
+    gate.session_ran(
+        generation=7, status_generation=3, now=LAST_SESSION, seconds=0.0, deferred=True
+    )
+    gate.forget()  # the lease went: nothing is due at once on a standby
+    assert not gate.due_now
