@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,12 +179,13 @@ def free_port() -> int:
         return port
 
 
-def wait_until(check: Any, timeout: float, what: str) -> None:
-    """Poll a condition; raise with `what` if it does not hold in time."""
+def wait_until(check: Any, timeout: float, what: str | Callable[[], str]) -> None:
+    """Poll a condition; raise with `what` (what it is, and where it stands) if it does not
+    hold in time."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
+            raise TimeoutError(f"timed out waiting for {what() if callable(what) else what}")
         time.sleep(0.05)
 
 
@@ -506,27 +508,29 @@ def gpu_scene(console: Console, cluster: Cluster, timeout: float) -> None:
     for name in names:
         cluster.gpu_node(name)
     cluster.claim_template("one-gpu", GPU_CLASS)
+    # The other queues hold the cluster's cpu at their shares; GPU work gets a queue of its
+    # own, as a platform team would give it.
+    cluster.queue("gpu", weight=1)
     console.print(
         f"[bold]GPUs through DRA:[/] nodes {', '.join(names)} join with {GPUS_PER_NODE} GPUs "
         f"each, published in ResourceSlices by sim's DRA driver (DeviceClass {GPU_CLASS}). "
-        "Each pod of a GPU gang claims one GPU from the ResourceClaimTemplate one-gpu."
+        "Each pod of a GPU gang (queue gpu) claims one GPU from the ResourceClaimTemplate "
+        "one-gpu."
     )
     first = Gang(
         "train-gpu",
-        "default",
+        "gpu",
         {"worker": (GPU_NODES * GPUS_PER_NODE, 1)},
         pool=GPU_POOL,
         claim_template="one-gpu",
     )
-    second = Gang(
-        "more-gpu", "default", {"worker": (2, 1)}, pool=GPU_POOL, claim_template="one-gpu"
-    )
+    second = Gang("more-gpu", "gpu", {"worker": (2, 1)}, pool=GPU_POOL, claim_template="one-gpu")
     cluster.submit(first)
     start = time.monotonic()
     wait_until(
         lambda: all(n in cluster.placements() for n in first.pod_names()),
         timeout,
-        f"gang {first.name} to be placed",
+        lambda: f"gang {first.name} to be placed ({cluster.podgroup(first.name).get('status')})",
     )
     elapsed = time.monotonic() - start
     cluster.submit(second)

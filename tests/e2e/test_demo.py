@@ -13,9 +13,7 @@ import pytest
     bool(os.environ.get("MUSTER_E2E_KUBECONFIG")),
     reason="the demo brings its own simulated cluster",
 )
-def test_demo_places_gangs_by_queue_weight_explains_the_waiting_gang_scales_up_and_cleans_up() -> (
-    None
-):
+def test_demo_shares_by_weight_explains_a_waiting_gang_scales_up_gives_gpus_and_cleans_up() -> None:
     env = {**os.environ, "COLUMNS": "250"}
     done = subprocess.run(
         [sys.executable, "-m", "scheduler.cli", "demo", "--timeout", "60"],
@@ -37,6 +35,16 @@ def test_demo_places_gangs_by_queue_weight_explains_the_waiting_gang_scales_up_a
     assert "it added large-0000, large-0001, large-0002, large-0003 and the gang runs" in out, out
     # The gang whose pods fit no node group is asked for too, and gets no node for part of it.
     assert "the autoscaler found no capacity for all 4 pods yet (CapacityIsNotFound" in out, out
+    # A GPU gang gets a device per pod on its pod's node (DRA); the next waits for devices.
+    assert "train-gpu: placed whole" in out, out
+    placed = [line for line in out.splitlines() if "train-gpu-worker-" in line]
+    assert len(placed) == 8, out
+    for line in placed:
+        _, _, node, device, _ = (cell.strip() for cell in line.split("\u2502"))
+        assert device.startswith(f"{node}/gpu-"), line
+    assert len({line.split("\u2502")[3] for line in placed}) == 8, out
+    assert "more-gpu waits: 2/2 tasks in gang unschedulable" in out, out
+    assert "cannot allocate all claims" in out, out
     assert "Metrics were served at http://127.0.0.1:" in out, out
     assert processes_mentioning("muster-demo-") == [], "the demo left processes behind"
 
