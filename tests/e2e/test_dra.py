@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.conftest import StartScheduler
@@ -21,6 +22,7 @@ from tests.e2e.harness import (
     Obj,
     bound,
     make_gang,
+    make_pod,
     node_names,
     placement_verdict,
     wait_for,
@@ -330,3 +332,62 @@ def test_a_gang_with_a_claim_feature_muster_refuses_binds_nothing_and_names_the_
     scheduler.wait_sessions(scheduler.sessions() + 2)
     assert bound(cluster.placements(namespace)) == []
     assert all(not (c.get("status") or {}).get("allocation") for c in devices.claims(namespace))
+
+
+@pytest.fixture
+def priority_classes(cluster: Cluster, namespace: str) -> Iterator[tuple[str, str]]:
+    api = client.SchedulingV1Api(cluster.api)
+    names = (f"low-{namespace[-5:]}", f"high-{namespace[-5:]}")
+    for name, value in zip(names, (10, 1000), strict=True):
+        api.create_priority_class({"metadata": {"name": name}, "value": value})
+    yield names
+    for name in names:
+        api.delete_priority_class(name)
+
+
+@pytest.mark.nodes(1, "8")
+def test_a_high_priority_gang_preempts_the_pods_whose_devices_it_needs_though_cpu_is_free(
+    cluster: Cluster,
+    namespace: str,
+    devices: Devices,
+    start_scheduler: StartScheduler,
+    priority_classes: tuple[str, str],
+) -> None:
+    low, high = priority_classes
+    (node,) = node_names(cluster)
+    gpu = devices.device_class("gpu")
+    devices.publish(node, ["a100", "a100"])
+    devices.template(namespace, "one-gpu", gpu)
+    start_scheduler(actions="enqueue, allocate, preempt, backfill", period=0.2)
+    for index in range(2):
+        pod = claiming(make_pod(f"low-{index}"), "one-gpu")
+        pod["spec"]["priorityClassName"] = low
+        cluster.create_pod(namespace, pod)
+    wait_for(
+        lambda: all_bound(cluster, namespace, ["low-0", "low-1"]),
+        timeout=30,
+        message=lambda: f"the low pods bound\n{cluster.describe(namespace)}",
+    )
+
+    podgroup, pods = make_gang("high", 2)
+    podgroup["spec"]["priorityClassName"] = high
+    for pod in pods:
+        pod["spec"]["priorityClassName"] = high
+    cluster.submit(namespace, podgroup, [claiming(p, "one-gpu") for p in pods])
+    wait_for(
+        lambda: all_bound(cluster, namespace, ["high-0", "high-1"]),
+        timeout=60,
+        message=lambda: f"the high gang bound on the freed GPUs\n{cluster.describe(namespace)}",
+    )
+    names = {p["metadata"]["name"] for p in cluster.pods(namespace)}
+    assert not {"low-0", "low-1"} & names, names
+    preempted = [
+        e
+        for n in ("low-0", "low-1")
+        for e in cluster.events(namespace, "Pod", n)
+        if e.get("reason") == "Preempted"
+    ]
+    assert len(preempted) == 2, preempted
+    allocated = devices.allocated(namespace)
+    assert {pod for pod in allocated if pod.startswith("high-")} == {"high-0", "high-1"}
+    assert len({allocated[p][1] for p in ("high-0", "high-1")}) == 2, allocated
