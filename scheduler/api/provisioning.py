@@ -109,6 +109,8 @@ class ScaleUpRequest:
     pod_sets: tuple[tuple[str, int], ...]
     # Whether the owning PodGroup is a native one (scheduling.k8s.io, api/native.py).
     native: bool = False
+    # The owning PodGroup's apiVersion, as the owner reference gives it.
+    podgroup_api_version: str = ""
 
     @property
     def key(self) -> str:
@@ -128,9 +130,12 @@ class ScaleUpRequest:
         return tuple(name for name, _ in self.pod_sets)
 
 
-def request_name(podgroup: str, attempt: int) -> str:
-    """The name of a PodGroup's request for attempt `attempt` (1, 2, ...)."""
-    return limited_name(f"{podgroup}-scaleup-{attempt}")
+def request_name(podgroup: str, attempt: int, *, native: bool = False) -> str:
+    """The name of a PodGroup's request for attempt `attempt` (1, 2, ...). A native
+    PodGroup's ends in `-native`: a Volcano PodGroup and a native one may share a name in a
+    namespace, and a Volcano one's request always ends in its attempt, so theirs never meet."""
+    name = f"{podgroup}-scaleup-{attempt}"
+    return limited_name(f"{name}-native" if native else name)
 
 
 def template_name(request: str, index: int) -> str:
@@ -183,6 +188,7 @@ def read_request(obj: ProvisioningRequest) -> ScaleUpRequest | None:
         message=message,
         pod_sets=tuple((s.pod_template_ref.name, s.count) for s in obj.spec.pod_sets),
         native=owner.api_version.startswith(f"{NATIVE_GROUP}/"),
+        podgroup_api_version=owner.api_version,
     )
 
 

@@ -209,7 +209,13 @@ class ScaleUpWriter:
                 extra={"podgroup": f"{namespace}/{decision.podgroup}"},
             )
         except (StatusError, TransportError) as error:
-            self._failed(decision.namespace, decision.podgroup, f"creating {decision.name}", error)
+            self._failed(
+                decision.namespace,
+                decision.podgroup,
+                decision.podgroup_api_version,
+                f"creating {decision.name}",
+                error,
+            )
             return False
         except Fenced:
             pass  # the lease was lost: the next leader decides again
@@ -239,7 +245,13 @@ class ScaleUpWriter:
                 extra={"podgroup": f"{namespace}/{decision.podgroup}"},
             )
         except (StatusError, TransportError) as error:
-            self._failed(namespace, decision.podgroup, f"deleting {decision.name}", error)
+            self._failed(
+                namespace,
+                decision.podgroup,
+                decision.podgroup_api_version,
+                f"deleting {decision.name}",
+                error,
+            )
             return False
         except Fenced:
             pass
@@ -283,7 +295,9 @@ class ScaleUpWriter:
             method, path, body=body, content_type=content_type, gate=self.may_write
         )
 
-    def _failed(self, namespace: str, podgroup: str, what: str, error: Exception) -> None:
+    def _failed(
+        self, namespace: str, podgroup: str, api_version: str, what: str, error: Exception
+    ) -> None:
         hint = ""
         if isinstance(error, NotFound) and provisioning.PLURAL in str(error):
             hint = (
@@ -296,7 +310,7 @@ class ScaleUpWriter:
         message = f"{what} failed: {error}{hint}"
         log.warning(message, extra={"podgroup": f"{namespace}/{podgroup}"})
         self.recorder.record(
-            ObjectRef("PodGroup", _PODGROUP_API_VERSION, namespace, podgroup),
+            ObjectRef("PodGroup", api_version or _PODGROUP_API_VERSION, namespace, podgroup),
             "Warning",
             SCALE_UP_WRITE_FAILED,
             message,

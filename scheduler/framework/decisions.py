@@ -245,6 +245,8 @@ class DeleteProvisioningRequest(msgspec.Struct, frozen=True, gc=False):
     podgroup: str
     templates: tuple[str, ...]
     reason: str
+    # The PodGroup's apiVersion (a native one's, scheduling.k8s.io/...): what events name.
+    podgroup_api_version: str = ""
 
 
 class AnnotatePod(msgspec.Struct, frozen=True, gc=False):

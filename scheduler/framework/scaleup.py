@@ -203,7 +203,9 @@ class ScaleUp:
             else:
                 # It waits for something else (its pods, its queue): its pods name the
                 # request it would get, so that no autoscaler adds nodes for some of them.
-                self._annotate(job, request_name(job.name, 1), policy.class_name, result)
+                self._annotate(
+                    job, request_name(job.name, 1, native=job.native), policy.class_name, result
+                )
             return
         if not latest.state.ended:
             self._say_standing(job, latest, result, held_for)
@@ -246,7 +248,7 @@ class ScaleUp:
                 "ProvisioningRequest holds; nothing is asked",
             )
             return
-        name = request_name(job.name, attempt)
+        name = request_name(job.name, attempt, native=job.native)
         pod_sets = tuple(
             PodSetTemplate(template_name(name, index), count, template_spec(shape))
             for index, (shape, count) in enumerate(found)
@@ -375,14 +377,20 @@ _CLUSTER_TOO_SMALL = frozenset({CLUSTER_FULL, QUEUE_FULL, QUEUE_SHARE_EXCEEDED})
 
 def _made_by_muster(job: JobInfo, request: str) -> bool:
     """Whether a pod's annotation names one of muster's requests for the gang."""
-    attempt = request.rpartition("-")[2]
-    return attempt.isdigit() and request == request_name(job.name, int(attempt))
+    stem = request.removesuffix("-native") if job.native else request
+    attempt = stem.rpartition("-")[2]
+    return attempt.isdigit() and request == request_name(job.name, int(attempt), native=job.native)
 
 
 def _delete(result: SessionResult, request: ScaleUpRequest, why: str) -> None:
     result.provisioning_deletions.append(
         DeleteProvisioningRequest(
-            request.namespace, request.name, request.podgroup, request.templates, why
+            request.namespace,
+            request.name,
+            request.podgroup,
+            request.templates,
+            why,
+            request.podgroup_api_version,
         )
     )
 

@@ -24,7 +24,7 @@ from scheduler.cache.world import World
 from scheduler.engine import load_config, schedule
 from scheduler.framework.config import DEFAULT_CONFIG_YAML
 from scheduler.framework.decisions import NativeStatusUpdate, SessionResult
-from tests.unit.cache.test_world import node, podgroup
+from tests.unit.cache.test_world import node, pod, podgroup
 from tests.unit.native_objects import member, native_podgroup, workload
 
 KEY = "scheduling.k8s.io/ns/g"
@@ -367,3 +367,25 @@ def test_muster_deletes_its_own_conditions_it_no_longer_wants_and_leaves_others(
 
     assert update.removed == ("Starving",)
     assert {c.type for c in update.conditions} == {"PodGroupScheduled", "Admitted"}
+
+
+def test_a_native_gang_and_a_volcano_gang_of_one_name_ask_for_nodes_under_two_names() -> None:
+    world = cluster("1")
+    native_podgroups.upsert(world, native_podgroup("big", 2))
+    podgroups.upsert(world, podgroup("big", 2))
+    for index in range(2):
+        pods.upsert(world, member(f"big-{index}", group="big", cpu="4"))
+        pods.upsert(world, pod(f"vbig-{index}", group="big", cpu="4"))
+    config = load_config(
+        DEFAULT_CONFIG_YAML.replace("- name: gang", "- name: gang\n  - name: scaleup", 1)
+    )
+    result = schedule(world.snapshot(), config)
+    asked = {(r.name, r.podgroup, r.podgroup_api_version) for r in result.provisioning_requests}
+    assert asked == {
+        ("big-scaleup-1", "big", ""),
+        ("big-scaleup-1-native", "big", "scheduling.k8s.io/v1alpha2"),
+    }
+    named = {(a.name, a.request) for a in result.pod_annotations}
+    assert named == {("big-0", "big-scaleup-1-native"), ("big-1", "big-scaleup-1-native")} | {
+        (f"vbig-{i}", "big-scaleup-1") for i in range(2)
+    }

@@ -8,6 +8,8 @@ import asyncio
 import json
 from typing import Any
 
+import msgspec
+
 from scheduler.effects.scale_up import RETRY_AFTER_FAILURE, ScaleUpWriter
 from scheduler.framework.decisions import (
     AnnotatePod,
@@ -55,9 +57,11 @@ class Server:
 class Events:
     def __init__(self) -> None:
         self.recorded: list[tuple[str, str, str]] = []
+        self.refs: list[Any] = []
 
     def record(self, ref: Any, event_type: str, reason: str, message: str) -> None:
         self.recorded.append((ref.name, reason, message))
+        self.refs.append(ref)
 
 
 def run(writer: ScaleUpWriter, *actions: Any) -> None:
@@ -198,3 +202,20 @@ def test_a_refused_template_stops_the_request_and_is_said_on_the_podgroup() -> N
     assert [(m, k) for m, k, _, _ in server.calls] == [("POST", "podtemplates")]
     assert events.recorded[0][1] == "ScaleUpRequestFailed"
     assert writer.in_flight == 0
+
+
+def test_what_cannot_be_written_is_said_on_a_native_podgroup_under_its_own_api_version() -> None:
+    failure = StatusError(403, "Forbidden", "no", "POST", "/x")
+    errors = {"POST podtemplates": failure, "DELETE provisioningrequests": failure}
+    server, events = Server(**errors), Events()
+    writer = ScaleUpWriter(server, events)  # type: ignore[arg-type]
+    native = msgspec.structs.replace(
+        creation(), name="big-scaleup-1-native", podgroup_api_version="scheduling.k8s.io/v1alpha2"
+    )
+    deletion = DeleteProvisioningRequest(
+        "ns", "big-scaleup-1-native", "big", (), "its gang is placed", "scheduling.k8s.io/v1alpha2"
+    )
+    run(writer, lambda: writer.create(native), lambda: writer.delete(deletion))
+    assert [(r.kind, r.api_version, r.name) for r in events.refs] == [
+        ("PodGroup", "scheduling.k8s.io/v1alpha2", "big")
+    ] * 2
