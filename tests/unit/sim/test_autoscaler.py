@@ -50,10 +50,13 @@ class Cluster:
         settings = {"node_delay": 2.0, "ready_delay": 2.0, "scan_interval": 1.0, **timings}
         self.autoscaler = Autoscaler(self.api, AutoscalerConfig(groups=groups, **settings))
         self.autoscaler.start_groups()
-        # Past the (whole-second) creation times of what the test makes next.
-        self.start = time.time() + 1
+        # Set at the first scan: past the (whole-second) creation times of what the test
+        # made before it, however long making it took.
+        self.start: float | None = None
 
     def scan(self, at: float) -> None:
+        if self.start is None:
+            self.start = time.time() + 1
         self.autoscaler.tick(self.start + at)
 
     def nodes(self) -> dict[str, Obj]:
