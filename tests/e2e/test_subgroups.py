@@ -62,7 +62,6 @@ def test_a_multi_host_worker_group_runs_exactly_its_whole_replicas_each_in_one_r
         2,
         [{"type": "HyperNode", "selector": {"exactMatch": {"name": rack}}} for rack in racks],
     )
-    start_scheduler(names=("volcano",), plugins=[{"name": "network-topology-aware"}])
 
     # 4 replicas x 4 hosts, 2 needed, each replica in one tier-1 HyperNode; the cluster has
     # room for 2.5 replicas (rack-c: 2 nodes) and the head.
@@ -82,6 +81,8 @@ def test_a_multi_host_worker_group_runs_exactly_its_whole_replicas_each_in_one_r
     pods += [ray_pod(f"tpu-r{r}-h{h}", "tpu", f"tpu-r{r}", "1") for r in range(4) for h in range(4)]
     for pod in pods:
         cluster.create_pod(namespace, pod)
+    # Started once every replica is there, so that its condition counts all four of them.
+    start_scheduler(names=("volcano",), plugins=[{"name": "network-topology-aware"}])
 
     placed = wait_for(
         lambda: (found := cluster.placements(namespace)) and len(bound(found)) == 9 and found,
