@@ -57,8 +57,8 @@ COMPILED_MODULES = (
     "scheduler.nodefit.dynamicresources",
     "scheduler.engine",
     # DRA's allocation core (scheduler/dra/): what fits asks per pod and node. Its CEL
-    # modules stay plain: their time is cel-python's, and cel-python's transpiled code
-    # calls their functions by module and name.
+    # package (dra/cel/) stays plain: its time is cel-python's, and cel-python's
+    # transpiled code calls the library's functions by module and name.
     "scheduler.dra.fit",
     "scheduler.dra.inventory",
     "scheduler.dra.requests",

@@ -2,8 +2,8 @@
 
 The pure core of DRA (no I/O, no clock; it imports only scheduler.api, msgspec and
 cel-python): which devices exist (`inventory.py`), what a claim asks (`requests.py`), how
-a selector is evaluated (`cel.py`, `cel_library.py`), how a gang's claims get devices
-together (`allocator.py`), and what claims add to a queue (`quota.py`).
+a selector is evaluated (`cel/`, Kubernetes' CEL library in `cel/library/`), how a gang's
+claims get devices together (`allocator.py`), and what claims add to a queue (`quota.py`).
 
 How the rest of muster uses it:
 

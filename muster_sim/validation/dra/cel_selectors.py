@@ -8,7 +8,9 @@ does, as far as types are certain: a name outside the environment, a field `devi
 `&&` or `||` given a non-bool, `==` between two kinds of scalar and a result of a known
 non-bool type are refused in cel-go's words and positions; anything less certain is let
 through (sim refuses no selector the real server takes). A syntax error is refused at the
-same field and position, though the parser words its detail its own way.
+same field and position, though the parser words its detail its own way. What the
+environment declares (the types, `device`'s fields, every function's result) is
+cel_environment.py's.
 
 kube also estimates each expression's worst-case cost and refuses one over 1,000,000 ("too
 complex, exceeds cost limit"); sim cannot reproduce cel-go's estimate and does not check it.
@@ -26,6 +28,25 @@ from celpy.celparser import CELParseError
 
 from muster_sim.errors import FieldError
 from muster_sim.validation import fields
+from muster_sim.validation.dra.cel_environment import (
+    ANY,
+    BOOL,
+    BYTES,
+    COMPREHENSIONS,
+    DEVICE,
+    DEVICE_FIELDS,
+    DOUBLE,
+    DYN,
+    FORMATS,
+    INT,
+    NAMESPACES,
+    NULL,
+    RETURNS,
+    ROOT,
+    SCALAR_FAMILIES,
+    STRING,
+    UINT,
+)
 
 MAX_LENGTH = 10 * 1024
 
@@ -33,218 +54,6 @@ _ENVIRONMENT = celpy.Environment()
 Tree = lark.Tree[Any]
 Node = Tree | lark.Token
 
-# The type names cel-go prints.
-BOOL, INT, UINT, DOUBLE, STRING, BYTES, NULL = (
-    "bool",
-    "int",
-    "uint",
-    "double",
-    "string",
-    "bytes",
-    "null_type",
-)
-QUANTITY = "kubernetes.Quantity"
-SEMVER = "kubernetes.Semver"
-DEVICE = "kubernetes.DRADevice"
-# A type the checker cannot pin down (dyn, google.protobuf.Any): every use of it passes.
-DYN = "dyn"
-_ANY = "google.protobuf.Any"
-_SCALAR_FAMILIES = {
-    BOOL: "bool",
-    INT: "number",
-    UINT: "number",
-    DOUBLE: "number",
-    STRING: "string",
-    BYTES: "bytes",
-}
-_DEVICE_FIELDS = {
-    "driver": STRING,
-    "attributes": f"map(string, map(string, {_ANY}))",
-    "capacity": f"map(string, map(string, {QUANTITY}))",
-    "allowMultipleAllocations": BOOL,
-}
-_ROOT = "device"
-
-# Every function the environment declares (cel-go's standard library and extensions, and
-# Kubernetes' libraries), by what it returns when that is one type whatever the receiver.
-_RETURNS: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "contains",
-            "startsWith",
-            "endsWith",
-            "matches",
-            "isGreaterThan",
-            "isLessThan",
-            "isQuantity",
-            "isInteger",
-            "isSemver",
-            "isSorted",
-            "isURL",
-            "isIP",
-            "isCIDR",
-            "containsIP",
-            "containsCIDR",
-            "isLoopback",
-            "isGlobalUnicast",
-            "isLinkLocalMulticast",
-            "isLinkLocalUnicast",
-            "isUnspecified",
-            "hasValue",
-            "sets.contains",
-            "sets.equivalent",
-            "sets.intersects",
-            "ip.isCanonical",
-            "allowed",
-            "errored",
-        ),
-        BOOL,
-    ),
-    **dict.fromkeys(
-        (
-            "size",
-            "compareTo",
-            "sign",
-            "asInteger",
-            "major",
-            "minor",
-            "patch",
-            "indexOf",
-            "lastIndexOf",
-            "prefixLength",
-            "family",
-            "int",
-            "getDate",
-            "getDayOfMonth",
-            "getDayOfWeek",
-            "getDayOfYear",
-            "getFullYear",
-            "getHours",
-            "getMilliseconds",
-            "getMinutes",
-            "getMonth",
-            "getSeconds",
-        ),
-        INT,
-    ),
-    **dict.fromkeys(
-        (
-            "lowerAscii",
-            "upperAscii",
-            "replace",
-            "substring",
-            "trim",
-            "join",
-            "format",
-            "charAt",
-            "strings.quote",
-            "find",
-            "getScheme",
-            "getHost",
-            "getHostname",
-            "getPort",
-            "getEscapedPath",
-            "string",
-            "jsonpatch.escapeKey",
-        ),
-        STRING,
-    ),
-    "asApproximateFloat": DOUBLE,
-    "double": DOUBLE,
-    "uint": UINT,
-    "bytes": BYTES,
-    "bool": BOOL,
-    "quantity": QUANTITY,
-    "add": QUANTITY,
-    "sub": QUANTITY,
-    "semver": SEMVER,
-    **dict.fromkeys(
-        (
-            "split",
-            "findAll",
-            "lists.range",
-            "slice",
-            "flatten",
-            "distinct",
-            "reverse",
-            "sort",
-            "sortBy",
-            "first",
-            "last",
-            "sum",
-            "min",
-            "max",
-            "getQuery",
-            "type",
-            "dyn",
-            "duration",
-            "timestamp",
-            "url",
-            "ip",
-            "cidr",
-            "masked",
-            "optional.of",
-            "optional.none",
-            "optional.ofNonZeroValue",
-            "value",
-            "or",
-            "orValue",
-            "optMap",
-            "optFlatMap",
-            "format.named",
-            "transformList",
-            "transformMap",
-            "transformMapEntry",
-            "cel.bind",
-            "map",
-            "filter",
-            "validate",
-            "check",
-            "path",
-            "group",
-            "name",
-            "namespace",
-            "resource",
-            "subresource",
-            "serviceAccount",
-            "reason",
-            "error",
-            "labelSelector",
-            "fieldSelector",
-        ),
-        DYN,
-    ),
-}
-# Macros whose first argument names a variable the rest of the call may use, by what they
-# return; a two-variable comprehension names two.
-_COMPREHENSIONS = {
-    "all": BOOL,
-    "exists": BOOL,
-    "exists_one": BOOL,
-    "existsOne": BOOL,
-    "map": DYN,
-    "filter": DYN,
-    "transformList": DYN,
-    "transformMap": DYN,
-    "transformMapEntry": DYN,
-    "sortBy": DYN,
-}
-_FORMATS = (
-    "dns1123Label",
-    "dns1123Subdomain",
-    "dns1035Label",
-    "qualifiedName",
-    "dns1123LabelPrefix",
-    "dns1123SubdomainPrefix",
-    "dns1035LabelPrefix",
-    "labelValue",
-    "uri",
-    "uuid",
-    "byte",
-    "date",
-    "datetime",
-)
-_NAMESPACES = ("cel", "sets", "lists", "strings", "optional", "ip", "format", "jsonpatch")
 _RELATIONS = {
     "relation_lt": ("<", "_<_"),
     "relation_le": ("<=", "_<=_"),
@@ -313,11 +122,11 @@ def selector_errors(expression: str, path: str) -> list[FieldError]:
             fields.invalid(path, expression, "compilation failed: " + _syntax(expression, error))
         ]
     checker = _Checker(expression)
-    result = checker.type_of(tree, frozenset({_ROOT}))
+    result = checker.type_of(tree, frozenset({ROOT}))
     if checker.problems:
         report = "\n".join(_located(expression, at, text) for at, text in checker.problems)
         return [fields.invalid(path, expression, "compilation failed: " + report)]
-    if result not in (BOOL, DYN, _ANY):
+    if result not in (BOOL, DYN, ANY):
         return [
             fields.invalid(
                 path, expression, f"must evaluate to bool or the unknown type, not {result}"
@@ -381,7 +190,7 @@ class _Checker:
         if rule in ("conditionalor", "conditionaland") and len(children) == 2:
             for operand in children:
                 found = self.type_of(operand, scope)
-                if found not in (BOOL, DYN, _ANY):
+                if found not in (BOOL, DYN, ANY):
                     self.problems.append(
                         (self._position(operand), f"expected type 'bool' but found '{found}'")
                     )
@@ -434,7 +243,7 @@ class _Checker:
         right_type = self.type_of(right, scope)
         symbol, overload = _RELATIONS[operator.data]
         if operator.data in ("relation_eq", "relation_ne"):
-            families = (_SCALAR_FAMILIES.get(left), _SCALAR_FAMILIES.get(right_type))
+            families = (SCALAR_FAMILIES.get(left), SCALAR_FAMILIES.get(right_type))
             if None not in families and families[0] != families[1]:
                 self.problems.append(
                     (
@@ -451,7 +260,7 @@ class _Checker:
             return DYN
         container = self.type_of(target, scope)
         if container == DEVICE:
-            found = _DEVICE_FIELDS.get(str(name))
+            found = DEVICE_FIELDS.get(str(name))
             if found is None:
                 self.problems.append((self._before(name, "."), f"undefined field '{name}'"))
                 return DYN
@@ -482,16 +291,16 @@ class _Checker:
             self.type_of(expressions[1], scope)
             inner = scope | {variable} if variable else scope
             return self.type_of(expressions[2], inner)
-        if target is not None and function in _COMPREHENSIONS and expressions:
+        if target is not None and function in COMPREHENSIONS and expressions:
             names = [_identifier(e) for e in expressions[:-1]]
             inner = scope | {n for n in names if n}
             self.type_of(expressions[-1], inner)
-            return _COMPREHENSIONS[function]
+            return COMPREHENSIONS[function]
         for expression in expressions:
             self.type_of(expression, scope)
-        if function.startswith("format.") and function.removeprefix("format.") in _FORMATS:
+        if function.startswith("format.") and function.removeprefix("format.") in FORMATS:
             return DYN
-        if function not in _RETURNS:
+        if function not in RETURNS:
             self.problems.append(
                 (
                     self._after(name.end_pos or 0, "("),
@@ -499,17 +308,17 @@ class _Checker:
                 )
             )
             return DYN
-        return _RETURNS[function]
+        return RETURNS[function]
 
     def _namespaced(self, target: Tree, name: str, scope: frozenset[str]) -> str | None:
         """`ns.name` when `target` is a bare library namespace (cel, sets, ...) not in scope."""
         ident = _bare_identifier(target)
-        if ident is None or ident in scope or ident not in _NAMESPACES:
+        if ident is None or ident in scope or ident not in NAMESPACES:
             return None
         return f"{ident}.{name}"
 
     def _ident(self, name: lark.Token, scope: frozenset[str]) -> str:
-        if str(name) == _ROOT and _ROOT in scope:
+        if str(name) == ROOT and ROOT in scope:
             return DEVICE
         if str(name) in scope:
             return DYN

@@ -11,9 +11,16 @@ import msgspec
 import pytest
 from celpy.celparser import CELParser
 
+import scheduler
 from scheduler.api import dra
-from scheduler.dra import cel_library
-from scheduler.dra.cel import Selector, SelectorError, SelectorMemo, device_value, slice_key
+from scheduler.dra.cel import (
+    Selector,
+    SelectorError,
+    SelectorMemo,
+    device_value,
+    library,
+    slice_key,
+)
 from tests.unit.dra.devices import gpu, node_slice, version
 
 DRIVER = "gpu.example.com"
@@ -206,10 +213,16 @@ def test_the_cost_bound_grows_with_what_a_comprehension_iterates() -> None:
 
 
 def test_every_library_function_is_reachable_by_its_module_and_name() -> None:
-    # cel-python's transpiled code calls a function as <module>.<qualified name>.
-    for name, function in cel_library.FUNCTIONS.items():
+    # cel-python's transpiled code calls a function as <module>.<qualified name>, read
+    # attribute by attribute from the `scheduler` package (a function named as its module
+    # and bound in the package would hide the module).
+    for name, function in library.FUNCTIONS.items():
         owner: Any = __import__(function.__module__, fromlist=["_"])
         assert getattr(owner, function.__qualname__) is function, name
+        reached: Any = scheduler
+        for part in [*function.__module__.split(".")[1:], function.__qualname__]:
+            reached = getattr(reached, part)
+        assert reached is function, name
 
 
 def test_the_memo_evaluates_each_selector_once_per_device_and_forgets_changed_slices() -> None:
