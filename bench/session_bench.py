@@ -1,7 +1,7 @@
 """One full scheduling session over a synthetic backlog: how long, and how it grows.
 
     python bench/session_bench.py [--pods 10000] [--nodes 1000] [--gang 8] [--repeat 3]
-                                  [--mixed 0.2]
+                                  [--mixed 0.2] [--topology 0.5] [--dra --pods 4000 --gpus 8]
 
 Prints which core ran (compiled with mypyc, as in the image, or plain Python), then the
 session time (snapshot clone + every action + status computation) at the given size, at 2x
@@ -21,6 +21,15 @@ fraction F of the gangs (0.5 in docs/performance.md) are hard-constrained to one
 to the unconstrained one (the same cluster and backlog, no gang constrained, the
 default config) in the same run. Target: at most 1.5x.
 
+With --dra, the nodes publish --gpus GPUs each through Dynamic Resource Allocation and every
+pod claims one from a ResourceClaimTemplate (bench/dra_workload.py: the DeviceClass, the
+ResourceSlices and the pods' ResourceClaims as the cache holds them, built through its
+handlers); it prints that session's time and pods placed per second beside the same backlog
+without claims on the same nodes without devices, and their ratio, from the same run. It
+checks first that both place the same gangs and that every bind writes its claim's
+allocation (one GPU on the bind's node, none given twice). Target: at most 1.5x, with
+--pods 4000 (500 gangs of 8 on 1,000 nodes of 8 GPUs).
+
 With --incremental, it runs sessions as the scheduler does (through its cache, cache/world.py)
 over nodes with 1 cpu free each and a backlog that cannot move (gangs of 2-cpu pods, created an
 hour ago: they starve, and the oldest holds room), and prints, per backlog size (--backlogs),
@@ -38,6 +47,7 @@ import statistics
 import time
 
 import msgspec
+from dra_workload import gpu_world, unallocated_binds
 
 from scheduler import gc_policy
 from scheduler.api import wire
@@ -254,6 +264,31 @@ def measure_topology(
     return alternated([(plain, default_config()), (kept, topology_config())], repeat)
 
 
+class MisleadingFigure(SystemExit):
+    """The sessions compared do not do the same work, so their ratio would mean nothing."""
+
+
+def measure_dra(
+    pods: int, nodes: int, gang: int, gpus: int, repeat: int
+) -> list[tuple[float, int]]:
+    """The backlog without claims on nodes without devices, and the same with one GPU
+    claimed per pod on nodes of `gpus` GPUs: once each to check that they place the same
+    gangs and that every bind carries its claim's allocation, then timed alternately."""
+    plain = gpu_world(nodes, gpus, pods // gang, gang, claims=False)
+    claimed = gpu_world(nodes, gpus, pods // gang, gang, claims=True)
+    runs = [(world.snapshot(EPOCH), default_config()) for world in (plain, claimed)]
+    without, with_claims = (schedule(snapshot, config).binds for snapshot, config in runs)
+    placed = [{bind.job for bind in binds} for binds in (without, with_claims)]
+    if placed[0] != placed[1]:
+        raise MisleadingFigure(
+            f"--dra: {len(placed[1])} gangs placed with claims, {len(placed[0])} without"
+        )
+    wrong = unallocated_binds(claimed, with_claims)
+    if wrong:
+        raise MisleadingFigure(f"--dra: {len(wrong)} binds without their devices: {wrong[:3]}")
+    return alternated(runs, repeat)
+
+
 # The incremental runs' clock: a fixed epoch second, the backlog created an hour before.
 EPOCH = 1_800_000_000.0
 _encode = msgspec.json.Encoder().encode
@@ -393,6 +428,10 @@ def main() -> None:
         "--topology", type=float, default=0.0, help="fraction of gangs kept to one rack (hard)"
     )
     parser.add_argument(
+        "--dra", action="store_true", help="every pod claims a GPU through DRA (see --gpus)"
+    )
+    parser.add_argument("--gpus", type=int, default=8, help="--dra: GPUs each node publishes")
+    parser.add_argument(
         "--incremental",
         action="store_true",
         help="time a session over a settled backlog plus one new gang (see the module doc)",
@@ -422,6 +461,20 @@ def main() -> None:
                 f"{backlog:>8} {whole * 1000:>9.1f} {settled * 1000:>11.1f}"
                 f" {single * 1000:>9.1f} {bound:>6}"
             )
+        return
+    if args.dra:
+        (plain, plain_bound), (claimed, claimed_bound) = measure_dra(
+            args.pods, args.nodes, args.gang, args.gpus, args.repeat
+        )
+        print(f"{args.nodes} nodes, {args.gpus} GPUs each with --dra; gangs of {args.gang}")
+        print(f"{'workload':>10} {'pods':>8} {'bound':>7} {'session ms':>11} {'pods/s':>9}")
+        for label, seconds, bound in (
+            ("plain", plain, plain_bound),
+            ("dra", claimed, claimed_bound),
+        ):
+            rate = bound / seconds
+            print(f"{label:>10} {args.pods:>8} {bound:>7} {seconds * 1000:>11.1f} {rate:>9,.0f}")
+        print(f"dra / plain: {claimed / plain:.2f}x (target at most 1.5x)")
         return
     if args.topology > 0:
         (plain, plain_bound), (kept, kept_bound) = measure_topology(
