@@ -94,7 +94,7 @@ SCALE_UP_WRITE_FAILED = "ScaleUpRequestFailed"
 # A Warning event on an object muster cannot use (its message names the field and value).
 INVALID_OBJECT = "InvalidObject"
 # Reasons on the PartlyBound condition, and of the events on the PodGroup that say the same
-# (actions/allocate.py decides, framework/job_status.py writes). UNDOING is also the
+# (actions/partly_bound.py decides, framework/podgroup_conditions.py writes). UNDOING is also the
 # reason of the event on each pod an undo evicts.
 PARTLY_BOUND_COMPLETED = "PartlyBoundCompleted"
 PARTLY_BOUND_HOLDING = "PartlyBoundHolding"
