@@ -42,6 +42,8 @@ COMPILED_MODULES = (
     "scheduler.framework.cycle",
     "scheduler.framework.ordering",
     "scheduler.framework.job_status",
+    "scheduler.framework.podgroup_conditions",
+    "scheduler.framework.object_warnings",
     "scheduler.framework.settled",
     "scheduler.actions.enqueue",
     "scheduler.actions.allocate",

@@ -4,8 +4,9 @@ that repeat, each defined once.
 Reasons name why a gang waits (the PodGroup's Unschedulable condition, the pods'
 PodScheduled=False condition and their events); the status writer, `muster explain` and
 the e2e suites match on them, so a reason is spelt here and imported everywhere else.
-Plain values only: the records in scheduler/api, the plugins, the actions and
-framework/job_status.py all read them.
+Plain values only: the records in scheduler/api, the plugins, the actions and the
+session's statuses (framework/job_status.py, podgroup_conditions.py, object_warnings.py)
+all read them.
 """
 
 from __future__ import annotations
