@@ -2,8 +2,9 @@
 may be victims; each rule is defined here once (the subgroup rules of spec.subGroupPolicy
 in api/subgroups.py, which these questions ask).
 
-The gang plugin, the allocate, preempt and reclaim actions and framework/job_status.py
-ask these questions of a JobInfo; none of them counts members on its own.
+The gang plugin, the allocate, preempt and reclaim actions, framework/job_status.py and
+framework/podgroup_conditions.py ask these questions of a JobInfo; none of them counts
+members on its own.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ that repeat, each defined once.
 Reasons name why a gang waits (the PodGroup's Unschedulable condition, the pods'
 PodScheduled=False condition and their events); the status writer, `muster explain` and
 the e2e suites match on them, so a reason is spelt here and imported everywhere else.
-Plain values only: the records in scheduler/api, the plugins, the actions and
-framework/job_status.py all read them.
+Plain values only: the records in scheduler/api, the plugins, the actions and the
+session's statuses (framework/job_status.py, podgroup_conditions.py, object_warnings.py)
+all read them.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ SCALE_UP_WRITE_FAILED = "ScaleUpRequestFailed"
 # A Warning event on an object muster cannot use (its message names the field and value).
 INVALID_OBJECT = "InvalidObject"
 # Reasons on the PartlyBound condition, and of the events on the PodGroup that say the same
-# (actions/allocate.py decides, framework/job_status.py writes). UNDOING is also the
+# (actions/partly_bound.py decides, framework/podgroup_conditions.py writes). UNDOING is also the
 # reason of the event on each pod an undo evicts.
 PARTLY_BOUND_COMPLETED = "PartlyBoundCompleted"
 PARTLY_BOUND_HOLDING = "PartlyBoundHolding"

@@ -14,7 +14,7 @@ The evictions made for one gang are sent as one group, one after another:
    one refused even so (another client evicted from its budget meanwhile) stops the rest
    of the group the same way.
 
-An undo (actions/allocate.py) is a group too, named for the gang undone: a refusal is said
+An undo (actions/partly_bound.py) is a group too, named for the gang undone: a refusal is said
 on that gang's condition, and it backs off before it tries again.
 
 A victim of a whole-gang eviction given up on would leave that gang running below

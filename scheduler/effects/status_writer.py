@@ -29,7 +29,14 @@ from scheduler.api.hypernode import API_VERSION as HYPERNODE_API_VERSION
 from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, GROUP, VERSION
 from scheduler.api.native import GROUP as NATIVE_GROUP
 from scheduler.api.native import SCHEDULED_CONDITION
-from scheduler.api.reasons import FIELD_NOT_HONOURED, INVALID_OBJECT
+from scheduler.api.reasons import (
+    FIELD_NOT_HONOURED,
+    INVALID_OBJECT,
+    NOT_HONOURED_REASON,
+    NOT_HONOURED_TYPE,
+    SCHEDULED,
+    UNSCHEDULABLE,
+)
 from scheduler.effects.lanes import KeyedLane
 from scheduler.effects.recorder import EventRecorder, ObjectRef
 from scheduler.framework.decisions import (
@@ -42,12 +49,6 @@ from scheduler.framework.decisions import (
     PodGroupStatusUpdate,
     PodUnschedulable,
     QueueStatusUpdate,
-)
-from scheduler.framework.job_status import (
-    NOT_HONOURED_REASON,
-    NOT_HONOURED_TYPE,
-    SCHEDULED,
-    UNSCHEDULABLE,
 )
 from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from scheduler.kube.clock import now_rfc3339

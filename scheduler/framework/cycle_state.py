@@ -81,14 +81,15 @@ class CycleState:
         # Room held for starving gangs and provisioned capacity, a session policy: made by
         # the cycle builder, its starvation policy set by the sla plugin (Holds.policy), its
         # devices by predicates (Holds.devices).
-        # Writer: framework/cycle.py. Readers: actions/allocate.py, actions/enqueue.py,
-        # actions/eviction.py, plugins/sla.py, plugins/proportion.py, plugins/capacity.py,
-        # plugins/predicates.py, framework/settled.py, framework/cycle.py.
+        # Writer: framework/cycle.py. Readers: actions/allocate.py, actions/partly_bound.py,
+        # actions/enqueue.py, actions/eviction.py, plugins/sla.py, plugins/proportion.py,
+        # plugins/capacity.py, plugins/predicates.py, framework/settled.py,
+        # framework/cycle.py.
         self.holds: Holds = holds
         # Asking an autoscaler for gangs' nodes, a session policy: made by the cycle builder,
         # its policy set by the scaleup plugin (ScaleUp.policy; none without it).
-        # Writer: framework/cycle.py. Readers: actions/allocate.py, plugins/scaleup.py,
-        # framework/cycle.py.
+        # Writer: framework/cycle.py. Readers: actions/allocate.py, actions/placement.py,
+        # plugins/scaleup.py, framework/cycle.py.
         self.scale_up: ScaleUp = scale_up
         # How long an admitted gang may wait to start (0: for ever), from enqueue's
         # inqueue-timeout; the clock rules of settled gangs read it.
@@ -100,8 +101,9 @@ class CycleState:
         self.overcommit_factor: float | None = None
         # The session's network-topology domains and their free room, opened by the
         # network-topology-aware plugin; None without it: topology gangs are placed as any.
-        # Preempt and reclaim ask for it through topology_for, as allocate does for gangs.
-        # Writer: plugins/networktopology.py. Readers: actions/allocate.py.
+        # Allocate, preempt and reclaim ask for a gang's through topology_for; a gang with
+        # subgroups is placed over it as it is.
+        # Writer: plugins/networktopology.py. Readers: actions/subgroup_placement.py.
         self.topology: SessionTopology | None = None
         # The nodes holding one of a pod's images, the only nodes its images score above its
         # image-free twin; set by nodeorder when ImageLocality scores this session.
@@ -124,7 +126,7 @@ class CycleState:
         self.disruptions: dict[str, int] = {}
         # Statements of gangs whose placements are kept pipelined to the end of the session
         # (they bind nothing until all of the gang can); the cycle's close pipelines them.
-        # Writer: actions/allocate.py. Readers: framework/cycle.py.
+        # Writer: actions/placement.py. Readers: framework/cycle.py.
         self.pipelined: list[Statement] = []
 
     def topology_for(self, job: JobInfo, nodes: Mapping[str, NodeInfo]) -> Placement | None:

@@ -92,8 +92,8 @@ class Evict(msgspec.Struct, frozen=True, gc=False):
     @property
     def undoes(self) -> bool:
         """Whether the eviction undoes its own gang (a partly bound gang past its time,
-        actions/allocate.py): preempt and reclaim never evict a member of the gang they
-        make room for."""
+        actions/partly_bound.py): preempt and reclaim never evict a member of the gang
+        they make room for."""
         return self.preemptor == self.job
 
     @property

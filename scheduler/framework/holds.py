@@ -13,7 +13,8 @@ first, oldest starving first, and one that still does not fit holds room:
    goes on the first ranked node that admits it (static filters) and whose allocatable,
    less what older holds and this layout already took, has room for it. A gang that
    fits nowhere even on empty nodes, or whose request exceeds its queue's capability,
-   can never fit: it holds nothing, and its condition says why.
+   can never fit: it holds nothing, and its condition says why (the layout:
+   framework/hold_layout.py).
 2. On each node of the layout it holds what is free now, up to what its members there
    need. Held room reads as used to every other gang of the session, in every queue,
    except gangs of a higher priority (they may take it; the holder keeps the rest).
@@ -55,7 +56,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import heapq
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -70,9 +70,10 @@ from scheduler.api.reasons import (
     STARVING_QUEUE_OVER_SHARE,
     STARVING_WAITS_TO_HOLD,
 )
-from scheduler.api.resources import Resource, describe, is_device_count
+from scheduler.api.resources import Resource, describe
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339, parse_rfc3339
+from scheduler.framework.hold_layout import lay_out_members, needed_members
 from scheduler.framework.session import Session
 
 # How long a gang may wait before it starves, when neither its PodGroup nor the `sla`
@@ -449,11 +450,8 @@ class Holds:
         partial: bool,
         with_devices: dict[str, list[TaskInfo]] | None = None,
     ) -> dict[NodeInfo, tuple[Resource, int]] | None:
-        """Where the members would go on nodes emptied of all but older holds, preferring
-        the nodes with the most free room now (a member with claims only where its devices
-        could fit; those members, by node, into `with_devices`); when some member fits
-        nowhere, None, or (`partial`) the layout of the others."""
-        session = self.session
+        """Where the members would go on nodes emptied of all but older holds
+        (framework/hold_layout.py)."""
         if not members:
             return {}
         taken_by_older: dict[str, Resource] = {}
@@ -463,46 +461,15 @@ class Holds:
                 taken_by_older.setdefault(name, Resource()).add(amount)
                 slots_by_older[name] = slots_by_older.get(name, 0) + hold.pods[name]
         devices = self.devices
-        first = members[0].request
-        # Ranked lazily: a heap of every node, popped as far as the members need (a gang
-        # of 8 on 5,000 nodes looks at a handful), rather than a sort per holder.
-        heap = [(-_how_many(first, n.idle), n.name, n) for n in session.node_list]
-        heapq.heapify(heap)
-        ranked: list[NodeInfo] = []
-        room: dict[str, Resource] = {}
-        slots: dict[str, int] = {}
-        layout: dict[NodeInfo, tuple[Resource, int]] = {}
-        for task in members:
-            chosen: NodeInfo | None = None
-            for node in _ranked(ranked, heap):
-                if node.name not in room:
-                    room[node.name] = node.allocatable.clone().sub(
-                        taken_by_older.get(node.name, Resource())
-                    )
-                    slots[node.name] = node.max_pods - slots_by_older.get(node.name, 0)
-                if slots[node.name] < 1 or not task.request.fits_in(room[node.name]):
-                    continue
-                if not session.admits(task, node).ok:
-                    continue
-                if (
-                    task.devices is not None
-                    and devices is not None
-                    and not devices.could_fit(task, node)
-                ):
-                    continue
-                chosen = node
-                break
-            if chosen is None:
-                if partial:
-                    continue
-                return None
-            room[chosen.name].sub(task.request)
-            slots[chosen.name] -= 1
-            if task.devices is not None and with_devices is not None:
-                with_devices.setdefault(chosen.name, []).append(task)
-            amount, pods = layout.get(chosen, (Resource(), 0))
-            layout[chosen] = (amount.add(task.request), pods + 1)
-        return layout
+        return lay_out_members(
+            self.session,
+            members,
+            taken_by_older,
+            slots_by_older,
+            devices.could_fit if devices is not None else None,
+            partial=partial,
+            with_devices=with_devices,
+        )
 
     def _describe(self, hold: Hold, layout: dict[NodeInfo, tuple[Resource, int]]) -> str:
         held = [
@@ -539,58 +506,11 @@ class Holds:
         self._hold_devices(hold)
 
 
-def _ranked(seen: list[NodeInfo], heap: list[tuple[float, str, NodeInfo]]) -> Iterator[NodeInfo]:
-    """The nodes in rank order: those already taken off the heap, then the rest, popped
-    (and kept in `seen`) only as far as the caller reads."""
-    yield from list(seen)
-    while heap:
-        node = heapq.heappop(heap)[2]
-        seen.append(node)
-        yield node
-
-
-def needed_members(job: JobInfo, pending: list[TaskInfo]) -> list[TaskInfo]:
-    """The pending members (in placement order) the gang still needs to run: those of the
-    roles short of their minTaskMember first, then the next ones up to minMember."""
-    short = max(job.min_member - members_placed(job), 0)
-    role_short: dict[str, int] = {}
-    if job.min_task_member:
-        placed = placed_by_role(job)
-        for role, need in job.min_task_member.items():
-            if need > placed.get(role, 0):
-                role_short[role] = need - placed.get(role, 0)
-    chosen: list[TaskInfo] = []
-    taken: set[str] = set()
-    for task in pending:
-        if role_short.get(task.role, 0) > 0:
-            role_short[task.role] -= 1
-            chosen.append(task)
-            taken.add(task.uid)
-    for task in pending:
-        if len(chosen) >= short:
-            break
-        if task.uid not in taken:
-            chosen.append(task)
-    return chosen
-
-
 def _roles_short(job: JobInfo) -> bool:
     if not job.min_task_member:
         return False
     placed = placed_by_role(job)
     return any(placed.get(role, 0) < need for role, need in job.min_task_member.items())
-
-
-def _how_many(request: Resource, free: Resource) -> float:
-    """How many copies of `request` fit in `free` (fractions count: a ranking key)."""
-    best = float("inf")
-    for value, available in ((request.cpu, free.cpu), (request.memory, free.memory)):
-        if value > 0:
-            best = min(best, max(available, 0) / value)
-    for name, value in request.scalars.items():
-        if value > 0 and not is_device_count(name):
-            best = min(best, max(free.scalars.get(name, 0), 0) / value)
-    return best if best != float("inf") else 0.0
 
 
 def _positive(resource: Resource) -> Resource:

@@ -95,7 +95,7 @@ class Statement:
     def commit(self, *, undoing: str = "") -> None:
         """Turn the operations into decisions; pipelined tasks stay promised, not bound.
         `undoing` names the gang ("namespace/name") whose own members the statement evicts
-        to undo it (actions/allocate.py): its evictions are sent as that gang's group."""
+        to undo it (actions/partly_bound.py): its evictions are sent as that gang's group."""
         binds = [
             Bind(op.task.namespace, op.task.name, op.task.uid, op.node, op.task.job)
             for op in self._operations

@@ -3,6 +3,10 @@ a pod's group) waits or where it runs, in the words of one scheduler session ove
 cluster as it stands: admission, placement with per-reason figures, what happens to it if it
 is partly bound, the gangs ahead of it in its queue, who holds the room it lacks, and where
 each member is. Read-only.
+
+What it is asked about is explain_target.py; the sections on a partly bound gang, on held
+room, on subgroups and on scale-up are partly_bound.py, holding.py, subgroups.py and
+scale_up.py (whatif reads the last too).
 """
 
 from __future__ import annotations
@@ -10,47 +14,41 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import yaml
 
-from scheduler.api import wire
-from scheduler.api.errors import InvalidObject
-from scheduler.api.gang_state import PLACED_STATUSES
-from scheduler.api.job import Completion, JobInfo, PodGroupPhase
-from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, GROUPING_RULE_ANNOTATION
-from scheduler.api.native import GROUP as NATIVE_GROUP
-from scheduler.api.native import PODGROUP_RESOURCE, describe_group, native_key
-from scheduler.api.reasons import (
-    PARTLY_BOUND_COMPLETED,
-    PARTLY_BOUND_HOLDING,
-    PARTLY_BOUND_UNDO_REFUSED,
-    PARTLY_BOUND_UNDOING,
-    PARTLY_BOUND_UNDONE,
-)
-from scheduler.api.resources import Resource, describe
-from scheduler.api.snapshot import shadow_key
-from scheduler.api.subgroups import split
-from scheduler.api.task import TaskInfo
-from scheduler.api.timestamps import format_rfc3339
+from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.native import describe_group
+from scheduler.api.resources import Resource
 from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.cycle import close_cycle, open_cycle
-from scheduler.framework.decisions import Evict, HeldRoom, SessionResult
+from scheduler.framework.decisions import Evict, SessionResult
 from scheduler.inspect.cluster import (
-    Observed,
     Options,
     Session,
     add_cluster_arguments,
-    context_namespace,
     observe,
     run_session,
 )
 from scheduler.inspect.config import EVICTING_ACTIONS, Configuration
+from scheduler.inspect.explain_target import (
+    POD_KINDS,
+    PODGROUP_KINDS,
+    PodAnswer,
+    grouping_rule,
+    object_key,
+    pod_answer,
+    podgroup_key,
+)
 from scheduler.inspect.figures import ReasonFigure, amount, figures
+from scheduler.inspect.holding import holding_document, holding_lines
+from scheduler.inspect.partly_bound import completion_document, completion_lines
 from scheduler.inspect.room import Room, otherwise_fitting_nodes, room
 from scheduler.inspect.scale_up import scale_up_document, scale_up_lines, scale_up_of
+from scheduler.inspect.subgroups import subgroup_entries, subgroup_lines
 from scheduler.inspect.views import (
     GroupView,
     QueueView,
@@ -169,43 +167,6 @@ def room_lines(found: Room) -> list[str]:
     return lines
 
 
-def subgroup_entries(job: JobInfo) -> list[dict[str, Any]]:
-    """Each subgroup of the gang's subGroupPolicy: its policy, how many of its pods are
-    placed of its subGroupSize, whether it is placed or waits, and why it waits."""
-    groups, _ = split(job.subgroup_policies, job.tasks.values())
-    return [
-        {
-            "policy": group.policy.label,
-            "subgroup": group.name,
-            "placed": group.placed(PLACED_STATUSES),
-            "subGroupSize": group.policy.size,
-            "verdict": "placed" if group.whole(PLACED_STATUSES) else "waits",
-            "why": ""
-            if group.whole(PLACED_STATUSES)
-            else job.subgroup_waits.get(group.name, "not tried in this session"),
-        }
-        for group in groups
-    ]
-
-
-def subgroup_lines(job: JobInfo) -> list[str]:
-    """The Subgroups section: per policy its counts, then each subgroup and why it waits."""
-    entries = subgroup_entries(job)
-    lines = ["", "Subgroups:"]
-    for policy in job.subgroup_policies:
-        mine = [e for e in entries if e["policy"] == policy.label]
-        whole = sum(1 for e in mine if e["verdict"] == "placed")
-        lines.append(
-            f"  {policy.label}: {whole} of {len(mine)} subgroups of {policy.size} pods placed, "
-            f"minSubGroups {policy.min_subgroups}"
-        )
-        for entry in mine:
-            placed = f"{entry['placed']}/{entry['subGroupSize']} pods placed"
-            why = f": {entry['why']}" if entry["why"] else ""
-            lines.append(f"    {entry['subgroup']}: {entry['verdict']} ({placed}){why}")
-    return lines
-
-
 def explain_document(
     view: GroupView,
     queue: QueueView | None,
@@ -244,8 +205,8 @@ def explain_document(
             pod: {"node": node, "status": status}
             for pod, (node, status) in sorted(member_nodes(session, key).items())
         },
-        "holding": _holding_document(session.result, key),
-        "partlyBound": _completion_document(session, key),
+        "holding": holding_document(session.result, key),
+        "partlyBound": completion_document(session, key),
         "scaleUp": scale_up_document(scale_up_of(session.result, key)),
         "verdict": verdict(view, session.result),
     }
@@ -257,51 +218,6 @@ def explain_document(
     return document
 
 
-# What each PartlyBound reason means for what happens next.
-_COMPLETION_OUTCOMES = {
-    PARTLY_BOUND_COMPLETED: "completed now, on the room that is left",
-    PARTLY_BOUND_HOLDING: "held for: the room its missing members need is kept from every "
-    "other gang",
-    PARTLY_BOUND_UNDOING: "undone now: its bound members are evicted",
-    PARTLY_BOUND_UNDO_REFUSED: "its undo was refused; held for, and tried again after a backoff",
-    PARTLY_BOUND_UNDONE: "past its time with nothing to undo (its placed members finished): "
-    "no longer held for, still placed first",
-}
-
-
-def completion_of(session: Session, key: str) -> Completion | None:
-    """What the session did about the gang if it is partly bound (api/gang_state.py)."""
-    job = session.snapshot.jobs.get(key)
-    return job.completion if job is not None else None
-
-
-def completion_lines(session: Session, key: str) -> list[str]:
-    """A partly bound gang: since when, what the session does about it, and when it is
-    undone if it cannot be completed by then (its PartlyBound condition, under Placement,
-    says why)."""
-    verdict = completion_of(session, key)
-    if verdict is None:
-        return []
-    since = format_rfc3339(verdict.since) if verdict.since is not None else "a time unknown"
-    lines = ["", f"Partly bound (some members bound since {since}, the gang not yet whole):"]
-    lines.append(f"  {_COMPLETION_OUTCOMES.get(verdict.reason, verdict.reason)}")
-    if verdict.reason in (PARTLY_BOUND_HOLDING, PARTLY_BOUND_UNDO_REFUSED):
-        lines.append(f"  undone at {format_rfc3339(verdict.deadline)} unless complete by then")
-    return lines
-
-
-def _completion_document(session: Session, key: str) -> dict[str, Any] | None:
-    verdict = completion_of(session, key)
-    if verdict is None:
-        return None
-    return {
-        "since": format_rfc3339(verdict.since) if verdict.since is not None else None,
-        "undoneAt": format_rfc3339(verdict.deadline),
-        "reason": verdict.reason,
-        "message": verdict.message,
-    }
-
-
 def _evictions_for(result: SessionResult, key: str) -> list[Evict]:
     # preempt and reclaim name the gang they evict for as "... {key} (priority N) ..."; an
     # undo evicts the gang's own members, as a group named for it.
@@ -310,43 +226,6 @@ def _evictions_for(result: SessionResult, key: str) -> list[Evict]:
         for e in result.evictions
         if f" {key} (priority " in e.reason or (e.undoes and e.preemptor == key)
     ]
-
-
-def held_room(result: SessionResult, key: str) -> HeldRoom | None:
-    """The room the session held for the gang (it starves, or an autoscaler provisioned
-    capacity for it), if any."""
-    return next((room for room in result.holds if room.job == key), None)
-
-
-def holding_lines(result: SessionResult, key: str) -> list[str]:
-    """What the session holds for a gang, node by node (framework/holds.py)."""
-    room = held_room(result, key)
-    if room is None:
-        return []
-    if room.kind == "provisioned":
-        title = f"Holding provisioned capacity (since {format_rfc3339(room.since)}):"
-    elif room.kind == "partly-bound":
-        title = (
-            f"Holding for its missing members (partly bound since {format_rfc3339(room.since)}):"
-        )
-    else:
-        title = f"Holding (starving since {format_rfc3339(room.since)}):"
-    lines = ["", title]
-    lines += [f"  {node}: {describe(amount)}" for node, amount in sorted(room.nodes.items())]
-    if not room.nodes:
-        lines.append("  nothing free yet on the nodes it waits for")
-    return lines
-
-
-def _holding_document(result: SessionResult, key: str) -> dict[str, Any] | None:
-    room = held_room(result, key)
-    if room is None:
-        return None
-    return {
-        "kind": room.kind,
-        "since": format_rfc3339(room.since),
-        "nodes": {node: amount.to_list() for node, amount in sorted(room.nodes.items())},
-    }
 
 
 def _eviction(eviction: Evict) -> dict[str, str]:
@@ -490,146 +369,6 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-o", "--output", choices=("json", "yaml"), help="a document, not text")
     add_cluster_arguments(parser)
     parser.set_defaults(func=main)
-
-
-# Which PodGroups a kind names: Volcano's (its short name pg, or its resource), the native
-# ones (podgroups.scheduling.k8s.io), or whichever exists by the name asked (plain
-# podgroup(s), as kubectl reads it: both existing is a question to ask again, qualified).
-VOLCANO_KINDS = ("pg", f"podgroups.{GROUP}", f"podgroup.{GROUP}")
-NATIVE_KINDS = (PODGROUP_RESOURCE, f"podgroup.{NATIVE_GROUP}")
-EITHER_KINDS = ("podgroup", "podgroups")
-PODGROUP_KINDS = (*EITHER_KINDS, *VOLCANO_KINDS, *NATIVE_KINDS)
-POD_KINDS = ("pod", "pods", "po")
-
-
-def object_key(args: argparse.Namespace, options: Options) -> str | None:
-    """namespace/name of the object asked about; None (said on stderr) when the name and
-    -n disagree."""
-    namespace, slash, name = args.name.rpartition("/")
-    if not slash:
-        return f"{args.namespace or context_namespace(options)}/{name}"
-    if args.namespace and args.namespace != namespace:
-        print(
-            f"muster explain: {args.name} names namespace {namespace!r} but -n says "
-            f"{args.namespace!r}; give one of them",
-            file=sys.stderr,
-        )
-        return None
-    return f"{namespace}/{name}"
-
-
-@dataclass(frozen=True)
-class PodAnswer:
-    """Which group a pod of ours belongs to, and where the session leaves it."""
-
-    group: str
-    lines: list[str]
-    waits: bool
-
-
-def pod_answer(observed: Observed, session: Session, key: str) -> PodAnswer | str:
-    """The pod's group and place; or, as a string, why it cannot be explained as ours."""
-    namespace, _, name = key.partition("/")
-    pod = next(
-        (
-            p
-            for p in observed.objects.pods
-            if p.metadata.namespace == namespace and p.metadata.name == name
-        ),
-        None,
-    )
-    if pod is None:
-        return f"pod {key} not found"
-    names = observed.world.scheduler_names
-    if pod.spec.scheduler_name not in names:
-        return (
-            f"pod {key} is not muster's: its spec.schedulerName is "
-            f"{pod.spec.scheduler_name!r} and muster serves {', '.join(sorted(names))} "
-            "(pass --scheduler-name if the scheduler serves more); `kubectl describe pod` "
-            "shows what its scheduler says"
-        )
-    try:
-        task = TaskInfo.from_pod(pod)
-    except InvalidObject as error:
-        return f"pod {key} cannot be scheduled by muster as written: {error}"
-    # the key the World files it under: its PodGroup's, else its one-pod group's
-    group = task.job or shadow_key(task)
-    job = session.snapshot.jobs.get(group)
-    where = describe_group(group)
-    if group == shadow_key(task):
-        where = f"no PodGroup: it is its own one-pod group {group}"
-    role = f" (role {task.role})" if task.role else ""
-    lines = [f"Pod {key}: member of {where}{role}"]
-    if task.ignored_group:
-        lines.append(
-            f"  its spec.schedulingGroup names {PODGROUP_RESOURCE} {task.ignored_group}, "
-            "which muster does not use: the annotation scheduling.k8s.io/group-name wins"
-        )
-    if job is None:
-        owner = f" muster controller makes it for the pod's owner (uid {task.owner_uid})"
-        made = task.owner_uid and not _annotated(pod) and not pod.spec.scheduling_group
-        lines.append(
-            f"  waits: {describe_group(group)} does not exist; the scheduler places no member "
-            f"of a group it cannot see.{owner if made else ''}"
-        )
-        return PodAnswer(group, lines, waits=True)
-    placed = member_nodes(session, group).get(name)
-    pending = pod_messages(session.result, group).get(name)
-    waits = False
-    if placed is not None:
-        node, status = placed
-        if status in ("Allocated", "Pipelined", "Binding"):
-            lines.append(f"  this session places it on {node} ({status})")
-        else:
-            lines.append(f"  on node {node} ({status})")
-    elif pending is not None:
-        lines.append(f"  waits: {pending}")
-        waits = True
-    else:
-        current = job.tasks.get(task.uid)
-        status = current.status.value if current is not None else task.status.value
-        lines.append(f"  {status}: the session does not place it")
-        waits = status == "Pending"
-    lines.append("")
-    return PodAnswer(group, lines, waits)
-
-
-def podgroup_key(kind: str, key: str, observed: Observed) -> str:
-    """The gang key of the PodGroup namespace/name that `kind` names: Volcano's, the
-    native one, or for a plain podgroup whichever of the two exists; raises ValueError
-    (its message for the user) when both do."""
-    namespace, _, name = key.partition("/")
-    native = native_key(namespace, name)
-    if kind in VOLCANO_KINDS:
-        return key
-    if kind in NATIVE_KINDS:
-        return native
-    volcano_exists = any(
-        g.metadata.namespace == namespace and g.metadata.name == name
-        for g in observed.objects.podgroups
-    )
-    native_exists = native in observed.world.native_podgroups
-    if volcano_exists and native_exists:
-        raise ValueError(
-            f"both a PodGroup {key} of Volcano's API and a {PODGROUP_RESOURCE} {key} exist; "
-            f"ask for one by its qualified kind: `muster explain pg {key}` or "
-            f"`muster explain {PODGROUP_RESOURCE} {key}`"
-        )
-    return native if native_exists else key
-
-
-def grouping_rule(observed: Observed, key: str) -> str | None:
-    """The rule `muster controller` made the PodGroup by (its annotation), None for a
-    PodGroup it did not make."""
-    namespace, _, name = key.partition("/")
-    for group in observed.objects.podgroups:
-        if group.metadata.namespace == namespace and group.metadata.name == name:
-            return group.metadata.annotations.get(GROUPING_RULE_ANNOTATION)
-    return None
-
-
-def _annotated(pod: wire.Pod) -> bool:
-    return bool(pod.metadata.annotations.get(GROUP_NAME_ANNOTATION))
 
 
 def main(args: argparse.Namespace) -> int:

@@ -13,12 +13,13 @@ from scheduler.api.job import ADMITTED, JobInfo, PodGroupPhase
 from scheduler.api.names import GROUP
 from scheduler.api.native import GROUP as NATIVE_GROUP
 from scheduler.api.native import PODGROUP_RESOURCE, native_key
+from scheduler.api.reasons import UNSCHEDULABLE
 from scheduler.api.resources import UNLIMITED, Resource, share_of
 from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import parse_rfc3339
 from scheduler.cache.world import World
 from scheduler.framework.decisions import GroupCondition, PodGroupStatusUpdate, SessionResult
-from scheduler.framework.job_status import UNSCHEDULABLE, scheduled_condition
+from scheduler.framework.podgroup_conditions import scheduled_condition
 from scheduler.inspect.cluster import Session
 
 

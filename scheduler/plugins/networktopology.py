@@ -4,8 +4,8 @@ subGroupPolicy's), and packs HyperNodes.
 It resolves the session's topology (HyperNodes, or the node-label tiers of its
 arguments when the cluster has none) and hands it to the actions through the cycle
 state's `topology`; allocate, preempt and reclaim then place a topology gang (or
-subgroup) domain by domain (actions/allocate.py, actions/eviction.py). Arguments, as in
-Volcano plus muster's label tiers:
+subgroup) domain by domain (actions/topology_placement.py, actions/subgroup_placement.py,
+actions/eviction.py). Arguments, as in Volcano plus muster's label tiers:
 
     - name: network-topology-aware
       arguments:

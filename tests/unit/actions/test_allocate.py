@@ -6,10 +6,10 @@ import pytest
 
 from scheduler.api.job import PodGroupPhase
 from scheduler.api.node import NodeInfo
+from scheduler.api.reasons import SCHEDULED, UNSCHEDULABLE
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.engine import load_config, schedule
-from scheduler.framework.job_status import SCHEDULED, UNSCHEDULABLE
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from tests.unit.builders import binds_per_job as bound_jobs
 from tests.unit.builders import gang, node, queue, resources, snapshot, task

@@ -14,16 +14,10 @@ from scheduler.api.timestamps import format_rfc3339
 from scheduler.engine import load_config
 from scheduler.inspect.cluster import ClusterObjects, Observed, build_world, run_session
 from scheduler.inspect.config import Configuration, built_in
-from scheduler.inspect.explain import (
-    PodAnswer,
-    explain_text,
-    grouping_rule,
-    holding_lines,
-    lacking_resources,
-    placement_figures,
-    pod_answer,
-)
+from scheduler.inspect.explain import explain_text, lacking_resources, placement_figures
+from scheduler.inspect.explain_target import PodAnswer, grouping_rule, pod_answer
 from scheduler.inspect.figures import ReasonFigure, figures, reason_counts
+from scheduler.inspect.holding import holding_lines
 from scheduler.inspect.room import room
 from scheduler.inspect.scale_up import scale_up_lines, scale_up_of
 from scheduler.inspect.views import group_views, queue_views

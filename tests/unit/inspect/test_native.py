@@ -12,7 +12,8 @@ import pytest
 from scheduler.api.native import PODGROUPS, V1ALPHA2, V1BETA1
 from scheduler.inspect.cluster import ClusterObjects, Observed, build_world, run_session
 from scheduler.inspect.config import built_in
-from scheduler.inspect.explain import PodAnswer, explain_text, pod_answer, podgroup_key
+from scheduler.inspect.explain import explain_text
+from scheduler.inspect.explain_target import PodAnswer, pod_answer, podgroup_key
 from scheduler.inspect.status import podgroup_table, render
 from scheduler.inspect.views import group_views
 from scheduler.inspect.whatif import add_manifests, answer_text, answers

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from scheduler.api.reasons import UNSCHEDULABLE
 from scheduler.engine import default_config, load_config
-from scheduler.framework.job_status import UNSCHEDULABLE
 from scheduler.inspect.cluster import ClusterObjects, build_world, run_session
 from scheduler.inspect.explain import explain_text, gangs_ahead
 from scheduler.inspect.status import document, podgroup_table, queue_table
