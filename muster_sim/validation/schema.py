@@ -26,6 +26,7 @@ from jsonschema.exceptions import ValidationError
 
 from muster_sim.errors import FieldError
 from muster_sim.validation.cel_rules import json_type, rule_errors
+from muster_sim.validation.object_meta import OBJECT_META_FIELDS
 
 Obj = dict[str, Any]
 
@@ -34,25 +35,7 @@ INT_OR_STRING = "x-kubernetes-int-or-string"
 EMBEDDED = "x-kubernetes-embedded-resource"
 
 # metadata is decoded as ObjectMeta: anything else in it is an unknown field
-OBJECT_META_FIELDS = frozenset(
-    {
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    }
-)
+_OBJECT_META = frozenset(OBJECT_META_FIELDS)
 _TYPE_META = ("apiVersion", "kind", "metadata")
 
 # the JSON-schema keywords kube-openapi evaluates; descriptions, examples and
@@ -405,7 +388,7 @@ def _prune_object(value: Any, schema: Obj, path: list[Any], pruned: list[str], r
         if keeps_type_meta and key in _TYPE_META:
             if key == "metadata" and isinstance(value[key], dict):
                 for field in list(value[key]):
-                    if field not in OBJECT_META_FIELDS:
+                    if field not in _OBJECT_META:
                         del value[key][field]
                         pruned.append(path_text([*path, "metadata", field]))
             continue

@@ -42,6 +42,7 @@ from muster_sim.validation.dra.slices import (
     pool_name_errors,
 )
 from muster_sim.validation.names import label_problems, qualified_name_errors
+from muster_sim.validation.object_meta import OBJECT_META_FIELDS
 from muster_sim.validation.selector_fields import node_selector_errors
 from muster_sim.validation.strategy import KindStrategy, Permission, WriteContext
 
@@ -72,24 +73,6 @@ _DRIVER = (
     "permission: {why}"
 )
 _TEMPLATE_META_ALLOWED = ("labels", "annotations")
-# ObjectMeta's fields in Go's order, for the template metadata kube refuses ("cannot be set")
-_META_FIELDS = (
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-)
 
 
 class ResourceClaimStrategy(KindStrategy):
@@ -195,7 +178,7 @@ def template_meta_errors(meta: Any, path: str) -> list[FieldError]:
     for key, value in (meta.get("labels") or {}).items():
         errors += qualified_name_errors(str(key), f"{path}.labels")
         errors += label_value_errors(str(value), f"{path}.labels")
-    for name in _META_FIELDS:
+    for name in OBJECT_META_FIELDS:
         if name not in _TEMPLATE_META_ALLOWED and meta.get(name) not in (None, "", 0, [], {}):
             errors.append(fields.forbidden(f"{path}.{name}", "cannot be set"))
     return errors

@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from muster_sim.validation.object_meta import OBJECT_META_FIELDS
+
 Obj = dict[str, Any]
 
 
@@ -61,26 +63,6 @@ def map_of(element: Shape) -> Shape:
     return Shape("map", element=element)
 
 
-# ObjectMeta's JSON fields in Go's order: an embedded ObjectMeta prints those it has.
-_META_FIELDS = (
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-)
-
-
 def go_json(value: Any, shape: Shape) -> str:
     """`value` (decoded v1 JSON) printed as json.Marshal prints the internal Go value."""
     return _escape_html(_render(value, shape))
@@ -103,7 +85,7 @@ def _render(value: Any, shape: Shape) -> str:
         return "{" + ",".join(_members(value if isinstance(value, dict) else {}, shape)) + "}"
     if kind == "meta":
         meta = value if isinstance(value, dict) else {}
-        present = [k for k in _META_FIELDS if meta.get(k) not in (None, "", {}, [])]
+        present = [k for k in OBJECT_META_FIELDS if meta.get(k) not in (None, "", {}, [])]
         return "{" + ",".join(f"{_text(k)}:{_plain(meta[k])}" for k in present) + "}"
     if kind == "raw":
         return "null" if value is None else _plain(value, sort_keys=False)
