@@ -15,7 +15,7 @@ import msgspec
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
-from scheduler.api.task import LabelSelector, label_selector
+from scheduler.api.selectors import LabelSelector, label_selector
 
 # The API group and version HyperNodes are served at.
 API_VERSION = "topology.volcano.sh/v1alpha1"

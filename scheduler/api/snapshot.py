@@ -14,10 +14,11 @@ from scheduler.api.hypernode import HyperNodeInfo
 from scheduler.api.job import JobInfo, PodGroupPhase
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
+from scheduler.api.pod_topology import PodTopologySpec
 from scheduler.api.provisioning import ScaleUpRequest
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
-from scheduler.api.task import TERMINAL_STATUSES, PodTopologySpec, TaskInfo, TaskStatus
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 
 
 @dataclass(frozen=True, slots=True)
