@@ -33,6 +33,8 @@ COMPILED_MODULES = (
     "scheduler.api.pod_requests",
     "scheduler.api.pod_topology",
     "scheduler.api.job",
+    "scheduler.api.podgroup",
+    "scheduler.api.verdicts",
     "scheduler.api.node",
     "scheduler.api.snapshot",
     "scheduler.api.queue",

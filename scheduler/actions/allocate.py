@@ -35,7 +35,7 @@ from scheduler.api.gang_state import (
     partly_bound_since,
     started_short,
 )
-from scheduler.api.job import Completion, JobInfo, NetworkTopology
+from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import (
@@ -63,6 +63,7 @@ from scheduler.api.topology import (
     ordered_candidates,
     placed_nodes,
 )
+from scheduler.api.verdicts import Completion
 from scheduler.framework.action import Action
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.holds import HoldKind

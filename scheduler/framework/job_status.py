@@ -17,7 +17,7 @@ from scheduler.api.gang_state import (
     has_started,
     runs_as_gang,
 )
-from scheduler.api.job import NOT_HONOURED, JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.native import (
     DISRUPTION_TARGET,
     NATIVE_KIND,
@@ -27,6 +27,7 @@ from scheduler.api.native import (
     describe_group,
     native_key,
 )
+from scheduler.api.podgroup import NOT_HONOURED, PodGroupPhase
 from scheduler.api.queue import QUEUE_NOT_HONOURED
 from scheduler.api.reasons import (
     ADMITTED,

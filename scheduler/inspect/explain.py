@@ -18,10 +18,11 @@ import yaml
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.gang_state import PLACED_STATUSES
-from scheduler.api.job import Completion, JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.names import GROUP, GROUP_NAME_ANNOTATION, GROUPING_RULE_ANNOTATION
 from scheduler.api.native import GROUP as NATIVE_GROUP
 from scheduler.api.native import PODGROUP_RESOURCE, describe_group, native_key
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.reasons import (
     PARTLY_BOUND_COMPLETED,
     PARTLY_BOUND_HOLDING,
@@ -34,6 +35,7 @@ from scheduler.api.snapshot import shadow_key
 from scheduler.api.subgroups import split
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339
+from scheduler.api.verdicts import Completion
 from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.cycle import close_cycle, open_cycle

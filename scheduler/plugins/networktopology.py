@@ -50,8 +50,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from scheduler.api.job import NETWORK_TOPOLOGY_FIELD, SUBGROUP_TOPOLOGY_FIELD, JobInfo
+from scheduler.api.job import JobInfo
+from scheduler.api.network_topology import NETWORK_TOPOLOGY_FIELD
 from scheduler.api.node import NodeInfo
+from scheduler.api.podgroup import SUBGROUP_TOPOLOGY_FIELD
 from scheduler.api.reasons import INVALID_NETWORK_TOPOLOGY
 from scheduler.api.resources import Resource
 from scheduler.api.subgroups import SUB_GROUP_POLICY_FIELD

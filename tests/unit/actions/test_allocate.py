@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.api.job import PodGroupPhase
 from scheduler.api.node import NodeInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.resources import Resource
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.engine import load_config, schedule
