@@ -52,17 +52,17 @@ from scheduler.api.reasons import (
     queue_share_held,
     queue_share_would_exceed,
 )
-from scheduler.api.subgroups import SubGroup, SubGroupKey, split, whole_count
-from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
-from scheduler.api.timestamps import format_rfc3339
-from scheduler.api.topology import (
-    Domain,
+from scheduler.api.session_topology import (
     SessionTopology,
     gang_request,
     no_room_message,
     ordered_candidates,
     placed_nodes,
 )
+from scheduler.api.subgroups import SubGroup, SubGroupKey, split, whole_count
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.timestamps import format_rfc3339
+from scheduler.api.topology import Domain
 from scheduler.api.verdicts import Completion
 from scheduler.framework.action import Action
 from scheduler.framework.cycle_state import CycleState
