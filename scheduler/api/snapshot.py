@@ -147,8 +147,10 @@ class DeviceView:
     slices: Mapping[str, dra.ResourceSlice] = field(default_factory=_empty)
     claims: Mapping[str, dra.ResourceClaim] = field(default_factory=_empty)
     # scheduler.dra's SelectorMemo (api/ imports nothing of dra/): selectors' answers per
-    # device, kept across sessions; None makes a session evaluate them afresh.
-    memo: object = None
+    # device, kept across sessions; None makes a session evaluate them afresh. Spelled
+    # `object | None`: mypyc looks a compiled dataclass's bare `object` field type up among
+    # the module's globals, and the module then fails to import.
+    memo: object | None = None
     # The devices each class selects in the cluster (`deviceclass/<class>` counts): what
     # queues' shares of devices divide, beside the nodes' allocatable.
     totals: Resource = field(default_factory=Resource)
