@@ -23,7 +23,8 @@ from typing import Any
 import msgspec
 import session_bench
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskStatus

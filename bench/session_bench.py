@@ -51,12 +51,14 @@ from dra_workload import gpu_world, unallocated_binds
 
 from scheduler import gc_policy
 from scheduler.api import wire
-from scheduler.api.job import JobInfo, NetworkTopology, PodGroupPhase
+from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
+from scheduler.api.pod_topology import PodTopologySpec, topology_spec
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import PodTopologySpec, TaskInfo, TaskStatus, topology_spec
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.build import core
 from scheduler.cache.kinds import nodes as cached_nodes
 from scheduler.cache.kinds import podgroups, queues

@@ -26,8 +26,9 @@ import random
 import statistics
 from dataclasses import dataclass, field
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot

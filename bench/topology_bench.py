@@ -38,8 +38,9 @@ from dataclasses import dataclass
 
 from session_bench import bench_pod
 
-from scheduler.api.job import JobInfo, NetworkTopology, PodGroupPhase
+from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot

@@ -28,7 +28,13 @@ import sys
 COMPILED_MODULES = (
     "scheduler.api.resources",
     "scheduler.api.task",
+    "scheduler.api.selectors",
+    "scheduler.api.placement",
+    "scheduler.api.pod_requests",
+    "scheduler.api.pod_topology",
     "scheduler.api.job",
+    "scheduler.api.podgroup",
+    "scheduler.api.verdicts",
     "scheduler.api.node",
     "scheduler.api.snapshot",
     "scheduler.api.queue",

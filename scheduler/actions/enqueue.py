@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from scheduler.actions.enqueue_arguments import EnqueueArguments
 from scheduler.api.gang_state import has_started
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.reasons import (
     BEHIND_QUEUE_HEAD,
     CLUSTER_FULL,

@@ -27,15 +27,10 @@ from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import WAITING_FOR_EVICTIONS
 from scheduler.api.resources import Resource
+from scheduler.api.session_topology import SessionTopology, gang_request, leftover, placed_nodes
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskInfo, TaskStatus
-from scheduler.api.topology import (
-    Domain,
-    SessionTopology,
-    gang_request,
-    leftover,
-    placed_nodes,
-)
+from scheduler.api.topology import Domain
 from scheduler.framework.arguments import Count, Duration
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.session import Session

@@ -21,7 +21,7 @@ from scheduler.api.gang_state import (
     partly_bound,
     partly_bound_since,
 )
-from scheduler.api.job import Completion, JobInfo
+from scheduler.api.job import JobInfo
 from scheduler.api.reasons import (
     PARTLY_BOUND_COMPLETED,
     PARTLY_BOUND_HOLDING,
@@ -31,6 +31,7 @@ from scheduler.api.reasons import (
 )
 from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.api.timestamps import format_rfc3339
+from scheduler.api.verdicts import Completion
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.holds import HoldKind
 from scheduler.framework.session import Session

@@ -17,16 +17,16 @@ from scheduler.api.reasons import (
     NOT_ENOUGH_RESOURCES,
     QUEUE_SHARE_EXCEEDED,
 )
-from scheduler.api.subgroups import SubGroup, SubGroupKey, split, whole_count
-from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
-from scheduler.api.topology import (
-    Domain,
+from scheduler.api.session_topology import (
     SessionTopology,
     gang_request,
     no_room_message,
     ordered_candidates,
     placed_nodes,
 )
+from scheduler.api.subgroups import SubGroup, SubGroupKey, split, whole_count
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
+from scheduler.api.topology import Domain
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.session import Session

@@ -10,14 +10,14 @@ from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import NO_TOPOLOGY_DOMAIN_FITS
-from scheduler.api.task import TaskInfo
-from scheduler.api.topology import (
+from scheduler.api.session_topology import (
     SessionTopology,
     gang_request,
     no_room_message,
     ordered_candidates,
     placed_nodes,
 )
+from scheduler.api.task import TaskInfo
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.node_picker import NodePicker
 from scheduler.framework.session import Session

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduler.api import wire
-from scheduler.api.task import LabelSelector, label_selector
+from scheduler.api.selectors import LabelSelector, label_selector
 
 
 @dataclass(frozen=True, slots=True)

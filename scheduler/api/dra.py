@@ -1,7 +1,7 @@
 """The subset of resource.k8s.io/v1 that device allocation reads, as msgspec structs.
 
 DeviceClasses, ResourceSlices and ResourceClaims (Kubernetes' Dynamic Resource
-Allocation, GA since 1.34), decoded in the style of api/wire.py: camelCase names through
+Allocation, GA since 1.34), decoded in the style of api/wire/: camelCase names through
 `rename="camel"`, unknown fields skipped, only what scheduling reads. The AllocationResult
 a claim's `status.allocation` holds is both read (claims allocated already) and written
 (dra/allocator.py builds it, the binder will write it), so its structs encode to the JSON
@@ -390,5 +390,5 @@ class ResourceClaimTemplate(_Wire):
     spec: ResourceClaimTemplateSpec = msgspec.field(default_factory=ResourceClaimTemplateSpec)
 
 
-# The pod's side (read with the pod: api/wire.py, api/resource_claims.py).
+# The pod's side (read with the pod: api/wire/pod.py, api/resource_claims.py).
 PodResourceClaimStatus = wire.PodResourceClaimStatus

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.subgroups import SubGroupKey, policies_satisfied, split, whole_count
 from scheduler.api.task import BOUND_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
 from scheduler.api.timestamps import parse_rfc3339

@@ -15,7 +15,7 @@ import msgspec
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
-from scheduler.api.task import LabelSelector, label_selector
+from scheduler.api.selectors import LabelSelector, label_selector
 
 # The API group and version HyperNodes are served at.
 API_VERSION = "topology.volcano.sh/v1alpha1"
@@ -58,7 +58,7 @@ class HyperNodeInfo:
 
 # Wire structs ----------------------------------------------------------------------------
 # The subset of topology.volcano.sh/v1alpha1 HyperNode JSON that muster reads, in the style
-# of api/wire.py (unknown fields skipped, camelCase names). status.nodeCount is no input to
+# of api/wire/ (unknown fields skipped, camelCase names). status.nodeCount is no input to
 # placement: it is read to write it only when it changed (job_status.hypernode_updates).
 
 

@@ -1,132 +1,34 @@
-"""JobInfo: a PodGroup (a gang) and its member tasks."""
+"""JobInfo: a PodGroup (a gang) and its member tasks.
+
+Its readers (from_podgroup, from_native and the read* that keep an unusable PodGroup's
+members together) ask api/podgroup.py what the PodGroup says of itself; the verdicts a
+session records on it are api/verdicts.py's.
+"""
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 from scheduler.api import wire
 from scheduler.api.annotations import NO_SETTINGS, GroupSettings, group_settings
-from scheduler.api.errors import FieldRefused, InvalidObject
-from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, DEFAULT_QUEUE, INT32_MAX
-from scheduler.api.native import (
-    NATIVE_KIND,
-    REFUSED_FIELDS,
-    NativePodGroup,
-    PodGroupApi,
-    QueueSource,
-    native_key,
-)
-from scheduler.api.network_topology import NETWORK_TOPOLOGY_FIELD as NETWORK_TOPOLOGY_FIELD
+from scheduler.api.errors import InvalidObject
+from scheduler.api.names import ALLOCATED_HYPERNODE_ANNOTATION, DEFAULT_QUEUE
+from scheduler.api.native import NativePodGroup, PodGroupApi, QueueSource, native_key
 from scheduler.api.network_topology import NetworkTopology as NetworkTopology
-from scheduler.api.reasons import ADMITTED as ADMITTED  # re-exported: scheduler/inspect reads it
-from scheduler.api.reasons import INQUEUE_TIMEOUT
+from scheduler.api.podgroup import (
+    PRIORITY_CLASS_FIELD,
+    PodGroupPhase,
+    admission_times,
+    check_counts,
+    check_native,
+    native_phase,
+    read_phase,
+    unhonoured_fields,
+)
 from scheduler.api.resources import Resource, shortfall
-from scheduler.api.subgroups import SUB_GROUP_POLICY_FIELD, SubGroupPolicy, read_policies
+from scheduler.api.subgroups import SubGroupPolicy, read_policies
 from scheduler.api.task import ALLOCATED_STATUSES, READY_STATUSES, TaskInfo, TaskStatus
-from scheduler.api.timestamps import parse_rfc3339
-
-
-class PodGroupPhase(enum.Enum):
-    """PodGroup status.phase, as Volcano defines it."""
-
-    PENDING = "Pending"
-    INQUEUE = "Inqueue"
-    RUNNING = "Running"
-    UNKNOWN = "Unknown"
-    COMPLETED = "Completed"
-
-
-# Fields of a PodGroup spec muster accepts but does not honour yet, and what it does instead.
-PRIORITY_CLASS_FIELD = "spec.priorityClassName"
-SUBGROUP_TOPOLOGY_FIELD = f"{SUB_GROUP_POLICY_FIELD}[].networkTopology"
-NOT_HONOURED: dict[str, str] = {
-    # Honoured by the network-topology-aware plugin, which takes it off the list when the
-    # scheduler config enables it (plugins/networktopology.py).
-    NETWORK_TOPOLOGY_FIELD: "the network-topology-aware plugin is not enabled in the "
-    "scheduler config, so the gang's pods go on any nodes that fit, whatever their network "
-    "topology; add network-topology-aware to a tier of the config to honour it",
-    SUBGROUP_TOPOLOGY_FIELD: "the network-topology-aware plugin is not enabled in the "
-    "scheduler config, so each subgroup is placed whole but on any nodes that fit; add "
-    "network-topology-aware to a tier of the config to honour it",
-    PRIORITY_CLASS_FIELD: "it names no PriorityClass, so the PodGroup has the global default "
-    "priority (0 without one); create the class or fix the name",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Starving:
-    """A session's verdict on a gang that waited past its waiting time: since when it
-    starves (epoch seconds), and what is held for it or why nothing is (the PodGroup's
-    Starving condition)."""
-
-    since: float
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    """A session's verdict on a partly bound gang (api/gang_state.py): since when it is
-    partly bound (epoch seconds; None when no bound member says), when it is undone if it
-    cannot be completed by then, and what the session did (the PodGroup's PartlyBound
-    condition: a reason of api/reasons.py and a message)."""
-
-    since: float | None
-    deadline: float
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleUpVerdict:
-    """A session's word on asking a cluster autoscaler for the gang's nodes (the PodGroup's
-    ScaleUp condition: True while a request is asked for or provisioned, False when it
-    failed for good)."""
-
-    status: str
-    reason: str
-    message: str
-
-
-def _phase(value: str) -> PodGroupPhase:
-    try:
-        return PodGroupPhase(value)
-    except ValueError:
-        # A PodGroup nobody has written a status for yet is Pending.
-        return PodGroupPhase.PENDING
-
-
-def native_phase(group: NativePodGroup) -> PodGroupPhase:
-    """The phase of a native PodGroup, which has no status.phase: the one place it is
-    derived from. From its conditions: Running once its scheduled condition is True (the
-    gang was placed whole; never set back, as kube-scheduler's), Inqueue while muster's
-    Admitted is True, else Pending. What its pods say (Completed, Unknown for a broken
-    gang) a session derives as for any PodGroup (framework/job_status.phase_after)."""
-    admitted = False
-    for condition in group.conditions:
-        if condition.status != "True":
-            continue
-        if condition.type == group.scheduled_condition:
-            return PodGroupPhase.RUNNING
-        if condition.type == ADMITTED:
-            admitted = True
-    return PodGroupPhase.INQUEUE if admitted else PodGroupPhase.PENDING
-
-
-def _read_admission(job: JobInfo, conditions: Iterable[wire.Condition]) -> None:
-    """When the PodGroup was admitted, or sent back for not starting in time, from its
-    Admitted condition: survives a restart of the scheduler."""
-    for condition in conditions:
-        if condition.type != ADMITTED:
-            continue
-        since = parse_rfc3339(condition.last_transition_time)
-        if condition.status == "True":
-            job.admitted_since = since
-        elif condition.reason == INQUEUE_TIMEOUT:
-            job.timed_out_since = since
-
+from scheduler.api.verdicts import Completion, ScaleUpVerdict, Starving
 
 # How a member in each status counts in its job's totals: whether its request is in
 # `allocated`, and what it adds to `ready` (towards minMember) and to `pipelined`. The one
@@ -304,30 +206,7 @@ class JobInfo:
         meta = group.metadata
         spec = group.spec
         key = f"{meta.namespace}/{meta.name}"
-        if spec.min_member < 0:
-            raise InvalidObject(
-                "PodGroup", key, "spec.minMember", spec.min_member, "must be 0 or more"
-            )
-        # An int32 in Volcano's API: kube-apiserver before 1.36 stores larger values (it
-        # did not check CRD integer formats), and such a gang could never be told apart
-        # from one merely waiting.
-        if spec.min_member > INT32_MAX:
-            raise InvalidObject(
-                "PodGroup", key, "spec.minMember", spec.min_member, f"must be at most {INT32_MAX}"
-            )
-        for role, count in spec.min_task_member.items():
-            if count > INT32_MAX:
-                raise InvalidObject(
-                    "PodGroup",
-                    key,
-                    f"spec.minTaskMember.{role}",
-                    count,
-                    f"must be at most {INT32_MAX}",
-                )
-            if count < 0:
-                raise InvalidObject(
-                    "PodGroup", key, f"spec.minTaskMember.{role}", count, "must be 0 or more"
-                )
+        check_counts(key, spec)
         min_resources = (
             Resource.from_list(
                 spec.min_resources, kind="PodGroup", name=key, field="spec.minResources"
@@ -345,7 +224,7 @@ class JobInfo:
             min_resources=min_resources,
             priority=priority,
             priority_class_name=spec.priority_class_name,
-            phase=_phase(group.status.phase),
+            phase=read_phase(group.status.phase),
             conditions=tuple(group.status.conditions),
             creation_timestamp=meta.creation_timestamp or "",
         )
@@ -355,21 +234,11 @@ class JobInfo:
         if spec.sub_group_policy is not None:
             job.subgroup_policies = read_policies(key, spec.sub_group_policy)
         job.allocated_hypernode = meta.annotations.get(ALLOCATED_HYPERNODE_ANNOTATION, "")
-        job.unhonoured = tuple(
-            field
-            for field, present in (
-                (NETWORK_TOPOLOGY_FIELD, spec.network_topology is not None),
-                (
-                    SUBGROUP_TOPOLOGY_FIELD,
-                    any(p.network_topology is not None for p in job.subgroup_policies),
-                ),
-            )
-            if present
-        )
+        job.unhonoured = unhonoured_fields(spec, job.subgroup_policies)
         job.running = group.status.running
         job.succeeded = group.status.succeeded
         job.failed = group.status.failed
-        _read_admission(job, group.status.conditions)
+        job.admitted_since, job.timed_out_since = admission_times(group.status.conditions)
         return job
 
     @classmethod
@@ -378,18 +247,7 @@ class JobInfo:
     ) -> JobInfo:
         """The record of a native PodGroup (api/native.py) in `queue`; raises InvalidObject
         when its spec cannot be used, FieldRefused when it uses a field muster refuses."""
-        key = f"{group.namespace}/{group.name}"
-        if group.gang and group.min_count < 1:
-            raise InvalidObject(
-                NATIVE_KIND,
-                key,
-                "spec.schedulingPolicy.gang.minCount",
-                group.min_count,
-                "must be 1 or more",
-            )
-        if group.refused:
-            field, value = group.refused[0]
-            raise FieldRefused(NATIVE_KIND, key, field, value, REFUSED_FIELDS[field])
+        check_native(group)
         job = JobInfo(
             namespace=group.namespace,
             name=group.name,
@@ -412,7 +270,7 @@ class JobInfo:
         job.spec_priority = group.priority
         job.queue_source = int(source)
         job.settings = group_settings(group.labels, group.annotations)
-        _read_admission(job, group.conditions)
+        job.admitted_since, job.timed_out_since = admission_times(group.conditions)
         return job
 
     @classmethod

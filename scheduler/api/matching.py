@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from scheduler.api import wire
-from scheduler.api.task import SelectorRequirement, SelectorTerm
+from scheduler.api.selectors import SelectorRequirement, SelectorTerm
 
 # The only field a node selector's matchFields may name.
 NODE_NAME_FIELD = "metadata.name"

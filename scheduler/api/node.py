@@ -8,9 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.api import wire
+from scheduler.api.placement import HostPort
 from scheduler.api.quantity import int_value
 from scheduler.api.resources import PODS, Resource
-from scheduler.api.task import HostPort, TaskInfo, TaskStatus
+from scheduler.api.task import TaskInfo, TaskStatus
 
 DEFAULT_MAX_PODS = 110
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.api import wire
+from scheduler.api.pod_requests import containers_total, is_pod_level_resource
 from scheduler.api.quantity import format_bytes, format_milli
 from scheduler.api.resources import CPU, HUGEPAGES_PREFIX, MEMORY
-from scheduler.api.task import containers_total, is_pod_level_resource
 
 Obj = dict[str, Any]
 

@@ -2,7 +2,7 @@
 knows), classified by what muster does with it, and the one rule for a pod that uses a
 field muster does not honour yet: refused (not placed) or placed with a warning.
 
-The list is the one place this is decided: wire.py's strict pod decoder names the same
+The list is the one place this is decided: wire/decode.py's strict pod decoder names the same
 top-level fields (a unit test holds them equal), README's table is written from it, and
 TaskInfo.from_pod asks `unhonoured` what a pod gets.
 """
@@ -147,7 +147,7 @@ UNKNOWN_FIELD_NOTE = f"{_AS_IF_ABSENT} (a Kubernetes field newer than muster's l
 
 
 def top_level_fields() -> frozenset[str]:
-    """The PodSpec field names the list classifies (wire.py's strict decoder names them)."""
+    """The PodSpec field names the list classifies (wire/decode.py's strict decoder names them)."""
     return frozenset(path.removeprefix("spec.").split(".")[0] for path in POD_FIELDS)
 
 

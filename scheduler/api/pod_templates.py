@@ -17,20 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api.placement import HostPort, PodPlacementSpec, Toleration
+from scheduler.api.pod_topology import PodAffinityTerm, PodTopologySpec, SpreadConstraint
 from scheduler.api.resource_claims import ClaimSource
 from scheduler.api.resources import CPU, MEMORY, Resource
-from scheduler.api.task import (
-    HostPort,
-    LabelSelector,
-    PodAffinityTerm,
-    PodPlacementSpec,
-    PodTopologySpec,
-    SelectorRequirement,
-    SelectorTerm,
-    SpreadConstraint,
-    TaskInfo,
-    Toleration,
-)
+from scheduler.api.selectors import LabelSelector, SelectorRequirement, SelectorTerm
+from scheduler.api.task import TaskInfo
 
 # The container a template's pods run: never started (an autoscaler only simulates it).
 PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.9"

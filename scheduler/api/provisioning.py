@@ -227,7 +227,7 @@ def requests_by_podgroup(
 
 # Wire structs ----------------------------------------------------------------------------
 # The subset of autoscaling.x-k8s.io/v1 ProvisioningRequest JSON that muster reads, in the
-# style of api/wire.py (unknown fields skipped, camelCase names).
+# style of api/wire/ (unknown fields skipped, camelCase names).
 
 
 class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 SCHEDULED = "Scheduled"
 UNSCHEDULABLE = "Unschedulable"
 # True since the PodGroup was admitted (Inqueue); False with INQUEUE_TIMEOUT since it was
-# sent back for not starting in time. Read back after a restart (api/job.py).
+# sent back for not starting in time. Read back after a restart (api/podgroup.py).
 ADMITTED = "Admitted"
 # Says which spec fields are accepted but not honoured yet, and what muster does instead.
 NOT_HONOURED_TYPE = "FieldsNotHonoured"

@@ -11,13 +11,15 @@ from scheduler.api import dra, wire
 from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNodeInfo
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.names import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
 from scheduler.api.node import NodeInfo
+from scheduler.api.pod_topology import PodTopologySpec
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.provisioning import ScaleUpRequest
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
-from scheduler.api.task import TERMINAL_STATUSES, PodTopologySpec, TaskInfo, TaskStatus
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 
 
 @dataclass(frozen=True, slots=True)

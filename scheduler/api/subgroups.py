@@ -33,7 +33,8 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.names import INT32_MAX
 from scheduler.api.network_topology import NetworkTopology
-from scheduler.api.task import LabelSelector, TaskInfo, TaskStatus, label_selector
+from scheduler.api.selectors import LabelSelector, label_selector
+from scheduler.api.task import TaskInfo, TaskStatus
 
 SUB_GROUP_POLICY_FIELD = "spec.subGroupPolicy"
 _KEYS = (

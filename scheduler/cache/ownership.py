@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.api import wire
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.names import SCHEDULER_NAME_ANNOTATION
 from scheduler.api.native import NativePodGroup, QueueSource, native_queue
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.task import TaskInfo
 
 if TYPE_CHECKING:

@@ -31,8 +31,8 @@ from scheduler.api.names import (
     VERSION,
 )
 from scheduler.api.pod_defaults import with_defaulted_requests
+from scheduler.api.pod_requests import pod_request
 from scheduler.api.resources import Resource
-from scheduler.api.task import pod_request
 from scheduler.controller.groupers import DEFAULT, choose
 from scheduler.controller.groupers.base import Grouper, Grouping, Obj, Probe, Role, describe
 from scheduler.controller.objects import OwnerForbidden

@@ -30,7 +30,7 @@ from fractions import Fraction
 from scheduler.api import dra, wire
 from scheduler.api.matching import selector_matches, wire_term
 from scheduler.api.quantity import parse_quantity
-from scheduler.api.task import SelectorTerm
+from scheduler.api.selectors import SelectorTerm
 from scheduler.dra.cel import SliceKey, slice_key
 
 # (driver, pool, device): how results and kube-scheduler name a device.

@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection
 from functools import partial
 from typing import Protocol
 
-from scheduler.api.job import PodGroupPhase
 from scheduler.api.names import GROUP, VERSION
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.cache.world import World
 from scheduler.effects.binder import Binder
 from scheduler.effects.evictor import Evictor

@@ -18,8 +18,9 @@ from typing import NamedTuple, Protocol
 from scheduler.api.job import JobInfo
 from scheduler.api.network_topology import NetworkTopology
 from scheduler.api.node import NodeInfo
+from scheduler.api.session_topology import SessionTopology
 from scheduler.api.task import TaskInfo
-from scheduler.api.topology import SessionTopology, label_topology
+from scheduler.api.topology import label_topology
 from scheduler.framework.holds import Holds
 from scheduler.framework.scaleup import ScaleUp
 from scheduler.framework.statement import Statement

@@ -14,8 +14,8 @@ from typing import Any
 import msgspec
 
 from scheduler.api import dra
-from scheduler.api.job import PodGroupPhase
 from scheduler.api.native import PodGroupApi, native_key
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.reasons import INVALID_OBJECT, PARTLY_BOUND_UNDOING, PREEMPTED
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import SettledJob

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from scheduler.api.gang_state import may_place, members_placed, placed_by_role
-from scheduler.api.job import JobInfo, Starving
+from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
 from scheduler.api.reasons import (
     STARVING_CANNOT_FIT,
@@ -73,6 +73,7 @@ from scheduler.api.reasons import (
 from scheduler.api.resources import Resource, describe
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339, parse_rfc3339
+from scheduler.api.verdicts import Starving
 from scheduler.framework.hold_layout import lay_out_members, needed_members
 from scheduler.framework.session import Session
 

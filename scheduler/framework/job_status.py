@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduler.api.gang_state import STARTED_PHASES, has_started, runs_as_gang
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.native import PODGROUP_RESOURCE, describe_group
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.reasons import (
     EVICTION_REFUSED,
     GATED_MESSAGE,

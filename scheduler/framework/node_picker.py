@@ -34,7 +34,8 @@ import itertools
 from collections.abc import Callable
 
 from scheduler.api.node import NodeInfo
-from scheduler.api.task import PodPlacementSpec, TaskInfo
+from scheduler.api.placement import PodPlacementSpec
+from scheduler.api.task import TaskInfo
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.pod_shapes import (
     Shape,

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scheduler.api.placement import PodPlacementSpec
+from scheduler.api.pod_topology import PodTopologySpec
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import PodPlacementSpec, PodTopologySpec, TaskInfo
+from scheduler.api.task import TaskInfo
 
 # What anti-affinity terms can tell of a pod: its namespace, the label pairs they name,
 # the values of the keys they test.

@@ -13,13 +13,14 @@ from scheduler.api.gang_state import (
     gang_placed,
     gang_ready,
 )
-from scheduler.api.job import NOT_HONOURED, JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.native import (
     DISRUPTION_TARGET,
     SCHEDULED_CONDITION,
     V1BETA1,
     describe_group,
 )
+from scheduler.api.podgroup import NOT_HONOURED, PodGroupPhase
 from scheduler.api.reasons import (
     ADMITTED,
     ENQUEUED,

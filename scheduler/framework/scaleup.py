@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from scheduler.api.gang_state import gang_ready, may_place
-from scheduler.api.job import JobInfo, ScaleUpVerdict
+from scheduler.api.job import JobInfo
 from scheduler.api.native import GROUP as NATIVE_GROUP
 from scheduler.api.pod_templates import PodShape, shapes, template_spec
 from scheduler.api.provisioning import (
@@ -62,6 +62,7 @@ from scheduler.api.reasons import (
 )
 from scheduler.api.resources import Resource, describe
 from scheduler.api.timestamps import format_rfc3339
+from scheduler.api.verdicts import ScaleUpVerdict
 from scheduler.framework.decisions import (
     AnnotatePod,
     CreateProvisioningRequest,

@@ -16,11 +16,12 @@ from typing import Any
 from scheduler.api.errors import FieldRefused
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.placement import PodPlacementSpec
 from scheduler.api.queue import QueueInfo
 from scheduler.api.reasons import FIELD_NOT_HONOURED, INVALID_PODGROUP
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.answers import Tiered, Vote, Waiting
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.decisions import (

@@ -33,7 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler.api.gang_state import gang_placed, partly_bound
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.reasons import (
     CLUSTER_FULL,
     INVALID_PODGROUP,

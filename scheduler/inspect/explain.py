@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.native import describe_group
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.resources import Resource
 from scheduler.cache.world import World
 from scheduler.framework.config import SchedulerConfig

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.job import Completion
 from scheduler.api.reasons import (
     PARTLY_BOUND_COMPLETED,
     PARTLY_BOUND_HOLDING,
@@ -16,6 +15,7 @@ from scheduler.api.reasons import (
     PARTLY_BOUND_UNDONE,
 )
 from scheduler.api.timestamps import format_rfc3339
+from scheduler.api.verdicts import Completion
 from scheduler.inspect.cluster import Session
 
 # What each PartlyBound reason means for what happens next.

@@ -14,10 +14,10 @@ from typing import Any
 import yaml
 
 from scheduler.api import paths
-from scheduler.api.job import PodGroupPhase
 from scheduler.api.native import GROUP as NATIVE_GROUP
 from scheduler.api.native import PODGROUPS as NATIVE_PODGROUPS
 from scheduler.api.native import VERSIONS as NATIVE_VERSIONS
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.inspect.cluster import (
     PODGROUPS,
     QUEUES,

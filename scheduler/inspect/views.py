@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.job import ADMITTED, JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.names import GROUP
 from scheduler.api.native import GROUP as NATIVE_GROUP
 from scheduler.api.native import PODGROUP_RESOURCE, native_key
-from scheduler.api.reasons import UNSCHEDULABLE
+from scheduler.api.podgroup import PodGroupPhase
+from scheduler.api.reasons import ADMITTED, UNSCHEDULABLE
 from scheduler.api.resources import UNLIMITED, Resource, share_of
 from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import parse_rfc3339

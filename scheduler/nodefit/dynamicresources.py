@@ -42,8 +42,9 @@ import msgspec
 from scheduler.api import dra
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.placement import PodPlacementSpec
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import TERMINAL_STATUSES, PodPlacementSpec, TaskInfo, TaskStatus
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 from scheduler.dra import (
     CANNOT_ALLOCATE,
     DeviceAllocator,

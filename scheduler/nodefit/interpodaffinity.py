@@ -14,8 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from scheduler.api.node import NodeInfo
+from scheduler.api.pod_topology import PodAffinityTerm
+from scheduler.api.selectors import LabelSelector
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import LabelSelector, PodAffinityTerm, TaskInfo, TaskStatus
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"

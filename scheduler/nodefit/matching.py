@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from scheduler.api.matching import term_matches as term_matches
 from scheduler.api.matching import tolerates
 from scheduler.api.node import NodeInfo, Taint
-from scheduler.api.task import PodPlacementSpec, Toleration
+from scheduler.api.placement import PodPlacementSpec, Toleration
 
 # Taint effects the scheduler filters on; PreferNoSchedule only affects scoring.
 FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scheduler.api.node import NodeInfo
+from scheduler.api.pod_topology import SpreadConstraint
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import SpreadConstraint, TaskInfo, TaskStatus
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
 from scheduler.nodefit.interpodaffinity import (
     InterPodAffinity,

@@ -30,14 +30,9 @@ from scheduler.api import wire
 from scheduler.api.errors import InvalidQuantity
 from scheduler.api.node import NodeInfo
 from scheduler.api.quantity import parse_quantity
+from scheduler.api.selectors import SelectorRequirement, SelectorTerm, label_selector
 from scheduler.api.snapshot import StorageView
-from scheduler.api.task import (
-    SelectorRequirement,
-    SelectorTerm,
-    TaskInfo,
-    TaskStatus,
-    label_selector,
-)
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.decisions import ClaimBinding
 from scheduler.framework.status import OK, Status, unresolvable
 from scheduler.nodefit.matching import term_matches

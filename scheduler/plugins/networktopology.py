@@ -50,20 +50,16 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from scheduler.api.job import NETWORK_TOPOLOGY_FIELD, SUBGROUP_TOPOLOGY_FIELD, JobInfo
+from scheduler.api.job import JobInfo
+from scheduler.api.network_topology import NETWORK_TOPOLOGY_FIELD
 from scheduler.api.node import NodeInfo
+from scheduler.api.podgroup import SUBGROUP_TOPOLOGY_FIELD
 from scheduler.api.reasons import INVALID_NETWORK_TOPOLOGY
 from scheduler.api.resources import Resource
+from scheduler.api.session_topology import DomainWeights, SessionTopology, allocated_domain
 from scheduler.api.subgroups import SUB_GROUP_POLICY_FIELD
 from scheduler.api.task import TaskInfo
-from scheduler.api.topology import (
-    DomainWeights,
-    LabelTier,
-    SessionTopology,
-    Topology,
-    allocated_domain,
-    resolve_cached,
-)
+from scheduler.api.topology import LabelTier, Topology, resolve_cached
 from scheduler.framework.answers import Waiting
 from scheduler.framework.arguments import Arguments, Count, Names, Weight, gather_prefixed
 from scheduler.framework.cycle_state import CycleState

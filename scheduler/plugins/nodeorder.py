@@ -52,8 +52,9 @@ from dataclasses import replace
 from typing import Any
 
 from scheduler.api.node import NodeInfo
+from scheduler.api.placement import PodPlacementSpec, Toleration
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import PodPlacementSpec, TaskInfo, TaskStatus, Toleration
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.plugin import Plugin
 from scheduler.framework.session import Session

@@ -10,20 +10,16 @@ from typing import Any
 from scheduler.api import wire
 from scheduler.api.annotations import UNPROTECTED, PodProtection
 from scheduler.api.budgets import DisruptionBudget
-from scheduler.api.job import JobInfo, NetworkTopology, PodGroupPhase
+from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.names import DEFAULT_QUEUE
 from scheduler.api.node import NodeInfo, Taint
+from scheduler.api.placement import PodPlacementSpec, placement_spec
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueInfo
 from scheduler.api.resources import Resource
+from scheduler.api.selectors import LabelSelector
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import (
-    TERMINAL_STATUSES,
-    LabelSelector,
-    PodPlacementSpec,
-    TaskInfo,
-    TaskStatus,
-    placement_spec,
-)
+from scheduler.api.task import TERMINAL_STATUSES, TaskInfo, TaskStatus
 from scheduler.framework.decisions import SessionResult
 
 _uids = itertools.count(1)

@@ -4,7 +4,8 @@ short for good. The finished members count towards minMember and need no room ag
 
 from __future__ import annotations
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.task import TaskStatus
 from scheduler.engine import load_config, schedule
 from tests.unit.builders import binds_per_job, gang, node, resources, snapshot

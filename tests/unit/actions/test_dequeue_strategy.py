@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import FIFO, TRAVERSE
 from scheduler.engine import schedule
 from scheduler.framework.decisions import SessionResult

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from scheduler.api import wire
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.reasons import (
     PARTLY_BOUND,
     PARTLY_BOUND_COMPLETED,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler.api.errors import InvalidObject
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.snapshot import PriorityClassInfo
 from scheduler.api.task import TaskStatus
 from scheduler.engine import schedule

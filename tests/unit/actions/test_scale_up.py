@@ -10,7 +10,8 @@ import pytest
 
 from scheduler.api.annotations import group_settings
 from scheduler.api.errors import ConfigError
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.provisioning import (
     BEST_EFFORT_ATOMIC,
     CHECK_CAPACITY,

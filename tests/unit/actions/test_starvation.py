@@ -3,8 +3,9 @@ frees on the nodes where they fit best, until they fit whole (framework/holds.py
 
 from __future__ import annotations
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.resources import Resource
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskStatus

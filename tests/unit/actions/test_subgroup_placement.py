@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections import Counter
 
 from scheduler.api.hypernode import HyperNodeInfo, MemberSelector
-from scheduler.api.job import JobInfo, NetworkTopology, PodGroupPhase
+from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.subgroups import read_policies
 from scheduler.api.task import TaskStatus

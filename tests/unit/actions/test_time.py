@@ -4,7 +4,7 @@ backs off and never blocks the gangs behind it."""
 from __future__ import annotations
 
 from scheduler.api import wire
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueInfo
 from scheduler.api.snapshot import PlacementFailures, build_snapshot
 from scheduler.api.task import TaskStatus

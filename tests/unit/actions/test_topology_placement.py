@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from scheduler.api.hypernode import HyperNodeInfo, MemberSelector
-from scheduler.api.job import JobInfo, NetworkTopology, PodGroupPhase
+from scheduler.api.job import JobInfo, NetworkTopology
 from scheduler.api.node import NodeInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskStatus
 from scheduler.engine import load_config, schedule

@@ -202,7 +202,7 @@ def test_the_eviction_apis_last_refusal_is_said_on_the_preemptor() -> None:
 
 
 def test_a_pod_bound_but_not_started_is_evicted_whatever_its_budget_says() -> None:
-    from scheduler.api.job import PodGroupPhase
+    from scheduler.api.podgroup import PodGroupPhase
     from scheduler.api.task import TaskStatus
 
     waiting = gang(

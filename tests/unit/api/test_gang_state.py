@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.api import gang_state
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.task import TaskStatus
 from scheduler.api.timestamps import parse_rfc3339
 from tests.unit.builders import gang

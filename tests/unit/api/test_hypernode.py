@@ -10,7 +10,7 @@ import pytest
 
 from scheduler.api.errors import InvalidObject
 from scheduler.api.hypernode import HyperNode, HyperNodeInfo, MemberSelector
-from scheduler.api.task import LabelSelector, SelectorRequirement
+from scheduler.api.selectors import LabelSelector, SelectorRequirement
 
 
 def hypernode(*members: dict[str, Any], tier: int = 1, **spec: Any) -> HyperNode:

@@ -9,11 +9,13 @@ import pytest
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.pod_topology import PodTopologySpec
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueInfo, QueueState
 from scheduler.api.resources import UNLIMITED, Resource
 from scheduler.api.snapshot import build_snapshot
-from scheduler.api.task import PodTopologySpec, TaskInfo, TaskStatus
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.build import core
 from tests.unit.builders import gang, node, snapshot, task
 

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from scheduler.api.errors import FieldRefused, InvalidObject
-from scheduler.api.job import JobInfo, PodGroupPhase, native_phase
+from scheduler.api.job import JobInfo
 from scheduler.api.native import (
     V1ALPHA2,
     V1BETA1,
@@ -22,6 +22,7 @@ from scheduler.api.native import (
     read_podgroup,
     read_workload,
 )
+from scheduler.api.podgroup import PodGroupPhase, native_phase
 from scheduler.api.task import TaskInfo
 from tests.unit.native_objects import member, native_podgroup, native_podgroup_body, workload
 

@@ -9,8 +9,9 @@ import pytest
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.node import DEFAULT_MAX_PODS, NodeInfo, Taint
+from scheduler.api.placement import HostPort
 from scheduler.api.resources import Resource
-from scheduler.api.task import HostPort, TaskStatus
+from scheduler.api.task import TaskStatus
 from tests.unit.builders import node, task
 
 GIB = 2**30

@@ -13,6 +13,7 @@ import pytest
 from scheduler.api import pod_fields, wire
 from scheduler.api.pod_fields import POD_FIELDS, Verdict
 from scheduler.api.task import TaskInfo
+from scheduler.api.wire import decode
 
 WORKLOADS_MD = Path(__file__).resolve().parents[3] / "docs" / "workloads.md"
 
@@ -266,7 +267,7 @@ def test_a_malformed_known_field_is_still_an_error() -> None:
 
 
 def test_the_strict_decoder_names_exactly_the_fields_the_list_classifies() -> None:
-    assert frozenset(wire._FULL_SPEC_NAMES) == pod_fields.top_level_fields()
+    assert frozenset(decode._FULL_SPEC_NAMES) == pod_fields.top_level_fields()
 
 
 def test_the_list_covers_every_pod_spec_field_of_the_official_client() -> None:

@@ -10,8 +10,9 @@ import pytest
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
 from scheduler.api.pod_defaults import with_defaulted_requests
+from scheduler.api.pod_requests import is_pod_level_resource, pod_request
 from scheduler.api.resources import Resource
-from scheduler.api.task import TaskInfo, is_pod_level_resource, pod_request
+from scheduler.api.task import TaskInfo
 
 GIB = 2**30
 MIB = 2**20

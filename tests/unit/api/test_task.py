@@ -8,15 +8,10 @@ import pytest
 
 from scheduler.api import wire
 from scheduler.api.errors import InvalidObject
+from scheduler.api.placement import HostPort, Toleration, normalized_image_name
+from scheduler.api.pod_requests import pod_request
 from scheduler.api.resources import Resource
-from scheduler.api.task import (
-    HostPort,
-    TaskInfo,
-    TaskStatus,
-    Toleration,
-    normalized_image_name,
-    pod_request,
-)
+from scheduler.api.task import TaskInfo, TaskStatus
 
 GIB = 2**30
 

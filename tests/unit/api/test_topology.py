@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.api.hypernode import HyperNodeInfo, MemberSelector
 from scheduler.api.node import NodeInfo
-from scheduler.api.task import LabelSelector, SelectorRequirement
+from scheduler.api.selectors import LabelSelector, SelectorRequirement
 from scheduler.api.topology import (
     HYPERNODE_IGNORED,
     LabelTier,

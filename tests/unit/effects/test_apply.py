@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.resources import Resource
 from scheduler.effects.apply import Effects
 from scheduler.framework.decisions import (

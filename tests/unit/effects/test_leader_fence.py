@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.resources import Resource
 from scheduler.effects.apply import Effects
 from scheduler.effects.fence import LeaderFence

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.cache.kinds import pods
 from scheduler.cache.world import World
 from scheduler.effects.apply import Effects

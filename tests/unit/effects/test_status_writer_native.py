@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduler.api.job import PodGroupPhase
 from scheduler.api.native import V1ALPHA2, V1BETA1
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import (
     GroupCondition,

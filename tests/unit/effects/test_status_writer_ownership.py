@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.effects.status_writer import StatusWriter
 from scheduler.framework.decisions import PodGroupStatusUpdate, PodUnschedulable
 from scheduler.kube.errors import NotFound

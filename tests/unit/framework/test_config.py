@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.api.errors import ConfigError
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.engine import default_config, load_config, schedule
 from scheduler.plugins.nodeorder_arguments import NodeOrderArguments
 from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot

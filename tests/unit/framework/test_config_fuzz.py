@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scheduler.actions import ACTIONS
 from scheduler.api.errors import ConfigError
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.engine import load_config, schedule
 from scheduler.plugins import PLUGINS
 from tests.unit.builders import gang, node, queue, resources, running_gang, snapshot

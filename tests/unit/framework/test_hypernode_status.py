@@ -4,7 +4,7 @@ written only where the API server holds another number."""
 from __future__ import annotations
 
 from scheduler.api.hypernode import HyperNodeInfo, MemberSelector
-from scheduler.api.task import LabelSelector
+from scheduler.api.selectors import LabelSelector
 from scheduler.api.topology import member_counts
 from scheduler.framework.decisions import HyperNodeStatusUpdate
 from scheduler.framework.job_status import hypernode_updates

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler.api import wire
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.task import TaskStatus
 from scheduler.engine import schedule
 from tests.unit.builders import gang, node, snapshot

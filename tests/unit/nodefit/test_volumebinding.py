@@ -10,8 +10,9 @@ import pytest
 from scheduler.api import wire
 from scheduler.api.names import GROUP_NAME_ANNOTATION
 from scheduler.api.node import NodeInfo
+from scheduler.api.selectors import label_selector
 from scheduler.api.snapshot import StorageView, build_snapshot, storage_view
-from scheduler.api.task import TaskInfo, TaskStatus, label_selector
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.engine import schedule
 from scheduler.framework.decisions import ClaimBinding
 from scheduler.framework.status import Code, Status

@@ -7,8 +7,10 @@ from typing import Any
 from scheduler.api import wire
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
+from scheduler.api.placement import placement_spec
+from scheduler.api.pod_topology import topology_spec
 from scheduler.api.snapshot import ClusterSnapshot
-from scheduler.api.task import TaskInfo, TaskStatus, placement_spec, topology_spec
+from scheduler.api.task import TaskInfo, TaskStatus
 from tests.unit.builders import node, task
 
 HOST = "kubernetes.io/hostname"

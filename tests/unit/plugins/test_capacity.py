@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from scheduler.api.errors import ConfigError
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueInfo, QueueState
 from scheduler.api.snapshot import ClusterSnapshot
 from scheduler.api.task import TaskStatus

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler.api.job import JobInfo, PodGroupPhase
+from scheduler.api.job import JobInfo
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.engine import default_config, schedule
 from scheduler.framework.cycle import open_cycle
 from scheduler.plugins import PLUGINS

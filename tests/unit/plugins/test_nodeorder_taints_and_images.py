@@ -19,7 +19,8 @@ from scheduler.api import wire
 from scheduler.api.errors import ConfigError
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
-from scheduler.api.task import TaskInfo, TaskStatus, pod_images
+from scheduler.api.placement import pod_images
+from scheduler.api.task import TaskInfo, TaskStatus
 from scheduler.build import core
 from scheduler.engine import load_config, schedule
 from scheduler.framework.cycle import open_cycle

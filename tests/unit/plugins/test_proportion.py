@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueState
 from scheduler.engine import schedule
 from tests.unit.actions.eviction_helpers import config

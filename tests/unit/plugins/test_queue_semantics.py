@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.api.job import PodGroupPhase
+from scheduler.api.podgroup import PodGroupPhase
 from scheduler.api.queue import QueueState
 from scheduler.api.resources import Resource, limit_from_list
 from scheduler.api.task import TaskStatus
