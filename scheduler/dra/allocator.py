@@ -66,6 +66,7 @@ from scheduler.dra.fit import (
 )
 from scheduler.dra.holdings import Holdings
 from scheduler.dra.inventory import INVALID, Device, DeviceId, Inventory
+from scheduler.dra.kept import DeviceMemo
 from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
 from scheduler.dra.results import allocation_result
 from scheduler.dra.search import Exhausted, Job, Pick, Search, Unit
@@ -157,7 +158,11 @@ class DeviceAllocator:
         counting: bool = True,
     ) -> None:
         self.memo = memo if memo is not None else SelectorMemo()
-        self.inventory = Inventory(slices, nodes)
+        # A DeviceMemo keeps the decoded inventory and claims across sessions (dra/kept.py).
+        kept = self.memo if isinstance(self.memo, DeviceMemo) else None
+        self.inventory = (
+            kept.inventory(list(slices), nodes) if kept is not None else Inventory(slices, nodes)
+        )
         self.memo.keep_only(self.inventory.slice_keys)
         self.classes = {item.metadata.name: item for item in classes}
         self.candidates = Candidates(self.inventory, self.classes, self.memo)
@@ -186,9 +191,18 @@ class DeviceAllocator:
         # Devices freed by pods leaving (`release`): a pod may be promised them (pipelined),
         # never bound to them while their claims still hold them on the API server.
         self._future: set[DeviceId] = set()
-        for obj in claims:
-            labels = None if namespaces is None else namespaces.get(obj.metadata.namespace, {})
-            claim = claim_from_wire(obj, labels)
+        decoded = (
+            kept.claims(list(claims), namespaces)
+            if kept is not None
+            else [
+                claim_from_wire(
+                    obj,
+                    None if namespaces is None else namespaces.get(obj.metadata.namespace, {}),
+                )
+                for obj in claims
+            ]
+        )
+        for claim in decoded:
             self.claims[claim.key] = claim
             self._users[claim.key] = set(claim.reserved_for)
             if claim.allocation is not None:
