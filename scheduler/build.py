@@ -70,7 +70,8 @@ COMPILED_MODULES = (
     "scheduler.engine",
     # DRA's allocation core (scheduler/dra/): what fits asks per pod and node. Its CEL
     # package (dra/cel/) stays plain: its time is cel-python's, and cel-python's
-    # transpiled code calls the library's functions by module and name.
+    # transpiled code calls the library's functions by module and name. dra/kept.py stays
+    # plain too: its DeviceMemo extends the CEL package's SelectorMemo.
     "scheduler.dra.fit",
     "scheduler.dra.inventory",
     "scheduler.dra.requests",

@@ -46,7 +46,7 @@ from scheduler.cache.bounded import deferred_gangs, with_deferred
 from scheduler.cache.ownership import Owners, Ownership
 from scheduler.cache.settled_gangs import SettledGangs
 from scheduler.cache.table import ReadOnlyTable, Table, read_only
-from scheduler.dra import SelectorMemo, claim_from_wire
+from scheduler.dra import DeviceMemo, claim_from_wire
 from scheduler.dra.quota import claim_devices, class_totals
 from scheduler.framework.decisions import SessionResult
 
@@ -133,13 +133,13 @@ class World:
         self.csinodes: ReadOnlyTable[wire.CSINode] = Table(read_only)
         self._storage_view = NO_STORAGE
         # DRA: DeviceClasses and ResourceSlices by name, ResourceClaims by "namespace/name";
-        # the selector memo of scheduler/dra, kept across sessions (a selector's answer for
+        # the device memo of scheduler/dra, kept across sessions (a selector's answer for
         # a device is pure); the pods using each claim (uids), whose gangs a change of the
         # claim touches; and the claims the binder wrote but whose event has not come back.
         self.device_classes: ReadOnlyTable[dra.DeviceClass] = Table(read_only)
         self.resource_slices: ReadOnlyTable[dra.ResourceSlice] = Table(read_only)
         self.resource_claims: ReadOnlyTable[dra.ResourceClaim] = Table(read_only)
-        self.selector_memo = SelectorMemo()
+        self.selector_memo = DeviceMemo()
         self.claim_users: dict[str, set[str]] = {}
         self.assumed_claims: dict[str, AssumedClaim] = {}
         # What each claim adds to its queue (`deviceclass/<class>` counts), read once per

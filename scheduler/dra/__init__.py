@@ -10,8 +10,9 @@ How the rest of muster uses it:
 - **Per session**, build one `DeviceAllocator(classes, slices, claims, nodes, memo=...,
   namespaces=...)` from the cache's decoded `api.dra` DeviceClasses, ResourceSlices and
   ResourceClaims, the nodes' labels by name, the namespaces' labels by name (for admin
-  access) and a `SelectorMemo` the cache keeps across sessions (selectors' answers per
-  device are pure; the allocator drops the slices no longer listed).
+  access) and a `DeviceMemo` the cache keeps across sessions (selectors' answers per
+  device are pure; the allocator drops the slices no longer listed; it also keeps the
+  decoded inventory and claims, `kept.py`, so a session decodes only what changed).
 - **For each pod**, `pod_claims(namespace, name, uid, spec.resourceClaims,
   status.resourceClaimStatuses)` says which claims it uses (or why it waits: a
   template's claim not made yet).
@@ -32,6 +33,7 @@ How the rest of muster uses it:
 from scheduler.dra.allocator import DeviceAllocator
 from scheduler.dra.cel import SelectorMemo
 from scheduler.dra.fit import CANNOT_ALLOCATE, INVALID_POOLS, NOT_AVAILABLE, DeviceFit, Verdict
+from scheduler.dra.kept import DeviceMemo
 from scheduler.dra.quota import DeviceCounts, queue_devices
 from scheduler.dra.requests import Claim, PodClaims, claim_from_wire, pod_claims
 
@@ -43,6 +45,7 @@ __all__ = [
     "DeviceAllocator",
     "DeviceCounts",
     "DeviceFit",
+    "DeviceMemo",
     "PodClaims",
     "SelectorMemo",
     "Verdict",

@@ -16,7 +16,14 @@ where an assignment exists: kubernetes#138765). `DeviceAllocator.fits(pod, node,
    no claim, tentative or allocated), in kube-scheduler's order: claims as the pod lists
    them, requests as the claim does, devices first fit in dra/inventory.py's order, so a
    pod alone gets the devices kube-scheduler would give it. One claim with one request of
-   identical devices is a walk over the free ones (dra/search.py, matching).
+   identical devices is a walk over the free ones (dra/search.py, matching). **Counted**
+   first, when none of the pod's claims is allocated or taken yet, every request asks a
+   count of interchangeable devices and all draw from one list of candidates
+   (dra/candidates.py, `interchangeable`), and no device is promised by an eviction: the
+   pod fits when that many of them are free, which is what the matching would find, and
+   the devices (the first free ones, as the matching gives them) are picked only by
+   `take`; the steps the matching would have spent are counted all the same. A no, or
+   anything else, goes to the search for its words and the joint answer.
 3. **The joint answer**, only when the quick one is no and some of the gang's tentative
    claims hold devices in the pools the pod's requests draw from: those claims, and
    transitively the gang's claims holding devices in their pools, are searched again with
@@ -58,7 +65,8 @@ from scheduler.dra.fit import (
     Verdict,
 )
 from scheduler.dra.holdings import Holdings
-from scheduler.dra.inventory import INVALID, DeviceId, Inventory
+from scheduler.dra.inventory import INVALID, Device, DeviceId, Inventory
+from scheduler.dra.kept import DeviceMemo
 from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
 from scheduler.dra.results import allocation_result
 from scheduler.dra.search import Exhausted, Job, Pick, Search, Unit
@@ -115,6 +123,9 @@ class _Plan:
     version: int
     fit: DeviceFit
     allocations: dict[str, Allocation] = field(default_factory=dict)
+    # A counted yes (the module docstring): its claims and their candidates on the node,
+    # whose first free devices `take` picks.
+    counted: tuple[list[Claim], list[Device]] | None = None
 
 
 @dataclass(slots=True)
@@ -129,7 +140,8 @@ class DeviceAllocator:
 
     Built from the cache's decoded DeviceClasses, ResourceSlices and ResourceClaims, the
     nodes' labels by name, the namespaces' labels by name (for admin access; None: as the
-    API server admitted the claims) and a selector memo the cache keeps across sessions."""
+    API server admitted the claims) and a selector memo the cache keeps across sessions.
+    `counting=False` has the search answer every question (the module docstring)."""
 
     def __init__(
         self,
@@ -143,14 +155,22 @@ class DeviceAllocator:
         step_limit: int = DEFAULT_STEP_LIMIT,
         session_steps: int = DEFAULT_SESSION_STEPS,
         stale: Mapping[str, str] | None = None,
+        counting: bool = True,
     ) -> None:
         self.memo = memo if memo is not None else SelectorMemo()
-        self.inventory = Inventory(slices, nodes)
+        # A DeviceMemo keeps the decoded inventory and claims across sessions (dra/kept.py).
+        kept = self.memo if isinstance(self.memo, DeviceMemo) else None
+        self.inventory = (
+            kept.inventory(list(slices), nodes) if kept is not None else Inventory(slices, nodes)
+        )
         self.memo.keep_only(self.inventory.slice_keys)
         self.classes = {item.metadata.name: item for item in classes}
         self.candidates = Candidates(self.inventory, self.classes, self.memo)
         self.holdings = Holdings(self.inventory)
         self.step_limit = step_limit
+        # Whether a counted answer may stand for the search's (False: every answer is the
+        # search's, for tests that compare the two).
+        self.counting = counting
         self.steps_left = session_steps
         self.claims: dict[str, Claim] = {}
         # Claims allocated for the rest of the session: on the API server, or committed.
@@ -171,9 +191,18 @@ class DeviceAllocator:
         # Devices freed by pods leaving (`release`): a pod may be promised them (pipelined),
         # never bound to them while their claims still hold them on the API server.
         self._future: set[DeviceId] = set()
-        for obj in claims:
-            labels = None if namespaces is None else namespaces.get(obj.metadata.namespace, {})
-            claim = claim_from_wire(obj, labels)
+        decoded = (
+            kept.claims(list(claims), namespaces)
+            if kept is not None
+            else [
+                claim_from_wire(
+                    obj,
+                    None if namespaces is None else namespaces.get(obj.metadata.namespace, {}),
+                )
+                for obj in claims
+            ]
+        )
+        for claim in decoded:
             self.claims[claim.key] = claim
             self._users[claim.key] = set(claim.reserved_for)
             if claim.allocation is not None:
@@ -193,6 +222,9 @@ class DeviceAllocator:
         plan = self._plan(pod, node, gang)
         if not plan.fit.fits:
             raise ValueError(f"pod {pod.key} does not fit on {node}: {plan.fit}")
+        if plan.counted is not None:
+            plan.allocations = self._first_free(*plan.counted, node)
+            plan.counted = None
         record = _Take(pod, gang, [], {}, [])
         # Every re-assigned claim lets go first: another may take over what it held.
         for key in plan.allocations:
@@ -384,7 +416,7 @@ class DeviceAllocator:
         if plan is not None and plan.version == self._version:
             return plan
         try:
-            plan = self._decide(pod, node, gang)
+            plan = self._counted(pod, node) or self._decide(pod, node, gang)
         except PodProblem as problem:
             plan = _Plan(self._version, problem.fit)
         # Only a yes is kept, for the take that follows it: a placement asks every node
@@ -394,6 +426,62 @@ class DeviceAllocator:
                 self._plans.clear()
             self._plans[cache_key] = plan
         return plan
+
+    def _counted(self, pod: PodClaims, node: str) -> _Plan | None:
+        """The counted yes (the module docstring), or None for the search to decide."""
+        if not self.counting or self._future:
+            return None
+        claims = self._claims_of(pod)
+        devices: list[Device] | None = None
+        need = 0
+        for claim in claims:
+            key = claim.key
+            if key in self._allocated or key in self._tentative:
+                return None
+            try:
+                found = self.candidates.interchangeable(claim, node)
+            except PodProblem:
+                return None
+            if found is None or (devices is not None and found is not devices):
+                return None
+            devices = found
+            need += sum(request.choices[0].count for request in claim.requests)
+        if devices is None or len({claim.key for claim in claims}) != len(claims):
+            return None
+        # The matching's steps: its k-th slot walks past the k devices the earlier took.
+        steps = need * (need + 1) // 2
+        if steps > min(self.step_limit, max(self.steps_left, 0)):
+            return None
+        holder = self.holdings.holder
+        free = 0
+        for device in devices:
+            if holder(device.id) is None:
+                free += 1
+                if free == need:
+                    break
+        else:
+            return None
+        self.steps_left -= steps
+        return _Plan(self._version, FITS, counted=(claims, devices))
+
+    def _first_free(
+        self, claims: list[Claim], devices: list[Device], node: str
+    ) -> dict[str, Allocation]:
+        """The counted claims' devices: the first free candidates, request by request in
+        kube-scheduler's order (what the matching gives slots that share their candidates)."""
+        holder = self.holdings.holder
+        free = iter([device for device in devices if holder(device.id) is None])
+        allocations: dict[str, Allocation] = {}
+        for claim in claims:
+            picks = tuple(
+                Pick(choice, next(free))
+                for request in claim.requests
+                for choice in request.choices
+                for _ in range(choice.count)
+            )
+            bound = any(pick.device.node_bound for pick in picks)
+            allocations[claim.key] = Allocation(picks, node if bound else None)
+        return allocations
 
     def _decide(self, pod: PodClaims, node: str, gang: str) -> _Plan:
         labels = self.inventory.labels(node)

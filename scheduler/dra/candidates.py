@@ -14,6 +14,12 @@ request fails on the node as kube-scheduler's does.
 
 The candidates of a choice depend on its class, selectors, tolerations and nodes only,
 so they are kept for the session; selectors' answers per device come from the memo.
+
+`interchangeable(claim, node)` serves the allocator's counting answer (dra/allocator.py):
+the candidates every request of the claim shares on the node when each request asks a
+count of devices any of which will do (one ExactCount choice, no admin access, no
+constraint in the claim, no candidate whose selectors failed or that consumes counters),
+or None when the search must decide.
 """
 
 from __future__ import annotations
@@ -47,6 +53,10 @@ class Candidates:
         self.classes = classes
         self.memo = memo
         self._found: dict[tuple[object, ...], _Found] = {}
+        # Per claim (by identity: the allocator keeps its claims for the session), the key
+        # of the candidates all its requests share, without the nodes; None: not counted.
+        self._shapes: dict[int, tuple[object, ...] | None] = {}
+        self._counted: dict[tuple[object, ...], list[Device] | None] = {}
 
     def units(self, job: Job) -> list[Unit]:
         """One unit per request of the job's claim; PodProblem for what fails the pod."""
@@ -75,6 +85,24 @@ class Candidates:
                 f"claim limit of {dra.ALLOCATION_RESULTS_MAX}",
             )
         return units
+
+    def interchangeable(self, claim: Claim, node: str) -> list[Device] | None:
+        """The candidates on the node that every request of the claim draws from, when each
+        asks a count of interchangeable devices (the module docstring), or None. Raises
+        PodProblem where `units` would."""
+        shape = self._shapes.get(id(claim), ())
+        if shape == ():
+            shape = self._shapes[id(claim)] = _shape(claim)
+        if shape is None:
+            return None
+        key = (*shape, (node,))
+        if key in self._counted:
+            return self._counted[key]
+        choice = claim.requests[0].choices[0]
+        devices, errors, _, _ = self._for_choice(Job(claim, (node,)), choice)
+        counted = None if errors or any(d.consumes for d in devices) else devices
+        self._counted[key] = counted
+        return counted
 
     def _for_choice(self, job: Job, choice: Choice) -> _Found:
         device_class = self.classes.get(choice.device_class)
@@ -172,6 +200,29 @@ class Candidates:
                 if not matched:
                     return False
         return True
+
+
+def _shape(claim: Claim) -> tuple[object, ...] | None:
+    """The candidates' key (without nodes) all the claim's requests share, when each is one
+    ExactCount choice without admin access and the claim has no constraint; else None."""
+    if claim.constraints or not claim.requests:
+        return None
+    shape: tuple[object, ...] | None = None
+    total = 0
+    for request in claim.requests:
+        if len(request.choices) != 1:
+            return None
+        choice = request.choices[0]
+        if choice.all_devices or choice.admin_access:
+            return None
+        tolerations = tuple((t.key, t.operator, t.value, t.effect) for t in choice.tolerations)
+        key = (choice.device_class, choice.selectors, tolerations, False)
+        if shape is not None and key != shape:
+            return None
+        shape = key
+        total += choice.count
+    # More than a claim may hold: `units` refuses the pod.
+    return shape if total <= dra.ALLOCATION_RESULTS_MAX else None
 
 
 def _for(text: str, claim: Claim) -> str:

@@ -162,6 +162,20 @@ class Inventory:
         self._pool_order = {id(pool): index for index, pool in enumerate(self.pools)}
         self._pools_on_node: dict[str, list[Pool]] = {}
 
+    def for_nodes(self, nodes: Mapping[str, Mapping[str, str]]) -> Inventory:
+        """The same pools and devices seen from these nodes: what a node reaches is found
+        afresh (a session's nodes and labels are its own), the decoding is not."""
+        seen = Inventory((), nodes)
+        seen.pools = self.pools
+        seen.devices = self.devices
+        seen.by_id = self.by_id
+        seen._local = self._local
+        seen._shared = self._shared
+        seen._local_pools = self._local_pools
+        seen._shared_pools = self._shared_pools
+        seen._pool_order = self._pool_order
+        return seen
+
     @property
     def slice_keys(self) -> list[SliceKey]:
         """Every slice of the newest generations (what a selector memo keeps)."""

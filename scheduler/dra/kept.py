@@ -1,0 +1,65 @@
+"""What allocation decodes once and keeps across sessions: the selector memo's answers, the
+inventory of the slices listed, and each claim as allocation reads it.
+
+A session's allocator is built from the cache's objects, which stay the same objects until
+their watch brings a new version: the inventory is decoded again only when the slices
+listed are not the very objects it was decoded from, a claim only when its object (or its
+namespace's admin-access label) changed. What each session decides (who holds what) is
+never kept: it is rebuilt from the claims' allocations, as after a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from scheduler.api import dra
+from scheduler.dra.cel import SelectorMemo
+from scheduler.dra.inventory import Inventory
+from scheduler.dra.requests import Claim, claim_from_wire
+
+
+class DeviceMemo(SelectorMemo):
+    """A selector memo that also keeps the allocator's decoded inputs across sessions (the
+    scheduler's cache keeps one; a session only reads its objects through it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._decoded_slices: tuple[dra.ResourceSlice, ...] = ()
+        self._decoded_inventory: Inventory | None = None
+        # By claim key: the object decoded, its namespace's admin-access label, the claim.
+        self._decoded_claims: dict[str, tuple[dra.ResourceClaim, str | None, Claim]] = {}
+
+    def inventory(
+        self, slices: Sequence[dra.ResourceSlice], nodes: Mapping[str, Mapping[str, str]]
+    ) -> Inventory:
+        """The inventory of these slices, seen from these nodes."""
+        known = self._decoded_inventory
+        if (
+            known is None
+            or len(slices) != len(self._decoded_slices)
+            or any(a is not b for a, b in zip(slices, self._decoded_slices, strict=True))
+        ):
+            known = self._decoded_inventory = Inventory(slices, {})
+            self._decoded_slices = tuple(slices)
+        return known.for_nodes(nodes)
+
+    def claims(
+        self,
+        objects: Sequence[dra.ResourceClaim],
+        namespaces: Mapping[str, Mapping[str, str]] | None,
+    ) -> list[Claim]:
+        """The claims as allocation reads them (`claim_from_wire`); those no longer listed
+        are forgotten."""
+        kept: dict[str, tuple[dra.ResourceClaim, str | None, Claim]] = {}
+        found: list[Claim] = []
+        for obj in objects:
+            labels = None if namespaces is None else namespaces.get(obj.metadata.namespace, {})
+            admin = None if labels is None else labels.get(dra.ADMIN_ACCESS_LABEL, "")
+            key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+            known = self._decoded_claims.get(key)
+            if known is None or known[0] is not obj or known[1] != admin:
+                known = (obj, admin, claim_from_wire(obj, labels))
+            kept[key] = known
+            found.append(known[2])
+        self._decoded_claims = kept
+        return found

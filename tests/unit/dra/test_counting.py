@@ -1,0 +1,168 @@
+"""The allocator's counted answers agree with its search: over randomized clusters, claims
+and placements, an allocator that counts and one whose every answer is the search's give
+the same answer for every pod on every node, pick the same devices, spend the same steps,
+and commit the same AllocationResults."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from scheduler.api import dra
+from scheduler.dra import DeviceAllocator, PodClaims
+from tests.unit.dra.devices import (
+    DRIVER,
+    allocator,
+    claim,
+    device_class,
+    exactly,
+    first_available,
+    gpu,
+    node_slice,
+    on_node,
+    pod,
+    sub,
+)
+
+MODEL = f'device.attributes["{DRIVER}"].model'
+NODES = ("n1", "n2", "n3", "n4")
+MODELS = ("a100", "h100")
+
+
+def _slices(rng: random.Random) -> list[dra.ResourceSlice]:
+    slices = []
+    for node in NODES:
+        devices = [
+            gpu(f"{node}-gpu-{index}", model=rng.choice(MODELS))
+            for index in range(rng.randint(0, 6))
+        ]
+        slices.append(node_slice(node, *devices, name=f"{node}-slice"))
+    if rng.random() < 0.5:
+        shared = [gpu(f"shared-{index}", model=rng.choice(MODELS)) for index in range(3)]
+        slices.append(node_slice(None, *shared, pool="shared", name="shared", allNodes=True))
+    return slices
+
+
+def _request(rng: random.Random, index: int) -> dict[str, Any]:
+    name = f"r{index}"
+    roll = rng.random()
+    if roll < 0.6:
+        return exactly("gpu", name=name, count=rng.choice((None, 1, 2)))
+    if roll < 0.75:
+        return exactly("h100s", name=name, count=rng.choice((1, 2)))
+    if roll < 0.85:
+        return exactly("gpu", f'{MODEL} == "a100"', name=name)
+    if roll < 0.93:
+        return first_available(name, sub("big", count=3), sub("small"))
+    return exactly("gpu", name=name, all_devices=True)
+
+
+def _claims(rng: random.Random, count: int) -> list[dra.ResourceClaim]:
+    claims = []
+    for index in range(count):
+        requests = [_request(rng, position) for position in range(rng.choice((1, 1, 1, 2)))]
+        if rng.random() < 0.1:
+            node = rng.choice(NODES)
+            claims.append(
+                claim(
+                    f"c{index}",
+                    *requests,
+                    allocated=[("r0", node, f"{node}-gpu-0")],
+                    node_selector=on_node(node),
+                )
+            )
+            continue
+        constraints = [{"matchAttribute": f"{DRIVER}/model"}] if rng.random() < 0.1 else None
+        claims.append(claim(f"c{index}", *requests, constraints=constraints))
+    return claims
+
+
+def _pods(rng: random.Random, claims: int) -> list[PodClaims]:
+    pods = []
+    for index in range(claims):
+        names = [f"c{index}"]
+        if rng.random() < 0.2:
+            names.append(f"c{rng.randrange(claims)}")
+        pods.append(pod(f"p{index}", *names))
+    return pods
+
+
+def _pair(rng: random.Random, claims: int) -> tuple[DeviceAllocator, DeviceAllocator]:
+    slices = _slices(rng)
+    objects = _claims(rng, claims)
+    classes = [device_class("gpu"), device_class("h100s", f'{MODEL} == "h100"')]
+    step_limit = rng.choice((3, 20_000))
+    built = [
+        allocator(slices, objects, classes=classes, counting=counting, step_limit=step_limit)
+        for counting in (True, False)
+    ]
+    return built[0], built[1]
+
+
+def _state(devices: DeviceAllocator) -> tuple[object, ...]:
+    """The allocator's state with devices by id (two allocators' devices are distinct)."""
+    holdings, tentative, users = devices.state()
+    picked = {
+        key: (gang, [(p.choice, p.device.id) for p in found.picks], found.node, pods)
+        for key, (gang, found, pods) in tentative.items()  # type: ignore[attr-defined]
+    }
+    return holdings, picked, users
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_counted_answers_are_the_searchs(seed: int) -> None:
+    rng = random.Random(seed)
+    count = rng.randint(3, 12)
+    counting, searching = _pair(rng, count)
+    pods = _pods(rng, count)
+    gangs = {item.key: f"g{rng.randrange(3)}" for item in pods}
+    placed: list[PodClaims] = []
+    for _ in range(40):
+        action = rng.random()
+        if action < 0.65:
+            member = rng.choice(pods)
+            gang = gangs[member.key]
+            for node in NODES:
+                answer = counting.fits(member, node, gang)
+                assert answer == searching.fits(member, node, gang), (member, node)
+            node = rng.choice(NODES)
+            fits = counting.fits(member, node, gang).fits
+            assert fits == searching.fits(member, node, gang).fits
+            if fits and member not in placed:
+                counting.take(member, node, gang)
+                searching.take(member, node, gang)
+                placed.append(member)
+        elif action < 0.8 and placed:
+            member = placed.pop()
+            counting.give_back(member)
+            searching.give_back(member)
+        elif action < 0.9:
+            gang = f"g{rng.randrange(3)}"
+            assert counting.commit(gang) == searching.commit(gang)
+            placed = [item for item in placed if gangs[item.key] != gang]
+        else:
+            member = rng.choice(pods)
+            counting.release(member)
+            searching.release(member)
+        assert _state(counting) == _state(searching)
+        assert counting.steps_left == searching.steps_left
+    for gang in ("g0", "g1", "g2"):
+        assert counting.tentative_results(gang) == searching.tentative_results(gang)
+
+
+def test_a_gpu_gang_on_nodes_of_gpus_is_counted_as_the_search_places_it() -> None:
+    slices = [node_slice(node, *(gpu(f"{node}-{i}") for i in range(4))) for node in NODES]
+    claims = [claim(f"c{i}", exactly(count=2)) for i in range(8)]
+    counting = allocator(slices, claims)
+    searching = allocator(slices, claims, counting=False)
+    for index in range(8):
+        member = pod(f"p{index}", f"c{index}")
+        answers = {node: counting.fits(member, node, "g") for node in NODES}
+        assert answers == {node: searching.fits(member, node, "g") for node in NODES}
+        node = next(n for n in NODES if answers[n].fits)
+        counting.take(member, node, "g")
+        searching.take(member, node, "g")
+    assert counting.commit("g") == searching.commit("g")
+    assert counting.steps_left == searching.steps_left
