@@ -79,6 +79,8 @@ COMPILED_MODULES = (
     "scheduler.dra.search",
     "scheduler.dra.candidates",
     "scheduler.dra.results",
+    "scheduler.dra.allocation",
+    "scheduler.dra.shortage",
     "scheduler.dra.allocator",
 )
 

@@ -50,51 +50,30 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from scheduler.api import dra, wire
-from scheduler.api.matching import selector_matches, wire_term
+from scheduler.api import dra
+from scheduler.dra.allocation import Allocation, allocation_held, allows, first_free
 from scheduler.dra.candidates import Candidates
 from scheduler.dra.cel import SelectorMemo
 from scheduler.dra.fit import (
-    CANNOT_ALLOCATE,
     FITS,
     FITS_LATER,
-    INVALID_POOLS,
     NOT_AVAILABLE,
     DeviceFit,
     PodProblem,
     Verdict,
 )
 from scheduler.dra.holdings import Holdings
-from scheduler.dra.inventory import INVALID, Device, DeviceId, Inventory
+from scheduler.dra.inventory import Device, DeviceId, Inventory
 from scheduler.dra.kept import DeviceMemo
 from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
 from scheduler.dra.results import allocation_result
-from scheduler.dra.search import Exhausted, Job, Pick, Search, Unit
+from scheduler.dra.search import Exhausted, Job, Search, Unit
+from scheduler.dra.shortage import SearchFailure, failure_fit
 
 DEFAULT_STEP_LIMIT = 20_000
 DEFAULT_SESSION_STEPS = 1_000_000
 # The answers kept between two changes of the state (see _plan).
 _PLANS_KEPT = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class Allocation:
-    """The devices muster chose for a claim, and the node they pin it to (a node-local
-    device), or None (usable wherever every device is)."""
-
-    picks: tuple[Pick, ...]
-    node: str | None
-
-    def reaches(self, node: str, labels: Mapping[str, str]) -> bool:
-        """Whether a pod on the node can use these devices."""
-        if self.node is not None:
-            return node == self.node
-        return all(pick.device.reaches(node, labels) for pick in self.picks)
-
-    @property
-    def held(self) -> list[DeviceId]:
-        """The devices it holds (admin access holds none)."""
-        return [pick.device.id for pick in self.picks if not pick.choice.admin_access]
 
 
 @dataclass(slots=True)
@@ -126,13 +105,6 @@ class _Plan:
     # A counted yes (the module docstring): its claims and their candidates on the node,
     # whose first free devices `take` picks.
     counted: tuple[list[Claim], list[Device]] | None = None
-
-
-@dataclass(slots=True)
-class _Failure:
-    exhausted: bool = False
-    short: bool = False
-    steps: int = 0
 
 
 class DeviceAllocator:
@@ -207,7 +179,7 @@ class DeviceAllocator:
             self._users[claim.key] = set(claim.reserved_for)
             if claim.allocation is not None:
                 self._allocated[claim.key] = claim.allocation
-                self.holdings.hold(claim.key, _held(claim.allocation))
+                self.holdings.hold(claim.key, allocation_held(claim.allocation))
 
     # Placement ---------------------------------------------------------------------------
 
@@ -223,7 +195,7 @@ class DeviceAllocator:
         if not plan.fit.fits:
             raise ValueError(f"pod {pod.key} does not fit on {node}: {plan.fit}")
         if plan.counted is not None:
-            plan.allocations = self._first_free(*plan.counted, node)
+            plan.allocations = first_free(self.holdings.holder, *plan.counted, node)
             plan.counted = None
         record = _Take(pod, gang, [], {}, [])
         # Every re-assigned claim lets go first: another may take over what it held.
@@ -278,7 +250,7 @@ class DeviceAllocator:
                 replaced = record.replaced.get(key)
                 if replaced is not None:
                     self._allocated[key] = replaced
-                    self.holdings.hold(key, _held(replaced))
+                    self.holdings.hold(key, allocation_held(replaced))
         if newest:
             restored = [key for key in record.previous if key in self._tentative]
             for key in restored:
@@ -394,7 +366,7 @@ class DeviceAllocator:
             for claim in self._claims_of(pod):
                 allocated = self._allocated.get(claim.key)
                 if allocated is not None:
-                    if not _allows(allocated.node_selector, node, labels):
+                    if not allows(allocated.node_selector, node, labels):
                         return False
                     continue
                 for unit in self.candidates.units(Job(claim, (node,))):
@@ -464,25 +436,6 @@ class DeviceAllocator:
         self.steps_left -= steps
         return _Plan(self._version, FITS, counted=(claims, devices))
 
-    def _first_free(
-        self, claims: list[Claim], devices: list[Device], node: str
-    ) -> dict[str, Allocation]:
-        """The counted claims' devices: the first free candidates, request by request in
-        kube-scheduler's order (what the matching gives slots that share their candidates)."""
-        holder = self.holdings.holder
-        free = iter([device for device in devices if holder(device.id) is None])
-        allocations: dict[str, Allocation] = {}
-        for claim in claims:
-            picks = tuple(
-                Pick(choice, next(free))
-                for request in claim.requests
-                for choice in request.choices
-                for _ in range(choice.count)
-            )
-            bound = any(pick.device.node_bound for pick in picks)
-            allocations[claim.key] = Allocation(picks, node if bound else None)
-        return allocations
-
     def _decide(self, pod: PodClaims, node: str, gang: str) -> _Plan:
         labels = self.inventory.labels(node)
         jobs: list[Job] = []
@@ -491,7 +444,7 @@ class DeviceAllocator:
             key = claim.key
             allocated = self._allocated.get(key)
             if allocated is not None:
-                if _allows(allocated.node_selector, node, labels):
+                if allows(allocated.node_selector, node, labels):
                     continue
                 if self.stale.get(key) != gang:
                     return self._not_here(f"claim {key} is allocated for other nodes")
@@ -515,14 +468,17 @@ class DeviceAllocator:
             return _Plan(self._version, FITS)
         units = [unit for job in jobs for unit in self.candidates.units(job)]
         outcome = self._search(units, moving, joint=False)
-        if isinstance(outcome, _Failure):
+        if isinstance(outcome, SearchFailure):
             competitors = self._competitors(units, gang, {job.claim.key for job in jobs})
             if competitors:
                 joint = units + [u for job in competitors for u in self.candidates.units(job)]
                 released = moving | {job.claim.key for job in competitors}
                 outcome = self._search(joint, released, joint=True)
-        if isinstance(outcome, _Failure):
-            return _Plan(self._version, self._failure(outcome, units, node))
+        if isinstance(outcome, SearchFailure):
+            return _Plan(
+                self._version,
+                failure_fit(outcome, units, node, self.holdings, self.inventory, self.steps_left),
+            )
         future = self._future
         later = bool(future) and any(
             pick.device.id in future for found in outcome.values() for pick in found.picks
@@ -578,7 +534,7 @@ class DeviceAllocator:
 
     def _search(
         self, units: list[Unit], released: set[str], *, joint: bool
-    ) -> dict[str, Allocation] | _Failure:
+    ) -> dict[str, Allocation] | SearchFailure:
         search = Search(
             self.holdings, units, released, min(self.step_limit, max(self.steps_left, 0))
         )
@@ -587,11 +543,11 @@ class DeviceAllocator:
         try:
             found = search.run()
         except Exhausted:
-            return _Failure(exhausted=True, steps=search.steps)
+            return SearchFailure(exhausted=True, steps=search.steps)
         finally:
             self.steps_left -= search.steps
         if found is None:
-            return _Failure(short=search.short, steps=search.steps)
+            return SearchFailure(short=search.short, steps=search.steps)
         nodes = {unit.job.claim.key: unit.job.nodes for unit in units}
         return {
             key: Allocation(
@@ -600,55 +556,6 @@ class DeviceAllocator:
             )
             for key, picks in found.items()
         }
-
-    def _failure(self, failure: _Failure, units: list[Unit], node: str) -> DeviceFit:
-        detail = next((text for unit in units if (text := self._shortage(unit, node))), "")
-        if not detail:
-            if failure.exhausted:
-                detail = (
-                    f"the search for devices gave up after {failure.steps} steps (its bound; "
-                    f"{max(self.steps_left, 0)} left in this session)"
-                )
-            elif failure.short:
-                detail = "the claims' requests need more devices together than match and are free"
-            else:
-                detail = "no choice of free devices meets the claims' constraints and counters"
-        if any(pool.state == INVALID for pool in self.inventory.pools_on(node)):
-            return DeviceFit(Verdict.NODE, INVALID_POOLS, detail)
-        return DeviceFit(Verdict.NODE, CANNOT_ALLOCATE, detail)
-
-    def _shortage(self, unit: Unit, node: str) -> str:
-        """muster's words for a request that cannot be met alone on the node, or ""."""
-        key = unit.job.claim.key
-        parts = []
-        for choice, candidates in unit.choices:
-            devices = [d for d in candidates if d.order not in unit.poison]
-            free = sum(
-                1
-                for d in devices
-                if d.order not in unit.blocked
-                and (choice.admin_access or self.holdings.holder(d.id) in (None, key))
-            )
-            need = len(devices) if choice.all_devices else choice.count
-            if (choice.all_devices and devices and free == need) or (
-                not choice.all_devices and free >= need
-            ):
-                return ""
-            where = ", ".join(unit.job.nodes)
-            part = (
-                f"request {choice.name} (class {choice.device_class}) needs "
-                f"{'all' if choice.all_devices else need}: {len(devices)} "
-                f"{'device matches' if len(devices) == 1 else 'devices match'} its selectors "
-                f"on {'node' if len(unit.job.nodes) == 1 else 'nodes'} {where}, {free} of them free"
-            )
-            refused = unit.refused.get(choice.name, [])
-            if refused:
-                part += (
-                    f" ({len(refused)} more would match but need "
-                    f"{' and '.join(sorted(set(refused)))}, which muster does not honour yet)"
-                )
-            parts.append(part)
-        return f"claim {key}, " + "; ".join(parts)
 
     def holder(self, device: DeviceId) -> str | None:
         """The claim holding the device now (allocated or tentatively), if any."""
@@ -665,18 +572,3 @@ class DeviceAllocator:
     def _changed(self) -> None:
         self._version += 1
         self._plans.clear()
-
-
-def _held(allocation: dra.AllocationResult) -> list[DeviceId]:
-    """The devices an allocation holds (admin access holds none)."""
-    return [
-        (result.driver, result.pool, result.device)
-        for result in allocation.devices.results
-        if not result.admin_access
-    ]
-
-
-def _allows(selector: wire.NodeSelector | None, node: str, labels: Mapping[str, str]) -> bool:
-    if selector is None:
-        return True
-    return selector_matches(tuple(wire_term(t) for t in selector.node_selector_terms), labels, node)

@@ -1,0 +1,69 @@
+"""A claim's devices as muster chose them (an Allocation: the picks and the node they pin it
+to), the devices an allocation on the API server holds, where one may be used, and the first
+free devices a counted claim takes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from scheduler.api import dra, wire
+from scheduler.api.matching import selector_matches, wire_term
+from scheduler.dra.inventory import Device, DeviceId
+from scheduler.dra.requests import Claim
+from scheduler.dra.search import Pick
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """The devices muster chose for a claim, and the node they pin it to (a node-local
+    device), or None (usable wherever every device is)."""
+
+    picks: tuple[Pick, ...]
+    node: str | None
+
+    def reaches(self, node: str, labels: Mapping[str, str]) -> bool:
+        """Whether a pod on the node can use these devices."""
+        if self.node is not None:
+            return node == self.node
+        return all(pick.device.reaches(node, labels) for pick in self.picks)
+
+    @property
+    def held(self) -> list[DeviceId]:
+        """The devices it holds (admin access holds none)."""
+        return [pick.device.id for pick in self.picks if not pick.choice.admin_access]
+
+
+def first_free(
+    holder: Callable[[DeviceId], str | None], claims: list[Claim], devices: list[Device], node: str
+) -> dict[str, Allocation]:
+    """The counted claims' devices: the first free candidates, request by request in
+    kube-scheduler's order (what the matching gives slots that share their candidates)."""
+    free = iter([device for device in devices if holder(device.id) is None])
+    allocations: dict[str, Allocation] = {}
+    for claim in claims:
+        picks = tuple(
+            Pick(choice, next(free))
+            for request in claim.requests
+            for choice in request.choices
+            for _ in range(choice.count)
+        )
+        bound = any(pick.device.node_bound for pick in picks)
+        allocations[claim.key] = Allocation(picks, node if bound else None)
+    return allocations
+
+
+def allocation_held(allocation: dra.AllocationResult) -> list[DeviceId]:
+    """The devices an allocation holds (admin access holds none)."""
+    return [
+        (result.driver, result.pool, result.device)
+        for result in allocation.devices.results
+        if not result.admin_access
+    ]
+
+
+def allows(selector: wire.NodeSelector | None, node: str, labels: Mapping[str, str]) -> bool:
+    """Whether an allocation's node selector admits the node (no selector: every node)."""
+    if selector is None:
+        return True
+    return selector_matches(tuple(wire_term(t) for t in selector.node_selector_terms), labels, node)
