@@ -136,8 +136,14 @@ class DeviceAllocator:
             kept.inventory(list(slices), nodes) if kept is not None else Inventory(slices, nodes)
         )
         self.memo.keep_only(self.inventory.slice_keys)
-        self.classes = {item.metadata.name: item for item in classes}
-        self.candidates = Candidates(self.inventory, self.classes, self.memo)
+        listed = list(classes)
+        self.classes = {item.metadata.name: item for item in listed}
+        self.candidates = Candidates(
+            self.inventory,
+            self.classes,
+            self.memo,
+            kept.candidates(listed) if kept is not None else None,
+        )
         self.holdings = Holdings(self.inventory)
         self.step_limit = step_limit
         # Whether a counted answer may stand for the search's (False: every answer is the
