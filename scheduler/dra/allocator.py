@@ -159,6 +159,8 @@ class DeviceAllocator:
         self._takes: list[_Take] = []
         self._released: dict[str, list[tuple[str, list[DeviceId]]]] = {}
         self._plans: dict[tuple[PodClaims, str, str], _Plan] = {}
+        # Each pod's claims as `_read_claims` found them (the session's claims do not change).
+        self._pods: dict[PodClaims, tuple[list[Claim], DeviceFit | None]] = {}
         self._version = 0
         # Claims allocated on the API server for a pod that was never bound (its leader died,
         # or its bind failed, between the claim's write and the binding), by the gang of that
@@ -201,8 +203,8 @@ class DeviceAllocator:
         if not plan.fit.fits:
             raise ValueError(f"pod {pod.key} does not fit on {node}: {plan.fit}")
         if plan.counted is not None:
-            plan.allocations = first_free(self.holdings.holder, *plan.counted, node)
-            plan.counted = None
+            self._take_counted(pod, node, gang, *plan.counted)
+            return
         record = _Take(pod, gang, [], {}, [])
         # Every re-assigned claim lets go first: another may take over what it held.
         for key in plan.allocations:
@@ -229,6 +231,23 @@ class DeviceAllocator:
             tentative = self._tentative.get(key)
             if tentative is not None:
                 tentative.pods[pod.key] = node
+        self._takes.append(record)
+        self._changed()
+
+    def _take_counted(
+        self, pod: PodClaims, node: str, gang: str, claims: list[Claim], devices: list[Device]
+    ) -> None:
+        """`take` of a counted yes: each of the pod's claims, none allocated or taken, takes
+        its first free candidates; nothing is re-assigned."""
+        allocations = first_free(self.holdings.holder, claims, devices, node)
+        record = _Take(pod, gang, list(allocations), {}, [])
+        for key, allocation in allocations.items():
+            self._tentative[key] = _Tentative(gang, allocation, {pod.key: node})
+            self.holdings.hold(key, allocation.held)
+            users = self._users.setdefault(key, set())
+            if pod.uid not in users:
+                users.add(pod.uid)
+                record.users_added.append(key)
         self._takes.append(record)
         self._changed()
 
@@ -497,23 +516,16 @@ class DeviceAllocator:
     def _claims_of(self, pod: PodClaims) -> list[Claim]:
         """The pod's claims; PodProblem for kube-scheduler's reasons a pod waits
         (PreEnqueue's), then for what muster refuses."""
-        if pod.waiting is not None:
-            raise PodProblem(Verdict.POD, pod.waiting)
-        claims: list[Claim] = []
-        for key in pod.claims:
-            claim = self.claims.get(key)
-            if claim is None:
-                raise PodProblem(Verdict.POD, f'could not find ResourceClaim "{key}"')
-            if claim.deleting:
-                raise PodProblem(Verdict.POD, f'resourceclaim "{claim.name}" is being deleted')
-            if key in pod.from_template and claim.owner_pod_uid != pod.uid:
-                raise PodProblem(
-                    Verdict.POD,
-                    f"ResourceClaim {key} was not created for Pod {pod.key} (Pod is not owner)",
-                )
-            if claim.refusal is not None and key not in self._allocated:
-                raise PodProblem(Verdict.REFUSED, f"claim {key}: {claim.refusal}")
-            claims.append(claim)
+        known = self._pods.get(pod)
+        if known is None:
+            known = self._pods[pod] = _read_claims(pod, self.claims)
+        claims, problem = known
+        for claim in claims:
+            # Refused, unless allocated already (which changes as gangs commit).
+            if claim.refusal is not None and claim.key not in self._allocated:
+                raise PodProblem(Verdict.REFUSED, f"claim {claim.key}: {claim.refusal}")
+        if problem is not None:
+            raise PodProblem(problem.verdict, problem.reason)
         return claims
 
     def _competitors(self, units: list[Unit], gang: str, searched: set[str]) -> list[Job]:
@@ -578,3 +590,26 @@ class DeviceAllocator:
     def _changed(self) -> None:
         self._version += 1
         self._plans.clear()
+
+
+def _read_claims(
+    pod: PodClaims, claims: Mapping[str, Claim]
+) -> tuple[list[Claim], DeviceFit | None]:
+    """The pod's claims up to the first that keeps it waiting (kube-scheduler's PreEnqueue
+    reasons), and the words of that wait, or None."""
+    if pod.waiting is not None:
+        return [], DeviceFit(Verdict.POD, pod.waiting)
+    found: list[Claim] = []
+    for key in pod.claims:
+        claim = claims.get(key)
+        if claim is None:
+            return found, DeviceFit(Verdict.POD, f'could not find ResourceClaim "{key}"')
+        if claim.deleting:
+            return found, DeviceFit(Verdict.POD, f'resourceclaim "{claim.name}" is being deleted')
+        if key in pod.from_template and claim.owner_pod_uid != pod.uid:
+            return found, DeviceFit(
+                Verdict.POD,
+                f"ResourceClaim {key} was not created for Pod {pod.key} (Pod is not owner)",
+            )
+        found.append(claim)
+    return found, None
