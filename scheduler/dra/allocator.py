@@ -65,6 +65,7 @@ from scheduler.dra.fit import (
 from scheduler.dra.holdings import Holdings
 from scheduler.dra.inventory import Device, DeviceId, Inventory
 from scheduler.dra.kept import DeviceMemo
+from scheduler.dra.pods import PodIndex
 from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
 from scheduler.dra.results import allocation_result
 from scheduler.dra.search import Exhausted, Job, Search, Unit
@@ -158,9 +159,8 @@ class DeviceAllocator:
         self._users: dict[str, set[str]] = {}
         self._takes: list[_Take] = []
         self._released: dict[str, list[tuple[str, list[DeviceId]]]] = {}
-        self._plans: dict[tuple[PodClaims, str, str], _Plan] = {}
-        # Each pod's claims as `_read_claims` found them (the session's claims do not change).
-        self._pods: dict[PodClaims, tuple[list[Claim], DeviceFit | None]] = {}
+        self._plans: dict[tuple[int, str, str], _Plan] = {}
+        self._pods = PodIndex(self.claims)
         self._version = 0
         # Claims allocated on the API server for a pod that was never bound (its leader died,
         # or its bind failed, between the claim's write and the binding), by the gang of that
@@ -408,7 +408,7 @@ class DeviceAllocator:
     # Deciding ---------------------------------------------------------------------------
 
     def _plan(self, pod: PodClaims, node: str, gang: str) -> _Plan:
-        cache_key = (pod, node, gang)
+        cache_key = (self._pods.entry(pod).index, node, gang)
         plan = self._plans.get(cache_key)
         if plan is not None and plan.version == self._version:
             return plan
@@ -516,17 +516,14 @@ class DeviceAllocator:
     def _claims_of(self, pod: PodClaims) -> list[Claim]:
         """The pod's claims; PodProblem for kube-scheduler's reasons a pod waits
         (PreEnqueue's), then for what muster refuses."""
-        known = self._pods.get(pod)
-        if known is None:
-            known = self._pods[pod] = _read_claims(pod, self.claims)
-        claims, problem = known
-        for claim in claims:
+        entry = self._pods.entry(pod)
+        for claim in entry.claims:
             # Refused, unless allocated already (which changes as gangs commit).
             if claim.refusal is not None and claim.key not in self._allocated:
                 raise PodProblem(Verdict.REFUSED, f"claim {claim.key}: {claim.refusal}")
-        if problem is not None:
-            raise PodProblem(problem.verdict, problem.reason)
-        return claims
+        if entry.waiting is not None:
+            raise PodProblem(entry.waiting.verdict, entry.waiting.reason)
+        return entry.claims
 
     def _competitors(self, units: list[Unit], gang: str, searched: set[str]) -> list[Job]:
         """The gang's tentative claims holding devices in the pools these units draw
@@ -590,26 +587,3 @@ class DeviceAllocator:
     def _changed(self) -> None:
         self._version += 1
         self._plans.clear()
-
-
-def _read_claims(
-    pod: PodClaims, claims: Mapping[str, Claim]
-) -> tuple[list[Claim], DeviceFit | None]:
-    """The pod's claims up to the first that keeps it waiting (kube-scheduler's PreEnqueue
-    reasons), and the words of that wait, or None."""
-    if pod.waiting is not None:
-        return [], DeviceFit(Verdict.POD, pod.waiting)
-    found: list[Claim] = []
-    for key in pod.claims:
-        claim = claims.get(key)
-        if claim is None:
-            return found, DeviceFit(Verdict.POD, f'could not find ResourceClaim "{key}"')
-        if claim.deleting:
-            return found, DeviceFit(Verdict.POD, f'resourceclaim "{claim.name}" is being deleted')
-        if key in pod.from_template and claim.owner_pod_uid != pod.uid:
-            return found, DeviceFit(
-                Verdict.POD,
-                f"ResourceClaim {key} was not created for Pod {pod.key} (Pod is not owner)",
-            )
-        found.append(claim)
-    return found, None
