@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from scheduler.api import dra
+from scheduler.api import dra, wire
 from scheduler.dra.allocation import Allocation, allocation_held, allows, first_free
 from scheduler.dra.candidates import Candidates
 from scheduler.dra.cel import SelectorMemo
@@ -65,7 +65,7 @@ from scheduler.dra.fit import (
 from scheduler.dra.holdings import Holdings
 from scheduler.dra.inventory import Device, DeviceId, Inventory
 from scheduler.dra.kept import DeviceMemo
-from scheduler.dra.pods import PodIndex
+from scheduler.dra.pods import PodEntry, PodIndex
 from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
 from scheduler.dra.results import allocation_result
 from scheduler.dra.search import Exhausted, Job, Search, Unit
@@ -160,8 +160,10 @@ class DeviceAllocator:
         self._takes: list[_Take] = []
         self._released: dict[str, list[tuple[str, list[DeviceId]]]] = {}
         self._plans: dict[tuple[int, str, str], _Plan] = {}
-        self._pods = PodIndex(self.claims)
+        self._pods = PodIndex(self.claims, self.classes)
         self._version = 0
+        # The node selector of each node an allocation is pinned to (dra/results.py).
+        self._pinned: dict[str, wire.NodeSelector] = {}
         # Claims allocated on the API server for a pod that was never bound (its leader died,
         # or its bind failed, between the claim's write and the binding), by the gang of that
         # pod: the gang reuses one as it is where its pod lands within reach, or allocates it
@@ -313,6 +315,7 @@ class DeviceAllocator:
                 list(tentative.allocation.picks),
                 tentative.allocation.node or next(iter(tentative.pods.values()), None),
                 self.classes,
+                self._pinned,
             )
             for key, tentative in self._tentative.items()
             if tentative.gang == gang and (pods is None or any(p in pods for p in tentative.pods))
@@ -363,7 +366,8 @@ class DeviceAllocator:
         asked (kube-scheduler's PreEnqueue and PreFilter reasons, and what muster refuses),
         or None."""
         try:
-            for claim in self._claims_of(pod):
+            entry = self._pods.entry(pod)
+            for claim, no_class in zip(self._claims_in(entry), entry.no_class, strict=True):
                 if claim.key in self._allocated:
                     continue
                 tentative = self._tentative.get(claim.key)
@@ -372,13 +376,8 @@ class DeviceAllocator:
                         Verdict.POD,
                         f"resource claim {claim.key} is in the process of being allocated",
                     )
-                for choice in claim.choices:
-                    if choice.device_class not in self.classes:
-                        raise PodProblem(
-                            Verdict.POD,
-                            f"request {choice.name}: device class {choice.device_class} "
-                            "does not exist",
-                        )
+                if no_class is not None:
+                    raise PodProblem(Verdict.POD, no_class)
         except PodProblem as problem:
             return problem.fit
         return None
@@ -516,7 +515,10 @@ class DeviceAllocator:
     def _claims_of(self, pod: PodClaims) -> list[Claim]:
         """The pod's claims; PodProblem for kube-scheduler's reasons a pod waits
         (PreEnqueue's), then for what muster refuses."""
-        entry = self._pods.entry(pod)
+        return self._claims_in(self._pods.entry(pod))
+
+    def _claims_in(self, entry: PodEntry) -> list[Claim]:
+        """`_claims_of` the pod of this entry."""
         for claim in entry.claims:
             # Refused, unless allocated already (which changes as gangs commit).
             if claim.refusal is not None and claim.key not in self._allocated:

@@ -1,6 +1,6 @@
 """What allocation decodes once and keeps across sessions: the selector memo's answers, the
-inventory of the slices listed, each claim as allocation reads it, and each request's
-candidates.
+inventory of the slices listed, each claim as allocation reads it (and its spec as JSON,
+which tells alike claims apart), and each request's candidates.
 
 A session's allocator is built from the cache's objects, which stay the same objects until
 their watch brings a new version: the inventory is decoded again only when the slices
@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import msgspec
+
 from scheduler.api import dra
 from scheduler.dra.candidates import Found
 from scheduler.dra.cel import SelectorMemo
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.requests import Claim, claim_from_wire
 
+_encode = msgspec.json.Encoder().encode
 # The candidate lists kept across sessions at most (one per request's shape and node).
 _CANDIDATES_KEPT = 65_536
 
@@ -35,6 +38,8 @@ class DeviceMemo(SelectorMemo):
         self._decoded_inventory: Inventory | None = None
         # By claim key: the object decoded, its namespace's admin-access label, the claim.
         self._decoded_claims: dict[str, tuple[dra.ResourceClaim, str | None, Claim]] = {}
+        # By claim key: the object and its spec as JSON (what tells alike claims apart).
+        self._specs: dict[str, tuple[dra.ResourceClaim, str]] = {}
         # The candidates found (dra/candidates.py) for the inventory and these classes.
         self._found_classes: tuple[dra.DeviceClass, ...] = ()
         self._found: dict[tuple[object, ...], Found] = {}
@@ -89,4 +94,13 @@ class DeviceMemo(SelectorMemo):
             kept[key] = known
             found.append(known[2])
         self._decoded_claims = kept
+        self._specs = {key: known for key, known in self._specs.items() if key in kept}
         return found
+
+    def spec_text(self, obj: dra.ResourceClaim) -> str:
+        """The claim's spec as JSON, encoded again only when the object changed."""
+        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
+        known = self._specs.get(key)
+        if known is None or known[0] is not obj:
+            known = self._specs[key] = (obj, _encode(obj.spec).decode())
+        return known[1]

@@ -4,7 +4,8 @@ and its claims up to the first that keeps it waiting.
 A pod's claims are the session's (the allocator's claims do not change within a session),
 so what keeps a pod waiting (kube-scheduler's PreEnqueue reasons: a template's claim not
 made yet, a claim missing, being deleted or not the pod's own) is found once; only a claim's
-refusal, which its allocation lifts, is asked each time (dra/allocator.py). A pod's hash
+refusal, which its allocation lifts, is asked each time (dra/allocator.py); so is a
+request's class that does not exist (the session's classes do not change either). A pod's hash
 walks all its fields, and the scheduler asks with one object per pod: an entry is found by
 the object's identity first, by value otherwise, so equal pods share one.
 """
@@ -27,13 +28,18 @@ class PodEntry:
     index: int
     claims: list[Claim]
     waiting: DeviceFit | None
+    # For each of `claims`: the words of its first request whose class does not exist
+    # (kube-scheduler's PreFilter reason), or None.
+    no_class: list[str | None]
 
 
 class PodIndex:
-    """The entry of every pod asked about in one session, over the session's claims."""
+    """The entry of every pod asked about in one session, over the session's claims and
+    device classes."""
 
-    def __init__(self, claims: Mapping[str, Claim]) -> None:
+    def __init__(self, claims: Mapping[str, Claim], classes: Mapping[str, object]) -> None:
         self.claims = claims
+        self.classes = classes
         self._by_value: dict[PodClaims, PodEntry] = {}
         # The pod is kept with its entry, so that its id stands for no other object.
         self._by_id: dict[int, tuple[PodClaims, PodEntry]] = {}
@@ -46,9 +52,17 @@ class PodIndex:
         entry = self._by_value.get(pod)
         if entry is None:
             claims, waiting = read_claims(pod, self.claims)
-            entry = self._by_value[pod] = PodEntry(len(self._by_value), claims, waiting)
+            no_class = [self._no_class(claim) for claim in claims]
+            entry = PodEntry(len(self._by_value), claims, waiting, no_class)
+            self._by_value[pod] = entry
         self._by_id[id(pod)] = (pod, entry)
         return entry
+
+    def _no_class(self, claim: Claim) -> str | None:
+        for choice in claim.choices:
+            if choice.device_class not in self.classes:
+                return f"request {choice.name}: device class {choice.device_class} does not exist"
+        return None
 
 
 def read_claims(

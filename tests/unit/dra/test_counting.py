@@ -213,3 +213,15 @@ def test_candidates_kept_across_sessions_are_those_found_afresh(seed: int) -> No
         for item in _slices(rng)
     ]
     _sessions_agree(newer, claims, changed, memo, pods)
+
+
+def test_a_claims_spec_text_is_kept_while_its_object_is_the_same() -> None:
+    memo = DeviceMemo()
+    first = _claims(random.Random(1), 1)[0]
+    assert memo.spec_text(first) == msgspec.json.encode(first.spec).decode()
+    assert memo.spec_text(first) is memo.spec_text(first)
+    changed = claim("c0", exactly("h100s", count=2))
+    assert memo.spec_text(changed) == msgspec.json.encode(changed.spec).decode()
+    # Claims no longer listed are forgotten with their decoding.
+    memo.claims([], None)
+    assert memo.spec_text(first) == msgspec.json.encode(first.spec).decode()
