@@ -20,9 +20,9 @@ where an assignment exists: kubernetes#138765). `DeviceAllocator.fits(pod, node,
    first, when none of the pod's claims is allocated or taken yet, every request asks a
    count of interchangeable devices and all draw from one list of candidates
    (dra/candidates.py, `interchangeable`), and no device is promised by an eviction: the
-   pod fits when that many of them are free, which is what the matching would find, and
-   the devices (the first free ones, as the matching gives them) are picked only by
-   `take`; the steps the matching would have spent are counted all the same. A no, or
+   pod fits when that many of them are free, which is what the matching would find: the
+   first free ones, counted, are the devices the matching gives, and `take` gives them
+   (no Search, no units); the steps the matching would have spent are counted all the same. A no, or
    anything else, goes to the search for its words and the joint answer.
 3. **The joint answer**, only when the quick one is no and some of the gang's tentative
    claims hold devices in the pools the pod's requests draw from: those claims, and
@@ -103,8 +103,8 @@ class _Plan:
     version: int
     fit: DeviceFit
     allocations: dict[str, Allocation] = field(default_factory=dict)
-    # A counted yes (the module docstring): its claims and their candidates on the node,
-    # whose first free devices `take` picks.
+    # A counted yes (the module docstring): its claims and the first free candidates on
+    # the node, as many as they ask, which `take` gives them.
     counted: tuple[list[Claim], list[Device]] | None = None
 
 
@@ -241,7 +241,7 @@ class DeviceAllocator:
     ) -> None:
         """`take` of a counted yes: each of the pod's claims, none allocated or taken, takes
         its first free candidates; nothing is re-assigned."""
-        allocations = first_free(self.holdings.holder, claims, devices, node)
+        allocations = first_free(claims, devices, node)
         record = _Take(pod, gang, list(allocations), {}, [])
         for key, allocation in allocations.items():
             self._tentative[key] = _Tentative(gang, allocation, {pod.key: node})
@@ -449,16 +449,16 @@ class DeviceAllocator:
         if steps > min(self.step_limit, max(self.steps_left, 0)):
             return None
         holder = self.holdings.holder
-        free = 0
+        free: list[Device] = []
         for device in devices:
             if holder(device.id) is None:
-                free += 1
-                if free == need:
+                free.append(device)
+                if len(free) == need:
                     break
         else:
             return None
         self.steps_left -= steps
-        return _Plan(self._version, FITS, counted=(claims, devices))
+        return _Plan(self._version, FITS, counted=(claims, free))
 
     def _decide(self, pod: PodClaims, node: str, gang: str) -> _Plan:
         labels = self.inventory.labels(node)
