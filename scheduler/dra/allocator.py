@@ -65,7 +65,7 @@ from scheduler.dra.fit import (
 from scheduler.dra.holdings import Holdings
 from scheduler.dra.inventory import Device, DeviceId, Inventory
 from scheduler.dra.kept import DeviceMemo
-from scheduler.dra.pods import PodEntry, PodIndex
+from scheduler.dra.pods import PodIndex
 from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
 from scheduler.dra.results import allocation_result
 from scheduler.dra.search import Exhausted, Job, Search, Unit
@@ -160,6 +160,7 @@ class DeviceAllocator:
         self._takes: list[_Take] = []
         self._released: dict[str, list[tuple[str, list[DeviceId]]]] = {}
         self._plans: dict[tuple[int, str, str], _Plan] = {}
+        self._last: tuple[PodClaims, str, str, _Plan] | None = None
         self._pods = PodIndex(self.claims, self.classes)
         self._version = 0
         # The node selector of each node an allocation is pinned to (dra/results.py).
@@ -366,8 +367,8 @@ class DeviceAllocator:
         asked (kube-scheduler's PreEnqueue and PreFilter reasons, and what muster refuses),
         or None."""
         try:
-            entry = self._pods.entry(pod)
-            for claim, no_class in zip(self._claims_in(entry), entry.no_class, strict=True):
+            claims = self._claims_of(pod)
+            for claim, no_class in zip(claims, self._pods.entry(pod).no_class, strict=True):
                 if claim.key in self._allocated:
                     continue
                 tentative = self._tentative.get(claim.key)
@@ -407,6 +408,16 @@ class DeviceAllocator:
     # Deciding ---------------------------------------------------------------------------
 
     def _plan(self, pod: PodClaims, node: str, gang: str) -> _Plan:
+        # A yes is asked again at once (`later`, then its take): found without the entry.
+        last = self._last
+        if (
+            last is not None
+            and last[0] is pod
+            and last[3].version == self._version
+            and last[1] == node
+            and last[2] == gang
+        ):
+            return last[3]
         cache_key = (self._pods.entry(pod).index, node, gang)
         plan = self._plans.get(cache_key)
         if plan is not None and plan.version == self._version:
@@ -421,6 +432,7 @@ class DeviceAllocator:
             if len(self._plans) >= _PLANS_KEPT:
                 self._plans.clear()
             self._plans[cache_key] = plan
+            self._last = (pod, node, gang, plan)
         return plan
 
     def _counted(self, pod: PodClaims, node: str) -> _Plan | None:
@@ -515,10 +527,7 @@ class DeviceAllocator:
     def _claims_of(self, pod: PodClaims) -> list[Claim]:
         """The pod's claims; PodProblem for kube-scheduler's reasons a pod waits
         (PreEnqueue's), then for what muster refuses."""
-        return self._claims_in(self._pods.entry(pod))
-
-    def _claims_in(self, entry: PodEntry) -> list[Claim]:
-        """`_claims_of` the pod of this entry."""
+        entry = self._pods.entry(pod)
         for claim in entry.claims:
             # Refused, unless allocated already (which changes as gangs commit).
             if claim.refusal is not None and claim.key not in self._allocated:
