@@ -22,8 +22,8 @@ where an assignment exists: kubernetes#138765). `DeviceAllocator.fits(pod, node,
    (dra/candidates.py, `interchangeable`), and no device is promised by an eviction: the
    pod fits when that many of them are free, which is what the matching would find: the
    first free ones, counted, are the devices the matching gives, and `take` gives them
-   (no Search, no units); the steps the matching would have spent are counted all the same. A no, or
-   anything else, goes to the search for its words and the joint answer.
+   (no Search, no units); the steps the matching would have spent are counted all the
+   same. A no, or anything else, goes to the search for its words and the joint answer.
 3. **The joint answer**, only when the quick one is no and some of the gang's tentative
    claims hold devices in the pools the pod's requests draw from: those claims, and
    transitively the gang's claims holding devices in their pools, are searched again with
