@@ -81,6 +81,7 @@ COMPILED_MODULES = (
     "scheduler.dra.results",
     "scheduler.dra.allocation",
     "scheduler.dra.shortage",
+    "scheduler.dra.pods",
     "scheduler.dra.allocator",
 )
 

@@ -12,7 +12,8 @@ How the rest of muster uses it:
   ResourceClaims, the nodes' labels by name, the namespaces' labels by name (for admin
   access) and a `DeviceMemo` the cache keeps across sessions (selectors' answers per
   device are pure; the allocator drops the slices no longer listed; it also keeps the
-  decoded inventory and claims, `kept.py`, so a session decodes only what changed).
+  decoded inventory and claims and each request's candidates, `kept.py`, so a session
+  decodes and finds only what changed).
 - **For each pod**, `pod_claims(namespace, name, uid, spec.resourceClaims,
   status.resourceClaimStatuses)` says which claims it uses (or why it waits: a
   template's claim not made yet).

@@ -4,7 +4,7 @@ free devices a counted claim takes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduler.api import dra, wire
@@ -34,16 +34,15 @@ class Allocation:
         return [pick.device.id for pick in self.picks if not pick.choice.admin_access]
 
 
-def first_free(
-    holder: Callable[[DeviceId], str | None], claims: list[Claim], devices: list[Device], node: str
-) -> dict[str, Allocation]:
-    """The counted claims' devices: the first free candidates, request by request in
-    kube-scheduler's order (what the matching gives slots that share their candidates)."""
-    free = iter([device for device in devices if holder(device.id) is None])
+def first_free(claims: list[Claim], free: list[Device], node: str) -> dict[str, Allocation]:
+    """The counted claims' devices: `free`, the first free candidates as many as they ask,
+    request by request in kube-scheduler's order (what the matching gives slots that share
+    their candidates)."""
+    devices = iter(free)
     allocations: dict[str, Allocation] = {}
     for claim in claims:
         picks = tuple(
-            Pick(choice, next(free))
+            Pick(choice, next(devices))
             for request in claim.requests
             for choice in request.choices
             for _ in range(choice.count)

@@ -20,10 +20,10 @@ where an assignment exists: kubernetes#138765). `DeviceAllocator.fits(pod, node,
    first, when none of the pod's claims is allocated or taken yet, every request asks a
    count of interchangeable devices and all draw from one list of candidates
    (dra/candidates.py, `interchangeable`), and no device is promised by an eviction: the
-   pod fits when that many of them are free, which is what the matching would find, and
-   the devices (the first free ones, as the matching gives them) are picked only by
-   `take`; the steps the matching would have spent are counted all the same. A no, or
-   anything else, goes to the search for its words and the joint answer.
+   pod fits when that many of them are free, which is what the matching would find: the
+   first free ones, counted, are the devices the matching gives, and `take` gives them
+   (no Search, no units); the steps the matching would have spent are counted all the
+   same. A no, or anything else, goes to the search for its words and the joint answer.
 3. **The joint answer**, only when the quick one is no and some of the gang's tentative
    claims hold devices in the pools the pod's requests draw from: those claims, and
    transitively the gang's claims holding devices in their pools, are searched again with
@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from scheduler.api import dra
+from scheduler.api import dra, wire
 from scheduler.dra.allocation import Allocation, allocation_held, allows, first_free
 from scheduler.dra.candidates import Candidates
 from scheduler.dra.cel import SelectorMemo
@@ -65,6 +65,7 @@ from scheduler.dra.fit import (
 from scheduler.dra.holdings import Holdings
 from scheduler.dra.inventory import Device, DeviceId, Inventory
 from scheduler.dra.kept import DeviceMemo
+from scheduler.dra.pods import PodIndex
 from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
 from scheduler.dra.results import allocation_result
 from scheduler.dra.search import Exhausted, Job, Search, Unit
@@ -102,8 +103,8 @@ class _Plan:
     version: int
     fit: DeviceFit
     allocations: dict[str, Allocation] = field(default_factory=dict)
-    # A counted yes (the module docstring): its claims and their candidates on the node,
-    # whose first free devices `take` picks.
+    # A counted yes (the module docstring): its claims and the first free candidates on
+    # the node, as many as they ask, which `take` gives them.
     counted: tuple[list[Claim], list[Device]] | None = None
 
 
@@ -136,8 +137,14 @@ class DeviceAllocator:
             kept.inventory(list(slices), nodes) if kept is not None else Inventory(slices, nodes)
         )
         self.memo.keep_only(self.inventory.slice_keys)
-        self.classes = {item.metadata.name: item for item in classes}
-        self.candidates = Candidates(self.inventory, self.classes, self.memo)
+        listed = list(classes)
+        self.classes = {item.metadata.name: item for item in listed}
+        self.candidates = Candidates(
+            self.inventory,
+            self.classes,
+            self.memo,
+            kept.candidates(listed) if kept is not None else None,
+        )
         self.holdings = Holdings(self.inventory)
         self.step_limit = step_limit
         # Whether a counted answer may stand for the search's (False: every answer is the
@@ -152,8 +159,12 @@ class DeviceAllocator:
         self._users: dict[str, set[str]] = {}
         self._takes: list[_Take] = []
         self._released: dict[str, list[tuple[str, list[DeviceId]]]] = {}
-        self._plans: dict[tuple[PodClaims, str, str], _Plan] = {}
+        self._plans: dict[tuple[int, str, str], _Plan] = {}
+        self._last: tuple[PodClaims, str, str, _Plan] | None = None
+        self._pods = PodIndex(self.claims, self.classes)
         self._version = 0
+        # The node selector of each node an allocation is pinned to (dra/results.py).
+        self._pinned: dict[str, wire.NodeSelector] = {}
         # Claims allocated on the API server for a pod that was never bound (its leader died,
         # or its bind failed, between the claim's write and the binding), by the gang of that
         # pod: the gang reuses one as it is where its pod lands within reach, or allocates it
@@ -195,8 +206,8 @@ class DeviceAllocator:
         if not plan.fit.fits:
             raise ValueError(f"pod {pod.key} does not fit on {node}: {plan.fit}")
         if plan.counted is not None:
-            plan.allocations = first_free(self.holdings.holder, *plan.counted, node)
-            plan.counted = None
+            self._take_counted(pod, node, gang, *plan.counted)
+            return
         record = _Take(pod, gang, [], {}, [])
         # Every re-assigned claim lets go first: another may take over what it held.
         for key in plan.allocations:
@@ -223,6 +234,23 @@ class DeviceAllocator:
             tentative = self._tentative.get(key)
             if tentative is not None:
                 tentative.pods[pod.key] = node
+        self._takes.append(record)
+        self._changed()
+
+    def _take_counted(
+        self, pod: PodClaims, node: str, gang: str, claims: list[Claim], devices: list[Device]
+    ) -> None:
+        """`take` of a counted yes: each of the pod's claims, none allocated or taken, takes
+        its first free candidates; nothing is re-assigned."""
+        allocations = first_free(claims, devices, node)
+        record = _Take(pod, gang, list(allocations), {}, [])
+        for key, allocation in allocations.items():
+            self._tentative[key] = _Tentative(gang, allocation, {pod.key: node})
+            self.holdings.hold(key, allocation.held)
+            users = self._users.setdefault(key, set())
+            if pod.uid not in users:
+                users.add(pod.uid)
+                record.users_added.append(key)
         self._takes.append(record)
         self._changed()
 
@@ -288,6 +316,7 @@ class DeviceAllocator:
                 list(tentative.allocation.picks),
                 tentative.allocation.node or next(iter(tentative.pods.values()), None),
                 self.classes,
+                self._pinned,
             )
             for key, tentative in self._tentative.items()
             if tentative.gang == gang and (pods is None or any(p in pods for p in tentative.pods))
@@ -338,7 +367,8 @@ class DeviceAllocator:
         asked (kube-scheduler's PreEnqueue and PreFilter reasons, and what muster refuses),
         or None."""
         try:
-            for claim in self._claims_of(pod):
+            claims = self._claims_of(pod)
+            for claim, no_class in zip(claims, self._pods.entry(pod).no_class, strict=True):
                 if claim.key in self._allocated:
                     continue
                 tentative = self._tentative.get(claim.key)
@@ -347,13 +377,8 @@ class DeviceAllocator:
                         Verdict.POD,
                         f"resource claim {claim.key} is in the process of being allocated",
                     )
-                for choice in claim.choices:
-                    if choice.device_class not in self.classes:
-                        raise PodProblem(
-                            Verdict.POD,
-                            f"request {choice.name}: device class {choice.device_class} "
-                            "does not exist",
-                        )
+                if no_class is not None:
+                    raise PodProblem(Verdict.POD, no_class)
         except PodProblem as problem:
             return problem.fit
         return None
@@ -383,7 +408,17 @@ class DeviceAllocator:
     # Deciding ---------------------------------------------------------------------------
 
     def _plan(self, pod: PodClaims, node: str, gang: str) -> _Plan:
-        cache_key = (pod, node, gang)
+        # A yes is asked again at once (`later`, then its take): found without the entry.
+        last = self._last
+        if (
+            last is not None
+            and last[0] is pod
+            and last[3].version == self._version
+            and last[1] == node
+            and last[2] == gang
+        ):
+            return last[3]
+        cache_key = (self._pods.entry(pod).index, node, gang)
         plan = self._plans.get(cache_key)
         if plan is not None and plan.version == self._version:
             return plan
@@ -397,6 +432,7 @@ class DeviceAllocator:
             if len(self._plans) >= _PLANS_KEPT:
                 self._plans.clear()
             self._plans[cache_key] = plan
+            self._last = (pod, node, gang, plan)
         return plan
 
     def _counted(self, pod: PodClaims, node: str) -> _Plan | None:
@@ -425,16 +461,16 @@ class DeviceAllocator:
         if steps > min(self.step_limit, max(self.steps_left, 0)):
             return None
         holder = self.holdings.holder
-        free = 0
+        free: list[Device] = []
         for device in devices:
             if holder(device.id) is None:
-                free += 1
-                if free == need:
+                free.append(device)
+                if len(free) == need:
                     break
         else:
             return None
         self.steps_left -= steps
-        return _Plan(self._version, FITS, counted=(claims, devices))
+        return _Plan(self._version, FITS, counted=(claims, free))
 
     def _decide(self, pod: PodClaims, node: str, gang: str) -> _Plan:
         labels = self.inventory.labels(node)
@@ -491,24 +527,14 @@ class DeviceAllocator:
     def _claims_of(self, pod: PodClaims) -> list[Claim]:
         """The pod's claims; PodProblem for kube-scheduler's reasons a pod waits
         (PreEnqueue's), then for what muster refuses."""
-        if pod.waiting is not None:
-            raise PodProblem(Verdict.POD, pod.waiting)
-        claims: list[Claim] = []
-        for key in pod.claims:
-            claim = self.claims.get(key)
-            if claim is None:
-                raise PodProblem(Verdict.POD, f'could not find ResourceClaim "{key}"')
-            if claim.deleting:
-                raise PodProblem(Verdict.POD, f'resourceclaim "{claim.name}" is being deleted')
-            if key in pod.from_template and claim.owner_pod_uid != pod.uid:
-                raise PodProblem(
-                    Verdict.POD,
-                    f"ResourceClaim {key} was not created for Pod {pod.key} (Pod is not owner)",
-                )
-            if claim.refusal is not None and key not in self._allocated:
-                raise PodProblem(Verdict.REFUSED, f"claim {key}: {claim.refusal}")
-            claims.append(claim)
-        return claims
+        entry = self._pods.entry(pod)
+        for claim in entry.claims:
+            # Refused, unless allocated already (which changes as gangs commit).
+            if claim.refusal is not None and claim.key not in self._allocated:
+                raise PodProblem(Verdict.REFUSED, f"claim {claim.key}: {claim.refusal}")
+        if entry.waiting is not None:
+            raise PodProblem(entry.waiting.verdict, entry.waiting.reason)
+        return entry.claims
 
     def _competitors(self, units: list[Unit], gang: str, searched: set[str]) -> list[Job]:
         """The gang's tentative claims holding devices in the pools these units draw

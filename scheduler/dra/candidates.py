@@ -13,7 +13,9 @@ request must take but whose taint it does not tolerate is kept too, `blocked`, s
 request fails on the node as kube-scheduler's does.
 
 The candidates of a choice depend on its class, selectors, tolerations and nodes only,
-so they are kept for the session; selectors' answers per device come from the memo.
+so they are kept for the session, and across sessions in the store the cache's DeviceMemo
+gives while the inventory and the classes are the same objects (dra/kept.py); selectors'
+answers per device come from the memo.
 
 `interchangeable(claim, node)` serves the allocator's counting answer (dra/allocator.py):
 the candidates every request of the claim shares on the node when each request asks a
@@ -37,22 +39,26 @@ from scheduler.dra.search import Job, Unit
 # Stands for the claim's name in a selector's error, which several claims' candidates share.
 _CLAIM = "\x00claim\x00"
 
-_Found = tuple[list[Device], dict[int, str], list[str], set[int]]
+# A choice's candidates, the errors of those whose selectors failed (by order), the devices'
+# needs muster does not honour, and the devices an All request cannot take (by order).
+Found = tuple[list[Device], dict[int, str], list[str], set[int]]
 
 
 class Candidates:
-    """The candidates of every request, found once per session."""
+    """The candidates of every request, found once per session (or kept in `found`, a store
+    the caller keeps while the inventory and the classes stay the same)."""
 
     def __init__(
         self,
         inventory: Inventory,
         classes: Mapping[str, dra.DeviceClass],
         memo: SelectorMemo,
+        found: dict[tuple[object, ...], Found] | None = None,
     ) -> None:
         self.inventory = inventory
         self.classes = classes
         self.memo = memo
-        self._found: dict[tuple[object, ...], _Found] = {}
+        self._found: dict[tuple[object, ...], Found] = found if found is not None else {}
         # Per claim (by identity: the allocator keeps its claims for the session), the key
         # of the candidates all its requests share, without the nodes; None: not counted.
         self._shapes: dict[int, tuple[object, ...] | None] = {}
@@ -104,7 +110,7 @@ class Candidates:
         self._counted[key] = counted
         return counted
 
-    def _for_choice(self, job: Job, choice: Choice) -> _Found:
+    def _for_choice(self, job: Job, choice: Choice) -> Found:
         device_class = self.classes.get(choice.device_class)
         if device_class is None:
             raise PodProblem(
@@ -120,7 +126,7 @@ class Candidates:
             found = self._found[key] = self._search(job, choice, device_class)
         return found
 
-    def _search(self, job: Job, choice: Choice, device_class: dra.DeviceClass) -> _Found:
+    def _search(self, job: Job, choice: Choice, device_class: dra.DeviceClass) -> Found:
         class_selectors = [s.cel.expression for s in device_class.spec.selectors if s.cel]
         devices: list[Device] = []
         errors: dict[int, str] = {}

@@ -177,6 +177,12 @@ class Inventory:
         return seen
 
     @property
+    def reach_by_labels(self) -> bool:
+        """Whether some device a pod may use is reached through nodes' labels (not only
+        from the node it is local to)."""
+        return bool(self._shared)
+
+    @property
     def slice_keys(self) -> list[SliceKey]:
         """Every slice of the newest generations (what a selector memo keeps)."""
         return [slice_key(item) for pool in self.pools for item in pool.slices]

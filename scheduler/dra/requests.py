@@ -94,16 +94,10 @@ class Claim:
     # The pod a template made this claim for (its controller ownerReference), if any.
     owner_pod_uid: str
     refusal: str | None
-
-    @property
-    def key(self) -> str:
-        """namespace/name."""
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def choices(self) -> tuple[Choice, ...]:
-        """Every choice of every request, in spec order."""
-        return tuple(choice for request in self.requests for choice in request.choices)
+    # namespace/name, and every choice of every request in spec order: asked for every pod
+    # on every node, so found once.
+    key: str
+    choices: tuple[Choice, ...]
 
 
 def claim_from_wire(
@@ -147,6 +141,8 @@ def claim_from_wire(
         deleting=meta.deletion_timestamp is not None,
         owner_pod_uid=owner,
         refusal="; ".join(refusals) or None,
+        key=f"{meta.namespace}/{meta.name}",
+        choices=tuple(choice for request in requests for choice in request.choices),
     )
 
 

@@ -27,9 +27,12 @@ def allocation_result(
     picks: list[Pick],
     node: str | None,
     classes: Mapping[str, dra.DeviceClass],
+    pinned: dict[str, wire.NodeSelector] | None = None,
 ) -> dra.AllocationResult:
     """The claim's status.allocation for these devices; `node` is the node of its pod
-    (read only when a device pins the allocation to it)."""
+    (read only when a device pins the allocation to it). `pinned` keeps the selector of
+    each node an allocation was pinned to, shared by the results of one session (none
+    changes them)."""
     order = {choice.name: index for index, choice in enumerate(claim.choices)}
     ordered = sorted(picks, key=lambda pick: (order[pick.choice.name], pick.device.order))
     results = [
@@ -47,7 +50,7 @@ def allocation_result(
         devices=dra.DeviceAllocationResult(
             results=results, config=_configuration(claim, ordered, classes)
         ),
-        node_selector=node_selector(ordered, node),
+        node_selector=node_selector(ordered, node, pinned),
     )
 
 
@@ -91,13 +94,22 @@ def _configuration(
     return config
 
 
-def node_selector(picks: list[Pick], node: str | None) -> wire.NodeSelector | None:
-    """Where the devices can be used, as the allocation says it."""
+def node_selector(
+    picks: list[Pick], node: str | None, pinned: dict[str, wire.NodeSelector] | None = None
+) -> wire.NodeSelector | None:
+    """Where the devices can be used, as the allocation says it (`pinned`: as
+    `allocation_result`)."""
     if any(pick.device.node_bound for pick in picks):
-        requirement = wire.NodeSelectorRequirement(
-            key=NODE_NAME_FIELD, operator="In", values=[node or ""]
-        )
-        return wire.NodeSelector([wire.NodeSelectorTerm(match_fields=[requirement])])
+        name = node or ""
+        selector = pinned.get(name) if pinned is not None else None
+        if selector is None:
+            requirement = wire.NodeSelectorRequirement(
+                key=NODE_NAME_FIELD, operator="In", values=[name]
+            )
+            selector = wire.NodeSelector([wire.NodeSelectorTerm(match_fields=[requirement])])
+            if pinned is not None:
+                pinned[name] = selector
+        return selector
     merged = wire.NodeSelectorTerm()
     for pick in picks:
         selector = pick.device.node_selector

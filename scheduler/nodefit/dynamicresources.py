@@ -49,6 +49,7 @@ from scheduler.dra import (
     CANNOT_ALLOCATE,
     DeviceAllocator,
     DeviceFit,
+    DeviceMemo,
     SelectorMemo,
     Verdict,
 )
@@ -136,7 +137,12 @@ class DynamicResources:
                 found.append(f"claim {key}")
             else:
                 # Alike claims of one namespace (its admin-access label) answer alike.
-                spec = msgspec.json.encode(claim.spec).decode()
+                memo = self.view.memo
+                spec = (
+                    memo.spec_text(claim)
+                    if isinstance(memo, DeviceMemo)
+                    else msgspec.json.encode(claim.spec).decode()
+                )
                 found.append(f"spec {claim.metadata.namespace} {spec}")
         return tuple(found)
 

@@ -1,17 +1,19 @@
 """The allocator's counted answers agree with its search: over randomized clusters, claims
 and placements, an allocator that counts and one whose every answer is the search's give
 the same answer for every pod on every node, pick the same devices, spend the same steps,
-and commit the same AllocationResults."""
+and commit the same AllocationResults; and an allocator whose inputs a DeviceMemo kept from
+earlier sessions answers as one that found them afresh."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
+import msgspec
 import pytest
 
 from scheduler.api import dra
-from scheduler.dra import DeviceAllocator, PodClaims
+from scheduler.dra import DeviceAllocator, DeviceMemo, PodClaims
 from tests.unit.dra.devices import (
     DRIVER,
     allocator,
@@ -166,3 +168,60 @@ def test_a_gpu_gang_on_nodes_of_gpus_is_counted_as_the_search_places_it() -> Non
         searching.take(member, node, "g")
     assert counting.commit("g") == searching.commit("g")
     assert counting.steps_left == searching.steps_left
+
+
+def _sessions_agree(
+    slices: list[dra.ResourceSlice],
+    claims: list[dra.ResourceClaim],
+    classes: list[dra.DeviceClass],
+    memo: DeviceMemo,
+    pods: list[PodClaims],
+) -> None:
+    """A session through the memo and one without answer alike, take after take."""
+    kept = allocator(slices, claims, classes=classes, memo=memo)
+    fresh = allocator(slices, claims, classes=classes)
+    for member in pods:
+        answers = {node: kept.fits(member, node, "g") for node in NODES}
+        assert answers == {node: fresh.fits(member, node, "g") for node in NODES}, member
+        node = next((n for n in NODES if answers[n].fits), None)
+        if node is not None:
+            kept.take(member, node, "g")
+            fresh.take(member, node, "g")
+    assert _state(kept) == _state(fresh)
+    assert kept.commit("g") == fresh.commit("g")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_candidates_kept_across_sessions_are_those_found_afresh(seed: int) -> None:
+    rng = random.Random(seed)
+    count = rng.randint(3, 12)
+    slices = _slices(rng)
+    claims = _claims(rng, count)
+    pods = _pods(rng, count)
+    classes = [device_class("gpu"), device_class("h100s", f'{MODEL} == "h100"')]
+    memo = DeviceMemo()
+    for _ in range(2):
+        _sessions_agree(slices, claims, classes, memo, pods)
+    # A class changed: what its old selectors found is not kept.
+    changed = [classes[0], device_class("h100s", f'{MODEL} == "a100"')]
+    _sessions_agree(slices, claims, changed, memo, pods)
+    # The slices changed (a new version of each): nor is what the old inventory held.
+    newer = [
+        msgspec.structs.replace(
+            item, metadata=msgspec.structs.replace(item.metadata, resource_version="2")
+        )
+        for item in _slices(rng)
+    ]
+    _sessions_agree(newer, claims, changed, memo, pods)
+
+
+def test_a_claims_spec_text_is_kept_while_its_object_is_the_same() -> None:
+    memo = DeviceMemo()
+    first = _claims(random.Random(1), 1)[0]
+    assert memo.spec_text(first) == msgspec.json.encode(first.spec).decode()
+    assert memo.spec_text(first) is memo.spec_text(first)
+    changed = claim("c0", exactly("h100s", count=2))
+    assert memo.spec_text(changed) == msgspec.json.encode(changed.spec).decode()
+    # Claims no longer listed are forgotten with their decoding.
+    memo.claims([], None)
+    assert memo.spec_text(first) == msgspec.json.encode(first.spec).decode()
