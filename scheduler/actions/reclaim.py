@@ -9,6 +9,7 @@ from scheduler.actions.eviction import (
     ReclaimArguments,
     Unit,
     evict_for,
+    may_preempt,
     starving_gangs,
 )
 from scheduler.api.job import JobInfo
@@ -57,8 +58,10 @@ def reclaim_all(session: Session, state: CycleState, args: EvictionArguments) ->
 
 
 def reclaimers(session: Session) -> list[JobInfo]:
-    """Starving gangs, their queues in share order, then job order."""
-    found = starving_gangs(session)
+    """Starving gangs that may evict others (preemptionPolicy Never forbids reclaim as it
+    forbids preempt, as Volcano's reclaim skips such tasks), their queues in share order,
+    then job order."""
+    found = [job for job in starving_gangs(session) if may_preempt(session.snapshot, job)]
 
     def order(a: JobInfo, b: JobInfo) -> int:
         if a.queue != b.queue:

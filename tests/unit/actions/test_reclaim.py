@@ -82,3 +82,19 @@ def test_after_reclaim_the_victim_queue_does_not_reclaim_back() -> None:
         [node("n0", cpu=4), node("n1", cpu=4)], [*a_jobs, *b_jobs, *again], [queue("a"), queue("b")]
     )
     assert schedule(snap, config()).evictions == []
+
+
+def test_a_gang_whose_pods_or_podgroup_say_preemption_policy_never_reclaims_nothing() -> None:
+    polite = greedy_cluster()
+    for job in polite.jobs.values():
+        if job.queue == "b":
+            for member in job.tasks.values():
+                member.preemption_policy = "Never"
+    assert schedule(polite, config()).evictions == []
+
+    # a native PodGroup's own preemptionPolicy: Never (v1beta1) says the same for its gang
+    native = greedy_cluster()
+    for job in native.jobs.values():
+        if job.queue == "b":
+            job.preemption_policy = "Never"
+    assert schedule(native, config()).evictions == []
