@@ -183,7 +183,11 @@ class SchedulerProcess:
         generation, status_generation = self.world.generation, self.world.status_generation
         began = time.monotonic()
         try:
-            self.cycle(pending_pods=self._first_session_bound())
+            self.cycle(
+                pending_pods=self.gate.pending_pods_bound(
+                    self.options.first_session_pods, may_leave_gangs=settles(self.config.config)
+                )
+            )
         except Exception as error:
             # A bug must not stop the process: the next period tries again. A cycle that
             # fails every period turns /healthz red (scheduler/health.py), and is logged
@@ -205,14 +209,6 @@ class SchedulerProcess:
         self._last_cycle_error = ""
         self.metrics.cycles.labels("session").inc()
         self.health.cycle_finished()
-
-    def _first_session_bound(self) -> int:
-        """The pending pods the next session is offered at most (0: no bound): the first of
-        a term is bounded (cache/bounded.py), when its config lets sessions leave gangs out
-        (framework/settled.py: one that evicts is whole, the first too)."""
-        if not self.gate.first_of_term or not settles(self.config.config):
-            return 0
-        return self.options.first_session_pods
 
     def cycle(self, pending_pods: int = 0) -> SessionResult:
         """One session: snapshot, schedule, apply (then observe it on the metrics); with

@@ -56,6 +56,12 @@ class SessionGate:
         process): the one a takeover waits for, which is bounded."""
         return self._generation is None
 
+    def pending_pods_bound(self, limit: int, *, may_leave_gangs: bool) -> int:
+        """The pending pods the next session is offered at most (0: no bound): the first of a
+        term is bounded to `limit` (cache/bounded.py) when the config lets a session leave
+        gangs out (framework/settled.py: one that evicts is whole, the first too)."""
+        return limit if self.first_of_term and may_leave_gangs else 0
+
     def needs_session(
         self, *, generation: int, status_generation: int, reloaded: bool, now: float
     ) -> bool:

@@ -20,14 +20,10 @@ from tests.e2e.harness import environ_kubeconfig
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from chaos.campaign import Options, TrialResult, run_trial
-from chaos.faults import LEADER_FAULTS as ALL_LEADER_FAULTS
-from chaos.faults import SIM_FAULTS
+from chaos.faults import LEADER_FAULTS, SIM_FAULTS
 from chaos.fuzz import run_fuzz
 
 SEED = 16
-# Every leader fault: killed, killed mid-commit of a gang, stopped with SIGTERM, paused past
-# the lease (a gang the kill cuts is completed or undone by the next leader: partly bound).
-LEADER_FAULTS = ALL_LEADER_FAULTS
 
 pytestmark = pytest.mark.skipif(
     environ_kubeconfig() is not None, reason="the campaign drives muster sim's faults and audit"
@@ -40,6 +36,9 @@ def trial(tmp_path_factory: pytest.TempPathFactory) -> TrialResult:
         seed=SEED,
         seconds=40.0,
         work_dir=tmp_path_factory.mktemp("chaos"),
+        # Every leader fault: killed, killed mid-commit of a gang, stopped with SIGTERM,
+        # paused past the lease (a gang the kill cuts is completed or undone by the next
+        # leader: partly bound).
         leader_faults=LEADER_FAULTS,
     )
     return run_trial(options, log=lambda line: None)

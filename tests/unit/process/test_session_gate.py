@@ -101,10 +101,15 @@ def test_status_only_sessions_take_at_most_their_share_of_the_loop(
 def test_only_the_first_session_of_a_term_is_bounded() -> None:
     gate = SessionGate()
     assert gate.first_of_term  # the process's first
+    assert gate.pending_pods_bound(10_000, may_leave_gangs=True) == 10_000
+    # a config whose sessions must be whole (one that evicts) is never bounded
+    assert gate.pending_pods_bound(10_000, may_leave_gangs=False) == 0
     gate.session_ran(generation=7, status_generation=3, now=LAST_SESSION, seconds=0.0)
     assert not gate.first_of_term
+    assert gate.pending_pods_bound(10_000, may_leave_gangs=True) == 0
     gate.forget()  # a standby's period: the next is a new leader's first
     assert gate.first_of_term
+    assert gate.pending_pods_bound(10_000, may_leave_gangs=True) == 10_000
 
 
 def test_a_session_that_left_gangs_to_the_next_makes_the_next_due_at_once() -> None:
