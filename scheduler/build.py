@@ -82,6 +82,7 @@ COMPILED_MODULES = (
     "scheduler.dra.allocation",
     "scheduler.dra.shortage",
     "scheduler.dra.pods",
+    "scheduler.dra.records",
     "scheduler.dra.allocator",
 )
 

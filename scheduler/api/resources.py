@@ -125,9 +125,12 @@ class Resource:
         """Add other into self; returns self."""
         self.cpu += other.cpu
         self.memory += other.memory
-        if other.scalars:
-            scalars = self._own_scalars()
-            for key, value in other.scalars.items():
+        added = other.scalars
+        if added:
+            scalars = self.scalars
+            if not isinstance(scalars, dict):
+                scalars = self._own_scalars()
+            for key, value in added.items():
                 scalars[key] = scalars.get(key, 0) + value
         return self
 
@@ -135,9 +138,12 @@ class Resource:
         """Subtract other from self; returns self. Callers check fits first."""
         self.cpu -= other.cpu
         self.memory -= other.memory
-        if other.scalars:
-            scalars = self._own_scalars()
-            for key, value in other.scalars.items():
+        taken = other.scalars
+        if taken:
+            scalars = self.scalars
+            if not isinstance(scalars, dict):
+                scalars = self._own_scalars()
+            for key, value in taken.items():
                 scalars[key] = scalars.get(key, 0) - value
         return self
 

@@ -37,18 +37,18 @@ class Allocation:
 def first_free(claims: list[Claim], free: list[Device], node: str) -> dict[str, Allocation]:
     """The counted claims' devices: `free`, the first free candidates as many as they ask,
     request by request in kube-scheduler's order (what the matching gives slots that share
-    their candidates)."""
-    devices = iter(free)
+    their candidates). Each request of a counted claim has one choice, so the claim's
+    choices are its requests'."""
     allocations: dict[str, Allocation] = {}
+    at = 0
     for claim in claims:
-        picks = tuple(
-            Pick(choice, next(devices))
-            for request in claim.requests
-            for choice in request.choices
-            for _ in range(choice.count)
-        )
+        picks: list[Pick] = []
+        for choice in claim.choices:
+            for _ in range(choice.count):
+                picks.append(Pick(choice, free[at]))
+                at += 1
         bound = any(pick.device.node_bound for pick in picks)
-        allocations[claim.key] = Allocation(picks, node if bound else None)
+        allocations[claim.key] = Allocation(tuple(picks), node if bound else None)
     return allocations
 
 

@@ -17,13 +17,12 @@ where an assignment exists: kubernetes#138765). `DeviceAllocator.fits(pod, node,
    them, requests as the claim does, devices first fit in dra/inventory.py's order, so a
    pod alone gets the devices kube-scheduler would give it. One claim with one request of
    identical devices is a walk over the free ones (dra/search.py, matching). **Counted**
-   first, when none of the pod's claims is allocated or taken yet, every request asks a
-   count of interchangeable devices and all draw from one list of candidates
-   (dra/candidates.py, `interchangeable`), and no device is promised by an eviction: the
-   pod fits when that many of them are free, which is what the matching would find: the
-   first free ones, counted, are the devices the matching gives, and `take` gives them
-   (no Search, no units); the steps the matching would have spent are counted all the
-   same. A no, or anything else, goes to the search for its words and the joint answer.
+   first, for a pod with a lane (dra/pods.py: every request asks a count of one shape's
+   interchangeable candidates) whose claims none allocated or took yet, while no device is
+   promised by an eviction: it fits when that many candidates on the node are free, the
+   first of which are what the matching gives and what `take` gives (no Search, no
+   units); the matching's steps are counted all the same. A no, or anything else, goes
+   to the search for its words and the joint answer.
 3. **The joint answer**, only when the quick one is no and some of the gang's tentative
    claims hold devices in the pools the pod's requests draw from: those claims, and
    transitively the gang's claims holding devices in their pools, are searched again with
@@ -48,25 +47,18 @@ on the node and how many of those are free, and the devices muster does not allo
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from scheduler.api import dra, wire
 from scheduler.dra.allocation import Allocation, allocation_held, allows, first_free
 from scheduler.dra.candidates import Candidates
 from scheduler.dra.cel import SelectorMemo
-from scheduler.dra.fit import (
-    FITS,
-    FITS_LATER,
-    NOT_AVAILABLE,
-    DeviceFit,
-    PodProblem,
-    Verdict,
-)
+from scheduler.dra.fit import FITS, FITS_LATER, NOT_AVAILABLE, DeviceFit, PodProblem, Verdict
 from scheduler.dra.holdings import Holdings
 from scheduler.dra.inventory import Device, DeviceId, Inventory
 from scheduler.dra.kept import DeviceMemo
-from scheduler.dra.pods import PodIndex
-from scheduler.dra.requests import Claim, PodClaims, claim_from_wire
+from scheduler.dra.pods import PodEntry, PodIndex
+from scheduler.dra.records import NOTHING, Plan, Take, Tentative
+from scheduler.dra.requests import Claim, PodClaims, claim_from_wire, claim_set
 from scheduler.dra.results import allocation_result
 from scheduler.dra.search import Exhausted, Job, Search, Unit
 from scheduler.dra.shortage import SearchFailure, failure_fit
@@ -75,37 +67,8 @@ DEFAULT_STEP_LIMIT = 20_000
 DEFAULT_SESSION_STEPS = 1_000_000
 # The answers kept between two changes of the state (see _plan).
 _PLANS_KEPT = 4096
-
-
-@dataclass(slots=True)
-class _Tentative:
-    gang: str
-    allocation: Allocation
-    # The taken pods that use the claim, and their nodes.
-    pods: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Take:
-    pod: PodClaims
-    gang: str
-    # The claims this take allocated, the previous devices of those it re-assigned, and
-    # the claims it added the pod to the users of.
-    allocated: list[str]
-    previous: dict[str, Allocation]
-    users_added: list[str]
-    # Stale allocations (see `DeviceAllocator.stale`) this take allocated again.
-    replaced: dict[str, dra.AllocationResult] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Plan:
-    version: int
-    fit: DeviceFit
-    allocations: dict[str, Allocation] = field(default_factory=dict)
-    # A counted yes (the module docstring): its claims and the first free candidates on
-    # the node, as many as they ask, which `take` gives them.
-    counted: tuple[list[Claim], list[Device]] | None = None
+# A node whose candidates a lane has not asked for yet.
+_UNKNOWN: list[Device] = []
 
 
 class DeviceAllocator:
@@ -139,11 +102,13 @@ class DeviceAllocator:
         self.memo.keep_only(self.inventory.slice_keys)
         listed = list(classes)
         self.classes = {item.metadata.name: item for item in listed}
+        store = kept.candidates(listed) if kept is not None else None
         self.candidates = Candidates(
             self.inventory,
             self.classes,
             self.memo,
-            kept.candidates(listed) if kept is not None else None,
+            store.found if store is not None else None,
+            store.counted if store is not None else None,
         )
         self.holdings = Holdings(self.inventory)
         self.step_limit = step_limit
@@ -151,17 +116,15 @@ class DeviceAllocator:
         # search's, for tests that compare the two).
         self.counting = counting
         self.steps_left = session_steps
-        self.claims: dict[str, Claim] = {}
         # Claims allocated for the rest of the session: on the API server, or committed.
         self._allocated: dict[str, dra.AllocationResult] = {}
-        self._tentative: dict[str, _Tentative] = {}
+        self._tentative: dict[str, Tentative] = {}
         # Who uses each claim: its reservedFor, and the pods taken since.
         self._users: dict[str, set[str]] = {}
-        self._takes: list[_Take] = []
+        self._takes: list[Take] = []
         self._released: dict[str, list[tuple[str, list[DeviceId]]]] = {}
-        self._plans: dict[tuple[int, str, str], _Plan] = {}
-        self._last: tuple[PodClaims, str, str, _Plan] | None = None
-        self._pods = PodIndex(self.claims, self.classes)
+        self._plans: dict[tuple[int, str, str], Plan] = {}
+        self._last: tuple[PodClaims, str, str, Plan] | None = None
         self._version = 0
         # The node selector of each node an allocation is pinned to (dra/results.py).
         self._pinned: dict[str, wire.NodeSelector] = {}
@@ -177,20 +140,26 @@ class DeviceAllocator:
         decoded = (
             kept.claims(list(claims), namespaces)
             if kept is not None
-            else [
-                claim_from_wire(
-                    obj,
-                    None if namespaces is None else namespaces.get(obj.metadata.namespace, {}),
-                )
-                for obj in claims
-            ]
+            else claim_set(
+                [
+                    claim_from_wire(
+                        obj,
+                        None if namespaces is None else namespaces.get(obj.metadata.namespace, {}),
+                    )
+                    for obj in claims
+                ]
+            )
         )
-        for claim in decoded:
-            self.claims[claim.key] = claim
+        self.claims = decoded.by_key
+        self._pods = PodIndex(
+            self.claims, self.classes, self.candidates, store.pods if store is not None else None
+        )
+        for claim in decoded.reserved:
             self._users[claim.key] = set(claim.reserved_for)
-            if claim.allocation is not None:
-                self._allocated[claim.key] = claim.allocation
-                self.holdings.hold(claim.key, allocation_held(claim.allocation))
+        for claim in decoded.allocated:
+            assert claim.allocation is not None
+            self._allocated[claim.key] = claim.allocation
+            self.holdings.hold(claim.key, allocation_held(claim.allocation))
 
     # Placement ---------------------------------------------------------------------------
 
@@ -202,27 +171,38 @@ class DeviceAllocator:
 
     def take(self, pod: PodClaims, node: str, gang: str) -> None:
         """Allocate the pod's claims on the node, tentatively (`fits` must have said yes)."""
+        if not self.take_if_fits(pod, node, gang):
+            raise ValueError(f"pod {pod.key} does not fit on {node}: {self.fits(pod, node, gang)}")
+
+    def take_if_fits(self, pod: PodClaims, node: str, gang: str) -> bool:
+        """`take`, when `fits` says yes; whether it did."""
         plan = self._plan(pod, node, gang)
         if not plan.fit.fits:
-            raise ValueError(f"pod {pod.key} does not fit on {node}: {plan.fit}")
+            return False
         if plan.counted is not None:
             self._take_counted(pod, node, gang, *plan.counted)
-            return
-        record = _Take(pod, gang, [], {}, [])
+        else:
+            self._take_searched(pod, node, gang, plan)
+        return True
+
+    def _take_searched(self, pod: PodClaims, node: str, gang: str, plan: Plan) -> None:
+        previous: dict[str, Allocation] = {}
+        replaced: dict[str, dra.AllocationResult] = {}
+        record = Take(pod, gang, [], previous, [], replaced)
         # Every re-assigned claim lets go first: another may take over what it held.
         for key in plan.allocations:
             tentative = self._tentative.get(key)
             if tentative is not None:
-                record.previous[key] = tentative.allocation
+                previous[key] = tentative.allocation
                 self.holdings.let_go(key)
             elif key in self._allocated:
-                record.replaced[key] = self._allocated.pop(key)
+                replaced[key] = self._allocated.pop(key)
                 self.holdings.let_go(key)
         for key, allocation in plan.allocations.items():
             tentative = self._tentative.get(key)
             if tentative is None:
                 record.allocated.append(key)
-                self._tentative[key] = _Tentative(gang, allocation)
+                self._tentative[key] = Tentative(gang, allocation)
             else:
                 tentative.allocation = allocation
             self.holdings.hold(key, allocation.held)
@@ -243,14 +223,20 @@ class DeviceAllocator:
         """`take` of a counted yes: each of the pod's claims, none allocated or taken, takes
         its first free candidates; nothing is re-assigned."""
         allocations = first_free(claims, devices, node)
-        record = _Take(pod, gang, list(allocations), {}, [])
+        record = Take(pod, gang, list(allocations), NOTHING, [], NOTHING)
+        users = self._users
+        uid = pod.uid
         for key, allocation in allocations.items():
-            self._tentative[key] = _Tentative(gang, allocation, {pod.key: node})
-            self.holdings.hold(key, allocation.held)
-            users = self._users.setdefault(key, set())
-            if pod.uid not in users:
-                users.add(pod.uid)
-                record.users_added.append(key)
+            self._tentative[key] = Tentative(gang, allocation, {pod.key: node})
+            self.holdings.hold_free(key, [pick.device.id for pick in allocation.picks])
+            taken = users.get(key)
+            if taken is None:
+                users[key] = {uid}
+            elif uid in taken:
+                continue
+            else:
+                taken.add(uid)
+            record.users_added.append(key)
         self._takes.append(record)
         self._changed()
 
@@ -366,9 +352,21 @@ class DeviceAllocator:
         """Why the pod's claims cannot be allocated on any node now, before any node is
         asked (kube-scheduler's PreEnqueue and PreFilter reasons, and what muster refuses),
         or None."""
+        entry = self._pods.entry(pod)
+        lane = entry.lane
+        if lane is not None:
+            # No claim of it waits or is refused; only another gang's allocating one tells.
+            for key in lane.keys:
+                tentative = self._tentative.get(key)
+                if tentative is not None and tentative.gang != gang:
+                    return DeviceFit(
+                        Verdict.POD,
+                        f"resource claim {key} is in the process of being allocated",
+                    )
+            return None
         try:
             claims = self._claims_of(pod)
-            for claim, no_class in zip(claims, self._pods.entry(pod).no_class, strict=True):
+            for claim, no_class in zip(claims, entry.no_class, strict=True):
                 if claim.key in self._allocated:
                     continue
                 tentative = self._tentative.get(claim.key)
@@ -382,6 +380,11 @@ class DeviceAllocator:
         except PodProblem as problem:
             return problem.fit
         return None
+
+    def may_refuse(self, pod: PodClaims) -> bool:
+        """Whether any of the pod's claims has a field muster refuses (`pod_problem` says
+        so while it is not allocated)."""
+        return self._pods.entry(pod).refusals
 
     def could_fit(self, pod: PodClaims, node: str) -> bool:
         """Whether the node has devices enough for the pod's claims were every device of it
@@ -407,7 +410,7 @@ class DeviceAllocator:
 
     # Deciding ---------------------------------------------------------------------------
 
-    def _plan(self, pod: PodClaims, node: str, gang: str) -> _Plan:
+    def _plan(self, pod: PodClaims, node: str, gang: str) -> Plan:
         # A yes is asked again at once (`later`, then its take): found without the entry.
         last = self._last
         if (
@@ -418,14 +421,15 @@ class DeviceAllocator:
             and last[2] == gang
         ):
             return last[3]
-        cache_key = (self._pods.entry(pod).index, node, gang)
+        entry = self._pods.entry(pod)
+        cache_key = (entry.index, node, gang)
         plan = self._plans.get(cache_key)
         if plan is not None and plan.version == self._version:
             return plan
         try:
-            plan = self._counted(pod, node) or self._decide(pod, node, gang)
+            plan = self._counted(entry, node) or self._decide(pod, node, gang)
         except PodProblem as problem:
-            plan = _Plan(self._version, problem.fit)
+            plan = Plan(self._version, problem.fit)
         # Only a yes is kept, for the take that follows it: a placement asks every node
         # once per pod, and keeping every no would keep pods times nodes answers.
         if plan.fit.fits:
@@ -435,31 +439,24 @@ class DeviceAllocator:
             self._last = (pod, node, gang, plan)
         return plan
 
-    def _counted(self, pod: PodClaims, node: str) -> _Plan | None:
+    def _counted(self, entry: PodEntry, node: str) -> Plan | None:
         """The counted yes (the module docstring), or None for the search to decide."""
-        if not self.counting or self._future:
+        lane = entry.lane
+        if lane is None or not self.counting or self._future:
             return None
-        claims = self._claims_of(pod)
-        devices: list[Device] | None = None
-        need = 0
-        for claim in claims:
-            key = claim.key
-            if key in self._allocated or key in self._tentative:
+        allocated, tentative = self._allocated, self._tentative
+        for key in lane.keys:
+            if key in allocated or key in tentative:
                 return None
+        devices = lane.nodes.get(node, _UNKNOWN)
+        if devices is _UNKNOWN:
             try:
-                found = self.candidates.interchangeable(claim, node)
+                devices = self.candidates.on_node(lane.nodes, entry.claims[0], node)
             except PodProblem:
                 return None
-            if found is None or (devices is not None and found is not devices):
-                return None
-            devices = found
-            need += sum(request.choices[0].count for request in claim.requests)
-        if devices is None or len({claim.key for claim in claims}) != len(claims):
+        if devices is None or lane.steps > min(self.step_limit, max(self.steps_left, 0)):
             return None
-        # The matching's steps: its k-th slot walks past the k devices the earlier took.
-        steps = need * (need + 1) // 2
-        if steps > min(self.step_limit, max(self.steps_left, 0)):
-            return None
+        need = lane.need
         holder = self.holdings.holder
         free: list[Device] = []
         for device in devices:
@@ -469,10 +466,10 @@ class DeviceAllocator:
                     break
         else:
             return None
-        self.steps_left -= steps
-        return _Plan(self._version, FITS, counted=(claims, free))
+        self.steps_left -= lane.steps
+        return Plan(self._version, FITS, counted=(entry.claims, free))
 
-    def _decide(self, pod: PodClaims, node: str, gang: str) -> _Plan:
+    def _decide(self, pod: PodClaims, node: str, gang: str) -> Plan:
         labels = self.inventory.labels(node)
         jobs: list[Job] = []
         moving: set[str] = set()
@@ -501,7 +498,7 @@ class DeviceAllocator:
                 jobs.append(Job(claim, tuple(sorted({*tentative.pods.values(), node}))))
                 moving.add(key)
         if not jobs:
-            return _Plan(self._version, FITS)
+            return Plan(self._version, FITS)
         units = [unit for job in jobs for unit in self.candidates.units(job)]
         outcome = self._search(units, moving, joint=False)
         if isinstance(outcome, SearchFailure):
@@ -511,7 +508,7 @@ class DeviceAllocator:
                 released = moving | {job.claim.key for job in competitors}
                 outcome = self._search(joint, released, joint=True)
         if isinstance(outcome, SearchFailure):
-            return _Plan(
+            return Plan(
                 self._version,
                 failure_fit(outcome, units, node, self.holdings, self.inventory, self.steps_left),
             )
@@ -519,10 +516,10 @@ class DeviceAllocator:
         later = bool(future) and any(
             pick.device.id in future for found in outcome.values() for pick in found.picks
         )
-        return _Plan(self._version, FITS_LATER if later else FITS, outcome)
+        return Plan(self._version, FITS_LATER if later else FITS, outcome)
 
-    def _not_here(self, detail: str) -> _Plan:
-        return _Plan(self._version, DeviceFit(Verdict.NODE, NOT_AVAILABLE, detail))
+    def _not_here(self, detail: str) -> Plan:
+        return Plan(self._version, DeviceFit(Verdict.NODE, NOT_AVAILABLE, detail))
 
     def _claims_of(self, pod: PodClaims) -> list[Claim]:
         """The pod's claims; PodProblem for kube-scheduler's reasons a pod waits

@@ -45,8 +45,8 @@ Found = tuple[list[Device], dict[int, str], list[str], set[int]]
 
 
 class Candidates:
-    """The candidates of every request, found once per session (or kept in `found`, a store
-    the caller keeps while the inventory and the classes stay the same)."""
+    """The candidates of every request, found once per session (or kept in `found` and
+    `counted`, stores the caller keeps while the inventory and the classes stay the same)."""
 
     def __init__(
         self,
@@ -54,6 +54,7 @@ class Candidates:
         classes: Mapping[str, dra.DeviceClass],
         memo: SelectorMemo,
         found: dict[tuple[object, ...], Found] | None = None,
+        counted: dict[tuple[object, ...], dict[str, list[Device] | None]] | None = None,
     ) -> None:
         self.inventory = inventory
         self.classes = classes
@@ -62,7 +63,8 @@ class Candidates:
         # Per claim (by identity: the allocator keeps its claims for the session), the key
         # of the candidates all its requests share, without the nodes; None: not counted.
         self._shapes: dict[int, tuple[object, ...] | None] = {}
-        self._counted: dict[tuple[object, ...], list[Device] | None] = {}
+        # Per shape, by node: what `on_node` found (kept with `found`).
+        self._counted = counted if counted is not None else {}
 
     def units(self, job: Job) -> list[Unit]:
         """One unit per request of the job's claim; PodProblem for what fails the pod."""
@@ -96,18 +98,37 @@ class Candidates:
         """The candidates on the node that every request of the claim draws from, when each
         asks a count of interchangeable devices (the module docstring), or None. Raises
         PodProblem where `units` would."""
+        shape = self.shape(claim)
+        if shape is None:
+            return None
+        return self.on_node(self.counted_nodes(shape), claim, node)
+
+    def shape(self, claim: Claim) -> tuple[object, ...] | None:
+        """The key of the candidates every request of the claim shares, without the nodes,
+        when a count answers for it (`interchangeable`); else None."""
         shape = self._shapes.get(id(claim), ())
         if shape == ():
             shape = self._shapes[id(claim)] = _shape(claim)
-        if shape is None:
-            return None
-        key = (*shape, (node,))
-        if key in self._counted:
-            return self._counted[key]
+        return shape
+
+    def counted_nodes(self, shape: tuple[object, ...]) -> dict[str, list[Device] | None]:
+        """What `on_node` found so far for claims of this shape, by node (one dict per
+        shape, for the session)."""
+        nodes = self._counted.get(shape)
+        if nodes is None:
+            nodes = self._counted[shape] = {}
+        return nodes
+
+    def on_node(
+        self, nodes: dict[str, list[Device] | None], claim: Claim, node: str
+    ) -> list[Device] | None:
+        """`interchangeable` for a claim of the shape whose `counted_nodes` these are."""
+        if node in nodes:
+            return nodes[node]
         choice = claim.requests[0].choices[0]
         devices, errors, _, _ = self._for_choice(Job(claim, (node,)), choice)
         counted = None if errors or any(d.consumes for d in devices) else devices
-        self._counted[key] = counted
+        nodes[node] = counted
         return counted
 
     def _for_choice(self, job: Job, choice: Choice) -> Found:

@@ -48,6 +48,14 @@ class Holdings:
                 for counter, amount in device.consumes:
                     consumed[counter] = consumed.get(counter, Fraction(0)) + amount
 
+    def hold_free(self, claim: str, devices: list[DeviceId]) -> None:
+        """`hold` for a claim that holds nothing yet, of devices that consume no counters
+        (a counted take: dra/allocator.py)."""
+        holder = self._holder
+        for device_id in devices:
+            holder[device_id] = claim
+        self._by_claim[claim] = devices
+
     def let_go(self, claim: str) -> list[DeviceId]:
         """The claim holds nothing any more; the devices it held."""
         devices = self._by_claim.pop(claim, [])

@@ -13,19 +13,33 @@ never kept: it is rebuilt from the claims' allocations, as after a restart.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import msgspec
 
 from scheduler.api import dra
 from scheduler.dra.candidates import Found
 from scheduler.dra.cel import SelectorMemo
-from scheduler.dra.inventory import Inventory
-from scheduler.dra.requests import Claim, claim_from_wire
+from scheduler.dra.inventory import Device, Inventory
+from scheduler.dra.pods import PodEntries
+from scheduler.dra.requests import Claim, ClaimSet, claim_from_wire, claim_set
 
 _encode = msgspec.json.Encoder().encode
 # The candidate lists kept across sessions at most (one per request's shape and node).
 _CANDIDATES_KEPT = 65_536
+
+
+@dataclass(slots=True)
+class KeptCandidates:
+    """What is kept while the inventory and the classes are the same objects: the
+    candidates found (dra/candidates.py), the counted ones by shape and node, and the pods'
+    entries (dra/pods.py), whose lanes read those."""
+
+    found: dict[tuple[object, ...], Found] = field(default_factory=dict)
+    counted: dict[tuple[object, ...], dict[str, list[Device] | None]] = field(default_factory=dict)
+    pods: PodEntries = field(default_factory=PodEntries)
 
 
 class DeviceMemo(SelectorMemo):
@@ -40,9 +54,13 @@ class DeviceMemo(SelectorMemo):
         self._decoded_claims: dict[str, tuple[dra.ResourceClaim, str | None, Claim]] = {}
         # By claim key: the object and its spec as JSON (what tells alike claims apart).
         self._specs: dict[str, tuple[dra.ResourceClaim, str]] = {}
+        # The objects last decoded, their namespaces' labels then, and what they gave.
+        self._claim_set: (
+            tuple[tuple[dra.ResourceClaim, ...], dict[str, dict[str, str]] | None, ClaimSet] | None
+        ) = None
         # The candidates found (dra/candidates.py) for the inventory and these classes.
         self._found_classes: tuple[dra.DeviceClass, ...] = ()
-        self._found: dict[tuple[object, ...], Found] = {}
+        self._kept = KeptCandidates()
 
     def inventory(
         self, slices: Sequence[dra.ResourceSlice], nodes: Mapping[str, Mapping[str, str]]
@@ -56,32 +74,42 @@ class DeviceMemo(SelectorMemo):
         ):
             known = self._decoded_inventory = Inventory(slices, {})
             self._decoded_slices = tuple(slices)
-            self._found = {}
+            self._kept = KeptCandidates()
         return known.for_nodes(nodes)
 
-    def candidates(self, classes: Sequence[dra.DeviceClass]) -> dict[tuple[object, ...], Found]:
-        """Where the candidates of the inventory last returned are kept, for these classes:
-        a fresh store when a device is reached through labels, or when that many candidate
-        lists are kept already (a bound on nodes' combinations)."""
+    def candidates(self, classes: Sequence[dra.DeviceClass]) -> KeptCandidates | None:
+        """What is kept for the inventory last returned and these classes: None (keep
+        nothing) when a device is reached through labels; a fresh store when the classes
+        changed, or when that many candidate lists are kept already (a bound on nodes'
+        combinations)."""
         known = self._decoded_inventory
         if known is None or known.reach_by_labels:
-            return {}
+            return None
+        kept = self._kept
         if (
-            len(self._found) >= _CANDIDATES_KEPT
+            len(kept.found) >= _CANDIDATES_KEPT
             or len(classes) != len(self._found_classes)
             or any(a is not b for a, b in zip(classes, self._found_classes, strict=True))
         ):
-            self._found = {}
+            kept = self._kept = KeptCandidates()
             self._found_classes = tuple(classes)
-        return self._found
+        return kept
 
     def claims(
         self,
         objects: Sequence[dra.ResourceClaim],
         namespaces: Mapping[str, Mapping[str, str]] | None,
-    ) -> list[Claim]:
+    ) -> ClaimSet:
         """The claims as allocation reads them (`claim_from_wire`); those no longer listed
-        are forgotten."""
+        are forgotten. The same objects and namespaces' labels give the same set."""
+        last = self._claim_set
+        if (
+            last is not None
+            and last[1] == namespaces
+            and len(objects) == len(last[0])
+            and all(map(operator.is_, objects, last[0]))
+        ):
+            return last[2]
         kept: dict[str, tuple[dra.ResourceClaim, str | None, Claim]] = {}
         found: list[Claim] = []
         for obj in objects:
@@ -95,7 +123,9 @@ class DeviceMemo(SelectorMemo):
             found.append(known[2])
         self._decoded_claims = kept
         self._specs = {key: known for key, known in self._specs.items() if key in kept}
-        return found
+        decoded = claim_set(found)
+        self._claim_set = (tuple(objects), _copied(namespaces), decoded)
+        return decoded
 
     def spec_text(self, obj: dra.ResourceClaim) -> str:
         """The claim's spec as JSON, encoded again only when the object changed."""
@@ -104,3 +134,12 @@ class DeviceMemo(SelectorMemo):
         if known is None or known[0] is not obj:
             known = self._specs[key] = (obj, _encode(obj.spec).decode())
         return known[1]
+
+
+def _copied(
+    namespaces: Mapping[str, Mapping[str, str]] | None,
+) -> dict[str, dict[str, str]] | None:
+    """The namespaces' labels as they are now (the caller's mapping may change)."""
+    if namespaces is None:
+        return None
+    return {name: dict(labels) for name, labels in namespaces.items()}

@@ -7,17 +7,40 @@ made yet, a claim missing, being deleted or not the pod's own) is found once; on
 refusal, which its allocation lifts, is asked each time (dra/allocator.py); so is a
 request's class that does not exist (the session's classes do not change either). A pod's hash
 walks all its fields, and the scheduler asks with one object per pod: an entry is found by
-the object's identity first, by value otherwise, so equal pods share one.
+the pod's uid and the object's identity first, by value otherwise, so equal pods share one.
+
+A pod whose claims a count answers (dra/allocator.py, the counted answer) gets a `Lane` too:
+its claims' keys, how many devices they ask together, and the candidates of their shape by
+node, so that each question about it reads those and nothing else.
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduler.api.resource_claims import PodClaims
+from scheduler.dra.candidates import Candidates
 from scheduler.dra.fit import DeviceFit, Verdict
+from scheduler.dra.inventory import Device
 from scheduler.dra.requests import Claim
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """A pod whose claims a count answers: none waits or is refused, every request asks a
+    count of one shape's candidates (dra/candidates.py, `interchangeable`), no claim is
+    named twice."""
+
+    keys: tuple[str, ...]
+    # How many devices the claims ask together, and the steps the matching would spend
+    # finding them (its k-th slot walks past the k devices the earlier took).
+    need: int
+    steps: int
+    # The shape's candidates by node, as far as found (Candidates.counted_nodes).
+    nodes: dict[str, list[Device] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,32 +54,81 @@ class PodEntry:
     # For each of `claims`: the words of its first request whose class does not exist
     # (kube-scheduler's PreFilter reason), or None.
     no_class: list[str | None]
+    # Whether any of `claims` has a field muster refuses.
+    refusals: bool
+    lane: Lane | None
+
+
+# A pod's entry as kept: the pod, the claims it was read from by key (None: missing), the
+# entry.
+_Kept = tuple[PodClaims, tuple[Claim | None, ...], PodEntry]
+
+
+class PodEntries:
+    """Pods' entries kept from one session to the next (dra/kept.py keeps one while the
+    inventory and the classes stay the same objects, as the lanes' candidates are): an
+    entry is reused while its pod is the same object, or an equal one, and each claim it
+    read is the same object (claims are decoded again only when they change)."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, _Kept] = {}
+        self.numbers = itertools.count()
 
 
 class PodIndex:
     """The entry of every pod asked about in one session, over the session's claims and
-    device classes."""
+    device classes; those of the pods the session before asked about come from `kept`,
+    and this session's are kept there for the next (a pod not asked is forgotten)."""
 
-    def __init__(self, claims: Mapping[str, Claim], classes: Mapping[str, object]) -> None:
+    def __init__(
+        self,
+        claims: Mapping[str, Claim],
+        classes: Mapping[str, object],
+        candidates: Candidates,
+        kept: PodEntries | None = None,
+    ) -> None:
         self.claims = claims
         self.classes = classes
-        self._by_value: dict[PodClaims, PodEntry] = {}
-        # The pod is kept with its entry, so that its id stands for no other object.
-        self._by_id: dict[int, tuple[PodClaims, PodEntry]] = {}
+        self.candidates = candidates
+        kept = kept if kept is not None else PodEntries()
+        self._before = kept.asked
+        # By uid: the pod, with the entry, so that an equal pod shares it.
+        self._asked: dict[str, _Kept] = {}
+        kept.asked = self._asked
+        self._numbers = kept.numbers
 
     def entry(self, pod: PodClaims) -> PodEntry:
         """The pod's entry (read the first time the pod, or an equal one, is asked)."""
-        known = self._by_id.get(id(pod))
-        if known is not None and known[0] is pod:
-            return known[1]
-        entry = self._by_value.get(pod)
-        if entry is None:
-            claims, waiting = read_claims(pod, self.claims)
-            no_class = [self._no_class(claim) for claim in claims]
-            entry = PodEntry(len(self._by_value), claims, waiting, no_class)
-            self._by_value[pod] = entry
-        self._by_id[id(pod)] = (pod, entry)
-        return entry
+        known = self._asked.get(pod.uid)
+        if known is not None and (known[0] is pod or known[0] == pod):
+            return known[2]
+        seen = tuple(map(self.claims.get, pod.claims))
+        known = self._before.get(pod.uid)
+        if (
+            known is None
+            or not (known[0] is pod or known[0] == pod)
+            or not all(map(operator.is_, known[1], seen))
+        ):
+            known = (pod, seen, self._read(pod))
+        self._asked[pod.uid] = known
+        return known[2]
+
+    def _read(self, pod: PodClaims) -> PodEntry:
+        claims, waiting = read_claims(pod, self.claims)
+        no_class = [self._no_class(claim) for claim in claims]
+        refusals = any(claim.refusal is not None for claim in claims)
+        lane = None if waiting is not None or refusals or any(no_class) else self._lane(claims)
+        return PodEntry(next(self._numbers), claims, waiting, no_class, refusals, lane)
+
+    def _lane(self, claims: list[Claim]) -> Lane | None:
+        keys = tuple(claim.key for claim in claims)
+        if not claims or len(set(keys)) != len(keys):
+            return None
+        shape = self.candidates.shape(claims[0])
+        if shape is None or any(self.candidates.shape(claim) != shape for claim in claims):
+            return None
+        need = sum(request.choices[0].count for claim in claims for request in claim.requests)
+        return Lane(keys, need, need * (need + 1) // 2, self.candidates.counted_nodes(shape))
 
     def _no_class(self, claim: Claim) -> str | None:
         for choice in claim.choices:

@@ -100,6 +100,25 @@ class Claim:
     choices: tuple[Choice, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimSet:
+    """A session's claims by key (read only), and those reserved or allocated on the API
+    server (what the allocator starts from)."""
+
+    by_key: Mapping[str, Claim]
+    reserved: tuple[Claim, ...]
+    allocated: tuple[Claim, ...]
+
+
+def claim_set(claims: Sequence[Claim]) -> ClaimSet:
+    """The ClaimSet of these claims."""
+    return ClaimSet(
+        {claim.key: claim for claim in claims},
+        tuple(claim for claim in claims if claim.reserved_for),
+        tuple(claim for claim in claims if claim.allocation is not None),
+    )
+
+
 def claim_from_wire(
     obj: dra.ResourceClaim, namespace_labels: Mapping[str, str] | None = None
 ) -> Claim:

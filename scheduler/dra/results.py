@@ -33,8 +33,11 @@ def allocation_result(
     (read only when a device pins the allocation to it). `pinned` keeps the selector of
     each node an allocation was pinned to, shared by the results of one session (none
     changes them)."""
-    order = {choice.name: index for index, choice in enumerate(claim.choices)}
-    ordered = sorted(picks, key=lambda pick: (order[pick.choice.name], pick.device.order))
+    if len(picks) < 2:
+        ordered = picks
+    else:
+        order = {choice.name: index for index, choice in enumerate(claim.choices)}
+        ordered = sorted(picks, key=lambda pick: (order[pick.choice.name], pick.device.order))
     results = [
         dra.DeviceRequestAllocationResult(
             request=pick.choice.name,
@@ -57,8 +60,14 @@ def allocation_result(
 def _configuration(
     claim: Claim, picks: list[Pick], classes: Mapping[str, dra.DeviceClass]
 ) -> list[dra.DeviceAllocationConfiguration]:
-    chosen = {pick.choice.request: pick.choice for pick in picks}
     config: list[dra.DeviceAllocationConfiguration] = []
+    if not claim.config and not any(
+        (device_class := classes.get(pick.choice.device_class)) is not None
+        and device_class.spec.config
+        for pick in picks
+    ):
+        return config
+    chosen = {pick.choice.request: pick.choice for pick in picks}
     by_class: dict[str, tuple[int, int]] = {}
     for request in claim.requests:
         choice = chosen.get(request.name)

@@ -168,11 +168,12 @@ class DynamicResources:
         if job.key not in self.gangs:
             return None
         found: list[tuple[TaskInfo, str]] = []
+        allocator = self.allocator
         for task in job.tasks_in(TaskStatus.PENDING):
             devices = task.devices
-            if devices is None:
+            if devices is None or not allocator.may_refuse(devices):
                 continue
-            fit = self.allocator.pod_problem(devices, task.job)
+            fit = allocator.pod_problem(devices, task.job)
             if fit is not None and fit.verdict is Verdict.REFUSED:
                 found.append((task, fit.reason))
                 job.fit_errors[task.uid] = fit.reason
@@ -228,10 +229,7 @@ class DynamicResources:
         """Take, for a starving gang's member laid out on the node, the devices its claims
         would take there now, if they fit (framework/holds.py)."""
         devices = task.devices
-        if devices is None or not self.allocator.fits(devices, node.name, task.job).fits:
-            return False
-        self.allocator.take(devices, node.name, task.job)
-        return True
+        return devices is not None and self.allocator.take_if_fits(devices, node.name, task.job)
 
     def unhold(self, task: TaskInfo) -> None:
         """Give back what `hold` took."""
@@ -265,8 +263,7 @@ class DynamicResources:
             return
         allocator = self.allocator
         if task.status in _PLACED:
-            if allocator.fits(devices, task.node_name, task.job).fits:
-                allocator.take(devices, task.node_name, task.job)
+            allocator.take_if_fits(devices, task.node_name, task.job)
         else:
             allocator.unrelease(devices)
 
@@ -365,9 +362,21 @@ class DynamicResources:
         """Claims allocated on the API server whose reservations name only pods of ours that
         wait for a node (or none), by the gang of such a pod (the module docstring)."""
         waiting: dict[str, TaskInfo] = {}
+        claims = self.view.claims
+        allocated = False
         for task in self.tasks.values():
             if task.status is TaskStatus.PENDING and task.job in self.jobs:
                 waiting[task.uid] = task
+                devices = task.devices
+                assert devices is not None
+                for key in devices.claims:
+                    claim = claims.get(key)
+                    allocated = allocated or (
+                        claim is not None and claim.status.allocation is not None
+                    )
+        if not allocated:
+            # No waiting pod's claim is allocated: none is stale.
+            return {}
         in_use = {
             key
             for task in self.tasks.values()

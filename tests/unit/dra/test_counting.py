@@ -225,3 +225,41 @@ def test_a_claims_spec_text_is_kept_while_its_object_is_the_same() -> None:
     # Claims no longer listed are forgotten with their decoding.
     memo.claims([], None)
     assert memo.spec_text(first) == msgspec.json.encode(first.spec).decode()
+
+
+def test_a_pods_entry_kept_across_sessions_is_read_again_when_a_claim_changed() -> None:
+    memo = DeviceMemo()
+    slices = [node_slice("n1", gpu("gpu-0"))]
+    member = pod("p0", "c0")
+    classes = [device_class("gpu")]
+    first = allocator(slices, [claim("c0")], classes=classes, memo=memo)
+    assert first.pod_problem(member, "g") is None
+    assert first.fits(member, "n1", "g").fits
+    # The same pod object, its claim now being deleted: the entry kept must not answer.
+    deleting = allocator(slices, [claim("c0", deleting=True)], classes=classes, memo=memo)
+    problem = deleting.pod_problem(member, "g")
+    assert problem is not None and "is being deleted" in problem.reason
+    assert not deleting.fits(member, "n1", "g").fits
+    # Its claim now asks two devices where the node has one: counted afresh, not kept.
+    bigger = allocator(slices, [claim("c0", exactly(count=2))], classes=classes, memo=memo)
+    assert bigger.pod_problem(member, "g") is None
+    assert not bigger.fits(member, "n1", "g").fits
+    # Its claim gone: the pod waits for it.
+    gone = allocator(slices, [], classes=classes, memo=memo)
+    problem = gone.pod_problem(member, "g")
+    assert problem is not None and "could not find ResourceClaim" in problem.reason
+
+
+def test_claims_kept_across_sessions_follow_their_namespaces_admin_access_label() -> None:
+    memo = DeviceMemo()
+    admin = claim("c0", exactly(admin_access=True))
+    objects = [admin]
+    allowed = {"ns": {dra.ADMIN_ACCESS_LABEL: "true"}}
+    assert memo.claims(objects, allowed).by_key["ns/c0"].refusal is None
+    # The same objects, the label gone from the namespace: admin access is refused now.
+    refused = memo.claims(objects, {"ns": {}}).by_key["ns/c0"].refusal
+    assert refused is not None and "admin" in refused
+    assert memo.claims(objects, allowed).by_key["ns/c0"].refusal is None
+    # The very mapping the caller passed, changed in place, is a change too.
+    allowed["ns"].clear()
+    assert memo.claims(objects, allowed).by_key["ns/c0"].refusal is not None
