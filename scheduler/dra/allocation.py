@@ -5,7 +5,7 @@ free devices a counted claim takes."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import Final
 
 from scheduler.api import dra, wire
 from scheduler.api.matching import selector_matches, wire_term
@@ -14,13 +14,27 @@ from scheduler.dra.requests import Claim
 from scheduler.dra.search import Pick
 
 
-@dataclass(frozen=True, slots=True)
 class Allocation:
     """The devices muster chose for a claim, and the node they pin it to (a node-local
-    device), or None (usable wherever every device is)."""
+    device), or None (usable wherever every device is). Not a dataclass, as Pick is not."""
 
-    picks: tuple[Pick, ...]
-    node: str | None
+    __slots__ = ("node", "picks")
+
+    def __init__(self, picks: tuple[Pick, ...], node: str | None) -> None:
+        self.picks: Final = picks
+        self.node: Final = node
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Allocation) and (self.picks, self.node) == (
+            other.picks,
+            other.node,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.picks, self.node))
+
+    def __repr__(self) -> str:
+        return f"Allocation(picks={self.picks!r}, node={self.node!r})"
 
     def reaches(self, node: str, labels: Mapping[str, str]) -> bool:
         """Whether a pod on the node can use these devices."""

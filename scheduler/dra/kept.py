@@ -17,16 +17,13 @@ import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import msgspec
-
 from scheduler.api import dra
 from scheduler.dra.candidates import Found
 from scheduler.dra.cel import SelectorMemo
 from scheduler.dra.inventory import Device, Inventory
 from scheduler.dra.pods import PodEntries
-from scheduler.dra.requests import Claim, ClaimSet, claim_from_wire, claim_set
+from scheduler.dra.requests import Claim, ClaimSet, ClaimSpecs, claim_from_wire, claim_set
 
-_encode = msgspec.json.Encoder().encode
 # The candidate lists kept across sessions at most (one per request's shape and node).
 _CANDIDATES_KEPT = 65_536
 
@@ -52,8 +49,8 @@ class DeviceMemo(SelectorMemo):
         self._decoded_inventory: Inventory | None = None
         # By claim key: the object decoded, its namespace's admin-access label, the claim.
         self._decoded_claims: dict[str, tuple[dra.ResourceClaim, str | None, Claim]] = {}
-        # By claim key: the object and its spec as JSON (what tells alike claims apart).
-        self._specs: dict[str, tuple[dra.ResourceClaim, str]] = {}
+        # What tells alike claims apart (nodefit/dynamicresources.py reads it).
+        self.specs = ClaimSpecs()
         # The objects last decoded, their namespaces' labels then, and what they gave.
         self._claim_set: (
             tuple[tuple[dra.ResourceClaim, ...], dict[str, dict[str, str]] | None, ClaimSet] | None
@@ -122,18 +119,10 @@ class DeviceMemo(SelectorMemo):
             kept[key] = known
             found.append(known[2])
         self._decoded_claims = kept
-        self._specs = {key: known for key, known in self._specs.items() if key in kept}
+        self.specs.keep_only(kept)
         decoded = claim_set(found)
         self._claim_set = (tuple(objects), _copied(namespaces), decoded)
         return decoded
-
-    def spec_text(self, obj: dra.ResourceClaim) -> str:
-        """The claim's spec as JSON, encoded again only when the object changed."""
-        key = f"{obj.metadata.namespace}/{obj.metadata.name}"
-        known = self._specs.get(key)
-        if known is None or known[0] is not obj:
-            known = self._specs[key] = (obj, _encode(obj.spec).decode())
-        return known[1]
 
 
 def _copied(

@@ -1,10 +1,12 @@
 """What the joint allocator (dra/allocator.py) records as gangs are placed: the claims a gang
-took, each take as its undo reads it, and the answers kept for the take that follows them."""
+took, each take as its undo reads it, and the answers kept for the take that follows them.
+
+Plain classes, not dataclasses: some are made for every pod placed, and a dataclass's
+__init__ runs interpreted even in the compiled core (scheduler/build.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -19,38 +21,60 @@ from scheduler.dra.requests import Claim
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(slots=True)
 class Tentative:
-    """A claim a gang being placed took: its devices now, and the pods that use it."""
+    """A claim a gang being placed took: its devices now, and the pods that use it (their
+    keys, with their nodes)."""
 
-    gang: str
-    allocation: Allocation
-    # The taken pods that use the claim, and their nodes.
-    pods: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("allocation", "gang", "pods")
+
+    def __init__(
+        self, gang: str, allocation: Allocation, pods: dict[str, str] | None = None
+    ) -> None:
+        self.gang = gang
+        self.allocation = allocation
+        self.pods: dict[str, str] = pods if pods is not None else {}
 
 
-@dataclass(slots=True)
 class Take:
-    """One `take`, as `give_back` undoes it."""
+    """One `take`, as `give_back` undoes it: the claims it allocated, the previous devices
+    of those it re-assigned, the claims it added the pod to the users of, and the stale
+    allocations (`DeviceAllocator.stale`) it allocated again."""
 
-    pod: PodClaims
-    gang: str
-    # The claims this take allocated, the previous devices of those it re-assigned, and
-    # the claims it added the pod to the users of.
-    allocated: list[str]
-    previous: Mapping[str, Allocation]
-    users_added: list[str]
-    # Stale allocations (see `DeviceAllocator.stale`) this take allocated again.
-    replaced: Mapping[str, dra.AllocationResult]
+    __slots__ = ("allocated", "gang", "pod", "previous", "replaced", "users_added")
+
+    def __init__(
+        self,
+        pod: PodClaims,
+        gang: str,
+        allocated: list[str],
+        previous: Mapping[str, Allocation],
+        users_added: list[str],
+        replaced: Mapping[str, dra.AllocationResult],
+    ) -> None:
+        self.pod = pod
+        self.gang = gang
+        self.allocated = allocated
+        self.previous = previous
+        self.users_added = users_added
+        self.replaced = replaced
 
 
-@dataclass(slots=True)
 class Plan:
-    """An answer for a pod on a node, good while the allocator's state is at `version`."""
+    """An answer for a pod on a node, good while the allocator's state is at `version`: the
+    fit, the allocations a search found, or a counted yes (dra/allocator.py, "the quick
+    answer": its claims and the first free candidates on the node, as many as they ask,
+    which `take` gives them)."""
 
-    version: int
-    fit: DeviceFit
-    allocations: Mapping[str, Allocation] = field(default_factory=lambda: NOTHING)
-    # A counted yes (dra/allocator.py, "the quick answer"): its claims and the first free
-    # candidates on the node, as many as they ask, which `take` gives them.
-    counted: tuple[list[Claim], list[Device]] | None = None
+    __slots__ = ("allocations", "counted", "fit", "version")
+
+    def __init__(
+        self,
+        version: int,
+        fit: DeviceFit,
+        allocations: Mapping[str, Allocation] = NOTHING,
+        counted: tuple[list[Claim], list[Device]] | None = None,
+    ) -> None:
+        self.version = version
+        self.fit = fit
+        self.allocations = allocations
+        self.counted = counted

@@ -17,8 +17,10 @@ when the claim is made; muster checks it again, since a label can be removed).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
+
+import msgspec
 
 from scheduler.api import dra
 from scheduler.api.resource_claims import PodClaims, pod_claims
@@ -29,6 +31,9 @@ __all__ = ["Choice", "Claim", "Constraint", "PodClaims", "Request", "claim_from_
 
 MATCH = "matchAttribute"
 DISTINCT = "distinctAttribute"
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +122,31 @@ def claim_set(claims: Sequence[Claim]) -> ClaimSet:
         tuple(claim for claim in claims if claim.reserved_for),
         tuple(claim for claim in claims if claim.allocation is not None),
     )
+
+
+class ClaimSpecs:
+    """Each claim's spec as alike claims share it (what tells them apart for the node
+    picker: nodefit/dynamicresources.py), by claim key, made again only when the claim's
+    object changed: kept across sessions (dra/kept.py), so that each session finds the
+    same string, its hash computed once."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, tuple[dra.ResourceClaim, str]] = {}
+
+    def text(self, obj: dra.ResourceClaim) -> str:
+        """ "spec <namespace> <spec as JSON>": alike claims of one namespace (its admin-access
+        label) answer alike."""
+        meta = obj.metadata
+        key = f"{meta.namespace}/{meta.name}"
+        known = self._texts.get(key)
+        if known is None or known[0] is not obj:
+            spec = _encode(obj.spec).decode()
+            known = self._texts[key] = (obj, f"spec {meta.namespace} {spec}")
+        return known[1]
+
+    def keep_only(self, keys: Container[str]) -> None:
+        """Forget the claims not among these keys."""
+        self._texts = {key: known for key, known in self._texts.items() if key in keys}
 
 
 def claim_from_wire(

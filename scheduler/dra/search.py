@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Final
 
 from scheduler.dra.fit import PodProblem, Verdict
 from scheduler.dra.holdings import Holdings
@@ -38,12 +39,27 @@ from scheduler.dra.inventory import CounterId, Device, DeviceId
 from scheduler.dra.requests import DISTINCT, MATCH, Choice, Claim
 
 
-@dataclass(frozen=True, slots=True)
 class Pick:
-    """One device given to one choice of a claim."""
+    """One device given to one choice of a claim. A class of its own, not a dataclass: one
+    is made per device given, and a dataclass's __init__ runs interpreted even in the
+    compiled core (scheduler/build.py)."""
 
-    choice: Choice
-    device: Device
+    __slots__ = ("choice", "device")
+
+    def __init__(self, choice: Choice, device: Device) -> None:
+        self.choice: Final = choice
+        self.device: Final = device
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Pick) and self.choice == other.choice and self.device == other.device
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.choice, self.device))
+
+    def __repr__(self) -> str:
+        return f"Pick(choice={self.choice!r}, device={self.device!r})"
 
 
 @dataclass(slots=True)

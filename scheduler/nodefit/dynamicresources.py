@@ -37,8 +37,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-import msgspec
-
 from scheduler.api import dra
 from scheduler.api.job import JobInfo
 from scheduler.api.node import NodeInfo
@@ -53,6 +51,7 @@ from scheduler.dra import (
     SelectorMemo,
     Verdict,
 )
+from scheduler.dra.requests import ClaimSpecs
 from scheduler.framework.decisions import Bind, DeviceBind, DeviceClaimBinding
 from scheduler.framework.status import OK, Status, unresolvable, unschedulable
 
@@ -107,17 +106,21 @@ class DynamicResources:
                 for key in devices.claims:
                     users[key] = users.get(key, 0) + 1
         placements: dict[tuple[PodPlacementSpec, tuple[str, ...]], PodPlacementSpec] = {}
+        memo = self.view.memo
+        specs = memo.specs if isinstance(memo, DeviceMemo) else ClaimSpecs()
         for task in self.tasks.values():
             if task.status is not TaskStatus.PENDING or task.job not in self.jobs:
                 continue
-            signature = self._signature(task, users)
+            signature = self._signature(task, users, specs)
             shared = (task.placement, signature)
             placement = placements.get(shared)
             if placement is None:
                 placement = placements[shared] = replace(task.placement, devices=signature)
             task.placement = placement
 
-    def _signature(self, task: TaskInfo, users: Mapping[str, int]) -> tuple[str, ...]:
+    def _signature(
+        self, task: TaskInfo, users: Mapping[str, int], specs: ClaimSpecs
+    ) -> tuple[str, ...]:
         devices = task.devices
         assert devices is not None
         if devices.waiting is not None:
@@ -136,14 +139,7 @@ class DynamicResources:
             if claim is None or not fresh:
                 found.append(f"claim {key}")
             else:
-                # Alike claims of one namespace (its admin-access label) answer alike.
-                memo = self.view.memo
-                spec = (
-                    memo.spec_text(claim)
-                    if isinstance(memo, DeviceMemo)
-                    else msgspec.json.encode(claim.spec).decode()
-                )
-                found.append(f"spec {claim.metadata.namespace} {spec}")
+                found.append(specs.text(claim))
         return tuple(found)
 
     # Before any node ------------------------------------------------------------------------

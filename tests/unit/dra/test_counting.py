@@ -218,13 +218,14 @@ def test_candidates_kept_across_sessions_are_those_found_afresh(seed: int) -> No
 def test_a_claims_spec_text_is_kept_while_its_object_is_the_same() -> None:
     memo = DeviceMemo()
     first = _claims(random.Random(1), 1)[0]
-    assert memo.spec_text(first) == msgspec.json.encode(first.spec).decode()
-    assert memo.spec_text(first) is memo.spec_text(first)
+    spec = msgspec.json.encode(first.spec).decode()
+    assert memo.specs.text(first) == f"spec ns {spec}"
+    assert memo.specs.text(first) is memo.specs.text(first)
     changed = claim("c0", exactly("h100s", count=2))
-    assert memo.spec_text(changed) == msgspec.json.encode(changed.spec).decode()
-    # Claims no longer listed are forgotten with their decoding.
+    assert memo.specs.text(changed) == f"spec ns {msgspec.json.encode(changed.spec).decode()}"
+    # Claims no longer listed are forgotten with their text.
     memo.claims([], None)
-    assert memo.spec_text(first) == msgspec.json.encode(first.spec).decode()
+    assert memo.specs.text(first) == f"spec ns {spec}"
 
 
 def test_a_pods_entry_kept_across_sessions_is_read_again_when_a_claim_changed() -> None:
