@@ -31,6 +31,7 @@ COMPILED_MODULES = (
     "scheduler.api.selectors",
     "scheduler.api.placement",
     "scheduler.api.pod_requests",
+    "scheduler.api.resource_claims",
     "scheduler.api.pod_topology",
     "scheduler.api.job",
     "scheduler.api.podgroup",

@@ -456,15 +456,8 @@ class DeviceAllocator:
                 return None
         if devices is None or lane.steps > min(self.step_limit, max(self.steps_left, 0)):
             return None
-        need = lane.need
-        holder = self.holdings.holder
-        free: list[Device] = []
-        for device in devices:
-            if holder(device.id) is None:
-                free.append(device)
-                if len(free) == need:
-                    break
-        else:
+        free = self.holdings.first_free(devices, lane.need)
+        if free is None:
             return None
         self.steps_left -= lane.steps
         return Plan(self._version, FITS, counted=(entry.claims, free))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
-from scheduler.dra.inventory import CounterId, DeviceId, Inventory, Pool
+from scheduler.dra.inventory import CounterId, Device, DeviceId, Inventory, Pool
 
 
 class Holdings:
@@ -28,6 +28,18 @@ class Holdings:
     def holder(self, device: DeviceId) -> str | None:
         """The claim holding the device, if any."""
         return self._holder.get(device)
+
+    def first_free(self, devices: list[Device], need: int) -> list[Device] | None:
+        """The first `need` of these devices no claim holds, in order, or None when fewer
+        are free."""
+        holder = self._holder
+        free: list[Device] = []
+        for device in devices:
+            if device.id not in holder:
+                free.append(device)
+                if len(free) == need:
+                    return free
+        return None
 
     def held_by(self, claim: str) -> list[DeviceId]:
         """The devices the claim holds, in the order it took them."""

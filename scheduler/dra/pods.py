@@ -82,7 +82,7 @@ class PodIndex:
 
     def __init__(
         self,
-        claims: Mapping[str, Claim],
+        claims: dict[str, Claim],
         classes: Mapping[str, object],
         candidates: Candidates,
         kept: PodEntries | None = None,

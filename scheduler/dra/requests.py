@@ -110,7 +110,7 @@ class ClaimSet:
     """A session's claims by key (read only), and those reserved or allocated on the API
     server (what the allocator starts from)."""
 
-    by_key: Mapping[str, Claim]
+    by_key: dict[str, Claim]
     reserved: tuple[Claim, ...]
     allocated: tuple[Claim, ...]
 
@@ -133,15 +133,13 @@ class ClaimSpecs:
     def __init__(self) -> None:
         self._texts: dict[str, tuple[dra.ResourceClaim, str]] = {}
 
-    def text(self, obj: dra.ResourceClaim) -> str:
-        """ "spec <namespace> <spec as JSON>": alike claims of one namespace (its admin-access
-        label) answer alike."""
-        meta = obj.metadata
-        key = f"{meta.namespace}/{meta.name}"
+    def text(self, key: str, obj: dra.ResourceClaim) -> str:
+        """The text of the claim `key` ("namespace/name"): "spec", its namespace and its spec
+        as JSON, as alike claims of one namespace (its admin-access label) answer alike."""
         known = self._texts.get(key)
         if known is None or known[0] is not obj:
             spec = _encode(obj.spec).decode()
-            known = self._texts[key] = (obj, f"spec {meta.namespace} {spec}")
+            known = self._texts[key] = (obj, f"spec {obj.metadata.namespace} {spec}")
         return known[1]
 
     def keep_only(self, keys: Container[str]) -> None:

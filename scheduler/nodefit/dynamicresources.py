@@ -139,7 +139,7 @@ class DynamicResources:
             if claim is None or not fresh:
                 found.append(f"claim {key}")
             else:
-                found.append(specs.text(claim))
+                found.append(specs.text(key, claim))
         return tuple(found)
 
     # Before any node ------------------------------------------------------------------------
@@ -289,8 +289,10 @@ class DynamicResources:
         the allocation of those this session allocated, and the reservation of every one."""
         if self._allocator is None:
             return binds
-        claims = self.view.claims
+        # The allocator's claims: what with_devices reads of them decoded, read natively.
+        claims = self._allocator.claims
         stale = self._allocator.stale
+        results = self._results
         out: list[Bind] = []
         for bind in binds:
             task = self.tasks.get(bind.uid)
@@ -301,14 +303,18 @@ class DynamicResources:
             written = []
             for key in devices.claims:
                 claim = claims.get(key)
-                namespace, name = key.split("/", 1)
-                allocation = self._results.get(key)
-                held = claim.status.allocation if claim is not None else None
+                allocation = results.get(key)
+                if claim is None:
+                    namespace, name = key.split("/", 1)
+                    uid, held = "", None
+                else:
+                    namespace, name, uid = claim.namespace, claim.name, claim.uid
+                    held = claim.allocation
                 written.append(
                     DeviceClaimBinding(
                         namespace,
                         name,
-                        claim.metadata.uid if claim is not None else "",
+                        uid,
                         allocation,
                         key in stale and allocation is not None and allocation != held,
                     )

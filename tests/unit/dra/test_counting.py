@@ -219,13 +219,14 @@ def test_a_claims_spec_text_is_kept_while_its_object_is_the_same() -> None:
     memo = DeviceMemo()
     first = _claims(random.Random(1), 1)[0]
     spec = msgspec.json.encode(first.spec).decode()
-    assert memo.specs.text(first) == f"spec ns {spec}"
-    assert memo.specs.text(first) is memo.specs.text(first)
+    assert memo.specs.text("ns/c0", first) == f"spec ns {spec}"
+    assert memo.specs.text("ns/c0", first) is memo.specs.text("ns/c0", first)
     changed = claim("c0", exactly("h100s", count=2))
-    assert memo.specs.text(changed) == f"spec ns {msgspec.json.encode(changed.spec).decode()}"
+    changed_spec = msgspec.json.encode(changed.spec).decode()
+    assert memo.specs.text("ns/c0", changed) == f"spec ns {changed_spec}"
     # Claims no longer listed are forgotten with their text.
     memo.claims([], None)
-    assert memo.specs.text(first) == f"spec ns {spec}"
+    assert memo.specs.text("ns/c0", first) == f"spec ns {spec}"
 
 
 def test_a_pods_entry_kept_across_sessions_is_read_again_when_a_claim_changed() -> None:
