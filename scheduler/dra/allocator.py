@@ -169,6 +169,10 @@ class DeviceAllocator:
         other claim holds."""
         return self._plan(pod, node, gang).fit
 
+    def later(self, pod: PodClaims, node: str, gang: str) -> bool:
+        """Whether the pod fits the node only with devices pods leaving let go (`release`)."""
+        return bool(self._future) and self.fits(pod, node, gang).later
+
     def take(self, pod: PodClaims, node: str, gang: str) -> None:
         """Allocate the pod's claims on the node, tentatively (`fits` must have said yes)."""
         if not self.take_if_fits(pod, node, gang):

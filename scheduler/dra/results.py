@@ -108,7 +108,7 @@ def node_selector(
 ) -> wire.NodeSelector | None:
     """Where the devices can be used, as the allocation says it (`pinned`: as
     `allocation_result`)."""
-    if any(pick.device.node_bound for pick in picks):
+    if picks[0].device.node_bound if len(picks) == 1 else any(p.device.node_bound for p in picks):
         name = node or ""
         selector = pinned.get(name) if pinned is not None else None
         if selector is None:

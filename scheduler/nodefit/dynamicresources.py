@@ -197,7 +197,7 @@ class DynamicResources:
         """Whether the pod fits the node's devices only once pods leaving it let theirs go:
         it may be pipelined there, not bound (asked after `fits` said yes)."""
         devices = task.devices
-        return devices is not None and self.allocator.fits(devices, node.name, task.job).later
+        return devices is not None and self.allocator.later(devices, node.name, task.job)
 
     def fits_without(self, task: TaskInfo, node: NodeInfo, leaving: Iterable[TaskInfo]) -> bool:
         """Whether the pod's claims could be allocated on the node were `leaving` evicted
