@@ -24,18 +24,6 @@ class Allocation:
         self.picks: Final = picks
         self.node: Final = node
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Allocation) and (self.picks, self.node) == (
-            other.picks,
-            other.node,
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.picks, self.node))
-
-    def __repr__(self) -> str:
-        return f"Allocation(picks={self.picks!r}, node={self.node!r})"
-
     def reaches(self, node: str, labels: Mapping[str, str]) -> bool:
         """Whether a pod on the node can use these devices."""
         if self.node is not None:

@@ -585,10 +585,16 @@ class DeviceAllocator:
         """Everything a later question reads, comparable (tests of exact undo)."""
         return (
             self.holdings.state(),
-            {k: (t.gang, t.allocation, dict(t.pods)) for k, t in sorted(self._tentative.items())},
+            {k: (t.gang, _parts(t), dict(t.pods)) for k, t in sorted(self._tentative.items())},
             {k: set(v) for k, v in sorted(self._users.items()) if v},
         )
 
     def _changed(self) -> None:
         self._version += 1
         self._plans.clear()
+
+
+def _parts(tentative: Tentative) -> tuple[object, ...]:
+    """A claim's devices as `state` compares them: each pick's choice and device, the node."""
+    allocation = tentative.allocation
+    return tuple((pick.choice, pick.device.id) for pick in allocation.picks), allocation.node

@@ -42,24 +42,14 @@ from scheduler.dra.requests import DISTINCT, MATCH, Choice, Claim
 class Pick:
     """One device given to one choice of a claim. A class of its own, not a dataclass: one
     is made per device given, and a dataclass's __init__ runs interpreted even in the
-    compiled core (scheduler/build.py)."""
+    compiled core (scheduler/build.py). Compared by identity: `DeviceAllocator.state`
+    reads its parts."""
 
     __slots__ = ("choice", "device")
 
     def __init__(self, choice: Choice, device: Device) -> None:
         self.choice: Final = choice
         self.device: Final = device
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Pick) and self.choice == other.choice and self.device == other.device
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.choice, self.device))
-
-    def __repr__(self) -> str:
-        return f"Pick(choice={self.choice!r}, device={self.device!r})"
 
 
 @dataclass(slots=True)

@@ -103,16 +103,6 @@ def _pair(rng: random.Random, claims: int) -> tuple[DeviceAllocator, DeviceAlloc
     return built[0], built[1]
 
 
-def _state(devices: DeviceAllocator) -> tuple[object, ...]:
-    """The allocator's state with devices by id (two allocators' devices are distinct)."""
-    holdings, tentative, users = devices.state()
-    picked = {
-        key: (gang, [(p.choice, p.device.id) for p in found.picks], found.node, pods)
-        for key, (gang, found, pods) in tentative.items()  # type: ignore[attr-defined]
-    }
-    return holdings, picked, users
-
-
 @pytest.mark.parametrize("seed", range(60))
 def test_counted_answers_are_the_searchs(seed: int) -> None:
     rng = random.Random(seed)
@@ -148,7 +138,7 @@ def test_counted_answers_are_the_searchs(seed: int) -> None:
             member = rng.choice(pods)
             counting.release(member)
             searching.release(member)
-        assert _state(counting) == _state(searching)
+        assert counting.state() == searching.state()
         assert counting.steps_left == searching.steps_left
     for gang in ("g0", "g1", "g2"):
         assert counting.tentative_results(gang) == searching.tentative_results(gang)
@@ -187,7 +177,7 @@ def _sessions_agree(
         if node is not None:
             kept.take(member, node, "g")
             fresh.take(member, node, "g")
-    assert _state(kept) == _state(fresh)
+    assert kept.state() == fresh.state()
     assert kept.commit("g") == fresh.commit("g")
 
 

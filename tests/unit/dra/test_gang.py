@@ -54,8 +54,13 @@ def test_a_claim_another_gang_is_allocating_makes_the_pod_wait() -> None:
         Verdict.POD,
         "resource claim ns/shared is in the process of being allocated",
     )
+    # Asked before any node (the node picker's first question), it says the same.
+    problem = devices.pod_problem(pod("b", "shared"), "second")
+    assert problem is not None and problem.reason == fit.reason
+    assert devices.pod_problem(pod("a2", "shared"), "first") is None
     devices.commit("first")
     assert devices.fits(pod("b", "shared"), "n1", "second").fits
+    assert devices.pod_problem(pod("b", "shared"), "second") is None
 
 
 def test_another_gangs_tentative_devices_are_not_re_assigned() -> None:
