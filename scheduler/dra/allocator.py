@@ -151,6 +151,7 @@ class DeviceAllocator:
             )
         )
         self.claims = decoded.by_key
+        self.refusals = decoded.refusals  # whether any claim has a field muster refuses
         self._pods = PodIndex(
             self.claims, self.classes, self.candidates, store.pods if store is not None else None
         )
@@ -386,8 +387,7 @@ class DeviceAllocator:
         return None
 
     def may_refuse(self, pod: PodClaims) -> bool:
-        """Whether any of the pod's claims has a field muster refuses (`pod_problem` says
-        so while it is not allocated)."""
+        """Whether a claim of the pod has a field muster refuses (`pod_problem` names it)."""
         return self._pods.entry(pod).refusals
 
     def could_fit(self, pod: PodClaims, node: str) -> bool:

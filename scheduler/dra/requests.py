@@ -107,12 +107,13 @@ class Claim:
 
 @dataclass(frozen=True, slots=True)
 class ClaimSet:
-    """A session's claims by key (read only), and those reserved or allocated on the API
-    server (what the allocator starts from)."""
+    """A session's claims by key (read only), those reserved or allocated on the API server
+    (what the allocator starts from), and whether any has a field muster refuses."""
 
     by_key: dict[str, Claim]
     reserved: tuple[Claim, ...]
     allocated: tuple[Claim, ...]
+    refusals: bool
 
 
 def claim_set(claims: Sequence[Claim]) -> ClaimSet:
@@ -121,6 +122,7 @@ def claim_set(claims: Sequence[Claim]) -> ClaimSet:
         {claim.key: claim for claim in claims},
         tuple(claim for claim in claims if claim.reserved_for),
         tuple(claim for claim in claims if claim.allocation is not None),
+        any(claim.refusal is not None for claim in claims),
     )
 
 

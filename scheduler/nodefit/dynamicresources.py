@@ -161,10 +161,10 @@ class DynamicResources:
         """The first pending member (by name) whose claims muster refuses (a field of a claim
         it does not honour), with the words, and how many members are refused; None for
         none. Each such member's message names its refusal (job.fit_errors)."""
-        if job.key not in self.gangs:
+        if job.key not in self.gangs or not self.allocator.refusals:
             return None
-        found: list[tuple[TaskInfo, str]] = []
         allocator = self.allocator
+        found: list[tuple[TaskInfo, str]] = []
         for task in job.tasks_in(TaskStatus.PENDING):
             devices = task.devices
             if devices is None or not allocator.may_refuse(devices):
