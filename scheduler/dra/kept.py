@@ -1,14 +1,16 @@
 """What allocation decodes once and keeps across sessions: the selector memo's answers, the
-inventory of the slices listed, each claim as allocation reads it (and its spec as JSON,
-which tells alike claims apart), and each request's candidates.
+inventory of the slices listed, each claim as allocation reads it (and its spec's text,
+which tells alike claims apart), each request's candidates, and the pods' entries.
 
 A session's allocator is built from the cache's objects, which stay the same objects until
 their watch brings a new version: the inventory is decoded again only when the slices
 listed are not the very objects it was decoded from, a claim only when its object (or its
-namespace's admin-access label) changed; the candidates found are kept while the inventory
-and the classes are the same objects and no device is reached through nodes' labels (a
-session's labels are its own). What each session decides (who holds what) is
-never kept: it is rebuilt from the claims' allocations, as after a restart.
+namespace's admin-access label) changed, and the very same objects give the very same
+ClaimSet without a walk over them; the candidates found, the counted ones and the pods'
+entries (dra/pods.py) are kept while the inventory and the classes are the same objects
+and no device is reached through nodes' labels (a session's labels are its own). What each
+session decides (who holds what) is never kept: it is rebuilt from the claims'
+allocations, as after a restart.
 """
 
 from __future__ import annotations

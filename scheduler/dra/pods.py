@@ -3,11 +3,13 @@ and its claims up to the first that keeps it waiting.
 
 A pod's claims are the session's (the allocator's claims do not change within a session),
 so what keeps a pod waiting (kube-scheduler's PreEnqueue reasons: a template's claim not
-made yet, a claim missing, being deleted or not the pod's own) is found once; only a claim's
-refusal, which its allocation lifts, is asked each time (dra/allocator.py); so is a
-request's class that does not exist (the session's classes do not change either). A pod's hash
-walks all its fields, and the scheduler asks with one object per pod: an entry is found by
-the pod's uid and the object's identity first, by value otherwise, so equal pods share one.
+made yet, a claim missing, being deleted or not the pod's own) is found once, and so is a
+request's class that does not exist (the session's classes do not change either); only
+whether a refused claim is allocated, which lifts its refusal, is asked each time
+(dra/allocator.py). The scheduler asks with one object per pod: an entry is found by the
+pod's uid and the object's identity, by value otherwise (a pod's hash walks all its
+fields), so equal pods share one; it is kept for the next session (`PodEntries`) while the
+pod and each claim it read are the same objects.
 
 A pod whose claims a count answers (dra/allocator.py, the counted answer) gets a `Lane` too:
 its claims' keys, how many devices they ask together, and the candidates of their shape by
