@@ -97,7 +97,8 @@ class Injector:
     counts: dict[str, int] = field(default_factory=dict)
     windows: list[Window] = field(default_factory=list)
     losses: list[LeaderLoss] = field(default_factory=list)
-    rules: dict[str, tuple[float, Obj]] = field(default_factory=dict)
+    # by kind: until when, and the sim rules it sets
+    rules: dict[str, tuple[float, list[Obj]]] = field(default_factory=dict)
     # SIGCONTs owed: (when, replica)
     resumes: list[tuple[float, Replica]] = field(default_factory=list)
     # leader faults never struck (no single leader before the end of the faults)
@@ -113,8 +114,9 @@ class Injector:
     def _push_rules(self) -> None:
         latency: list[Obj] = []
         errors: list[Obj] = []
-        for _, rule in self.rules.values():
-            (latency if "ms" in rule else errors).append(rule)
+        for _, rules in self.rules.values():
+            for rule in rules:
+                (latency if "ms" in rule else errors).append(rule)
         config = {"latency": latency, "errors": errors, "seed": self.rng.randrange(1 << 30)}
         deadline = time.time() + RESTART_DOWNTIME + RESTART_WARMUP + 10
         while True:
@@ -127,9 +129,9 @@ class Injector:
                     raise
                 time.sleep(0.1)
 
-    def _rule(self, kind: str, rule: Obj, seconds: float = RULE_SECONDS) -> None:
+    def _rule(self, kind: str, *rules: Obj, seconds: float = RULE_SECONDS) -> None:
         start = time.time()
-        self.rules[kind] = (start + seconds, rule)
+        self.rules[kind] = (start + seconds, list(rules))
         self.windows.append(Window(kind, start, start + seconds))
         self._push_rules()
 
@@ -146,14 +148,14 @@ class Injector:
             resources = ["pods/status", "podgroups", "queues/status"]
             self._rule(kind, {"rate": 0.5, "code": 429, "verbs": ["patch"], "resources": resources})
         elif kind == "evict-5xx":
+            # a pod's deletion and its eviction, each its own rule: one rule of both verbs and
+            # both resources would also refuse the workload's pod creates, and leave a gang
+            # submitted meanwhile short of members for good
+            evict = {"rate": 0.5, "code": code}
             self._rule(
                 kind,
-                {
-                    "rate": 0.5,
-                    "code": code,
-                    "verbs": ["delete", "create"],
-                    "resources": ["pods", "pods/eviction"],
-                },
+                {**evict, "verbs": ["delete"], "resources": ["pods"]},
+                {**evict, "verbs": ["create"], "resources": ["pods/eviction"]},
             )
         elif kind == "latency":
             self._rule(kind, {"ms": self.rng.choice((50, 150, 300))})
