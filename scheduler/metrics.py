@@ -42,7 +42,8 @@ class Metrics:
         self.cycles = Counter(
             "muster_scheduling_cycles_total",
             "Schedule periods of the leader: a session ran, it was skipped because "
-            "nothing changed since the last one, or it failed (result=error).",
+            "nothing changed since the last one, it waited for a broken watch "
+            "(result=watch_broken), or it failed (result=error).",
             ["result"],
             registry=r,
         )

@@ -112,6 +112,12 @@ class SchedulerProcess:
         """Whether every reflector finished its first list."""
         return all(r.synced.is_set() for r in self.reflectors)
 
+    def watch_broken(self) -> bool:
+        """Whether a reflector's list or watch is failing now: what was written since it
+        broke (a pod another leader bound while the API server restarted) is not in the
+        cache, and a session would place pods on room that is taken."""
+        return any(r.broken_since() is not None for r in self.reflectors)
+
     # Running -----------------------------------------------------------------
     async def run(self) -> int:
         """Run until SIGTERM or SIGINT; returns the exit code."""
@@ -159,6 +165,10 @@ class SchedulerProcess:
             reloaded = self.config.config is not before
             if not self.is_leader():
                 self.gate.forget()
+                self.health.cycle_finished()
+            elif self.watch_broken():
+                # No session until every watch works again (resumed, or listed anew).
+                self.metrics.cycles.labels("watch_broken").inc()
                 self.health.cycle_finished()
             elif self.gate.needs_session(
                 generation=self.world.generation,

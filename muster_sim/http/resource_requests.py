@@ -110,7 +110,7 @@ class ResourceRequests:
         route = route_of(self.api.registry, group, version, rest)
         if route.kind.from_crd and self.readiness.crds_not_served():
             raise path_not_found()
-        verb = verb_of(request.method, route)
+        verb = verb_of(request.method, route, request.query.get("watch") in ("true", "1"))
         pending = audit.current()
         if pending is not None:
             describe(pending, route, verb)

@@ -54,12 +54,14 @@ def route_of(registry: Registry, group: str, version: str, rest: list[str]) -> R
     return Route(kind, namespace, name, sub, watch)
 
 
-def verb_of(method: str, route: Route) -> str:
-    """The API verb an HTTP method on a route is (get, list, watch, create, ...); 405 else."""
+def verb_of(method: str, route: Route, watch: bool = False) -> str:
+    """The API verb an HTTP method on a route is (get, list, watch, create, ...); 405 else.
+    `watch`: the query asks to watch (`watch=true`), which makes a GET a watch, as
+    kube-apiserver's request info says (and its audit log and fault rules see it)."""
     if method == "GET":
-        if route.watch or route.name is None:
-            return "watch" if route.watch else "list"
-        return "get"
+        if route.watch or watch:
+            return "watch"
+        return "list" if route.name is None else "get"
     if method == "POST":
         return "create"
     if method == "PUT":

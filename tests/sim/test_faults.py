@@ -72,6 +72,17 @@ def test_an_error_rule_may_select_the_objects_it_refuses_by_name(raw: Raw) -> No
         raw.json("DELETE", "/api/v1/namespaces/default/configmaps/held")
 
 
+def test_a_get_with_watch_true_is_the_watch_verb_not_a_list(raw: Raw) -> None:
+    # kube-apiserver's request info: a GET of a collection with watch=true is a watch.
+    _set(raw, {"errors": [{"rate": 1.0, "code": 500, "verbs": ["watch"], "resources": ["pods"]}]})
+    try:
+        path = "/api/v1/namespaces/default/pods"
+        assert raw.json("GET", path)[0] == 200
+        assert raw.request("GET", f"{path}?watch=true&timeoutSeconds=1").status == 500
+    finally:
+        _set(raw, {})
+
+
 def test_latency_delays_matching_requests(raw: Raw) -> None:
     _set(raw, {"latency": [{"ms": 200, "verbs": ["list"]}]})
     try:
