@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the campaign; 0 when no invariant broke."""
     args = parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
-    every_leader_fault = args.long or args.failover
-    trials = args.trials if args.trials is not None else (10 if every_leader_fault else 1)
+    trials = args.trials if args.trials is not None else (10 if args.long or args.failover else 1)
     default_seconds = 180.0 if args.long else FAILOVER_SECONDS if args.failover else 45.0
     seconds = args.seconds if args.seconds is not None else default_seconds
     soak = args.soak if args.soak is not None else (3600.0 if args.long else 0.0)
@@ -94,18 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     results: list[TrialResult] = []
     began = time.time()
     for index in range(trials):
-        leader_faults = (
-            list(LEADER_FAULTS)
-            if every_leader_fault
-            else ["sigkill-mid-commit", "sigterm", "sigstop"]
-        )
         options = Options(
             seed=seed + index,
             seconds=seconds,
             nodes=args.nodes,
             replicas=args.replicas,
             work_dir=args.out / "chaos",
-            leader_faults=tuple(leader_faults),
+            leader_faults=LEADER_FAULTS,
             keep_logs=args.keep_logs,
         )
         result = run_trial(options)

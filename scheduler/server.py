@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from scheduler import build, gc_policy
+from scheduler.cache.reflector import any_broken
 from scheduler.cache.wiring import world_reflectors
 from scheduler.cache.world import World
 from scheduler.config_source import ConfigSource
@@ -112,12 +113,6 @@ class SchedulerProcess:
         """Whether every reflector finished its first list."""
         return all(r.synced.is_set() for r in self.reflectors)
 
-    def watch_broken(self) -> bool:
-        """Whether a reflector's list or watch is failing now: what was written since it
-        broke (a pod another leader bound while the API server restarted) is not in the
-        cache, and a session would place pods on room that is taken."""
-        return any(r.broken_since() is not None for r in self.reflectors)
-
     # Running -----------------------------------------------------------------
     async def run(self) -> int:
         """Run until SIGTERM or SIGINT; returns the exit code."""
@@ -166,8 +161,7 @@ class SchedulerProcess:
             if not self.is_leader():
                 self.gate.forget()
                 self.health.cycle_finished()
-            elif self.watch_broken():
-                # No session until every watch works again (resumed, or listed anew).
+            elif any_broken(self.reflectors):
                 self.metrics.cycles.labels("watch_broken").inc()
                 self.health.cycle_finished()
             elif self.gate.needs_session(

@@ -53,7 +53,7 @@ class Options:
     nodes: int = 200
     replicas: int = 3
     work_dir: Path = Path("bench/out/chaos")
-    leader_faults: tuple[str, ...] = ("sigkill-mid-commit", "sigterm", "sigstop")
+    leader_faults: tuple[str, ...] = LEADER_FAULTS
     arrivals_per_second: float = 4.0
     filler_gangs: int = 12
     inqueue_timeout: float = 20.0

@@ -31,7 +31,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -415,6 +415,14 @@ def _resource_version(item: Any) -> str:
 # long outage is listed again within seconds, and one request per kind every few seconds
 # costs it nothing.
 BACKOFF_CAP = 8.0
+
+
+def any_broken(reflectors: Iterable[Reflector[Any]]) -> bool:
+    """Whether a reflector's list or watch is failing now. No session runs then: what was
+    written since it broke (a pod another leader bound while the API server restarted) is
+    not in the cache until the watch resumes or lists anew, and a session would place pods
+    on room that is taken."""
+    return any(reflector.broken_since() is not None for reflector in reflectors)
 
 
 def _backoff(failures: int) -> float:

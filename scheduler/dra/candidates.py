@@ -17,11 +17,11 @@ so they are kept for the session, and across sessions in the store the cache's D
 gives while the inventory and the classes are the same objects (dra/kept.py); selectors'
 answers per device come from the memo.
 
-`interchangeable(claim, node)` serves the allocator's counting answer (dra/allocator.py):
-the candidates every request of the claim shares on the node when each request asks a
-count of devices any of which will do (one ExactCount choice, no admin access, no
-constraint in the claim, no candidate whose selectors failed or that consumes counters),
-or None when the search must decide.
+`shape(claim)` and `on_node` serve the allocator's counting answer (dra/allocator.py, and a
+pod's lane, dra/pods.py): the candidates every request of the claim shares on the node when
+each request asks a count of devices any of which will do (one ExactCount choice, no admin
+access, no constraint in the claim, no candidate whose selectors failed or that consumes
+counters), or None when the search must decide.
 """
 
 from __future__ import annotations
@@ -94,18 +94,9 @@ class Candidates:
             )
         return units
 
-    def interchangeable(self, claim: Claim, node: str) -> list[Device] | None:
-        """The candidates on the node that every request of the claim draws from, when each
-        asks a count of interchangeable devices (the module docstring), or None. Raises
-        PodProblem where `units` would."""
-        shape = self.shape(claim)
-        if shape is None:
-            return None
-        return self.on_node(self.counted_nodes(shape), claim, node)
-
     def shape(self, claim: Claim) -> tuple[object, ...] | None:
         """The key of the candidates every request of the claim shares, without the nodes,
-        when a count answers for it (`interchangeable`); else None."""
+        when a count answers for it (the module docstring); else None."""
         shape = self._shapes.get(id(claim), ())
         if shape == ():
             shape = self._shapes[id(claim)] = _shape(claim)
@@ -122,7 +113,9 @@ class Candidates:
     def on_node(
         self, nodes: dict[str, list[Device] | None], claim: Claim, node: str
     ) -> list[Device] | None:
-        """`interchangeable` for a claim of the shape whose `counted_nodes` these are."""
+        """The candidates on the node every request of the claim (of the shape whose
+        `counted_nodes` these are) draws from, or None when the search must decide. Raises
+        PodProblem where `units` would."""
         if node in nodes:
             return nodes[node]
         choice = claim.requests[0].choices[0]

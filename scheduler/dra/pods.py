@@ -33,7 +33,7 @@ from scheduler.dra.requests import Claim
 @dataclass(frozen=True, slots=True)
 class Lane:
     """A pod whose claims a count answers: none waits or is refused, every request asks a
-    count of one shape's candidates (dra/candidates.py, `interchangeable`), no claim is
+    count of one shape's candidates (dra/candidates.py, `shape`), no claim is
     named twice."""
 
     keys: tuple[str, ...]
