@@ -302,7 +302,7 @@ class GangEvictor:
         uses come free: the dynamic predicates; the static ones, taints, selectors and
         affinity, are `session.admits`)."""
         leaving = {victim.uid for unit in units for victim in unit.tasks}
-        if not task.request.fits_in(node.future_idle().add(_freed_on(node, units))):
+        if not task.node_request.fits_in(node.future_idle().add(_freed_on(node, units))):
             return False
         if task.devices is not None and self.devices is not None:
             victims = [victim for unit in units for victim in unit.tasks]
@@ -427,7 +427,7 @@ def _freed_on(node: NodeInfo, units: list[Unit]) -> Resource:
     for unit in units:
         for task in unit.tasks:
             if task.node_name == node.name:
-                freed.add(task.request)
+                freed.add(task.node_request)
     return freed
 
 

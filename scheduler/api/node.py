@@ -69,7 +69,10 @@ class NodeInfo:
     `used` counts every pod placed on the node that is not terminal, pods being
     deleted included (they still hold their resources); `releasing` is the
     part of `used` that is going away; `pipelined` is what the session has
-    promised out of `releasing`. `idle = allocatable - used`.
+    promised out of `releasing`. `idle = allocatable - used`, but for the devices pods'
+    claims count for their queues (`deviceclass/<class>`): `used` counts them, for the
+    cluster's headroom (actions/enqueue.py); no node has them, so the node's room (`idle`,
+    `releasing`, `pipelined`, from each pod's `node_request`) leaves them out.
     """
 
     __slots__ = (
@@ -160,7 +163,7 @@ class NodeInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """Account for a task placed here (its status decides which figures move)."""
-        request = task.request
+        request = task.node_request  # the node's room: no device counts (see the class)
         status = task.status
         if status is TaskStatus.PIPELINED:
             self.pipelined.add(request)
@@ -172,14 +175,17 @@ class NodeInfo:
             used = self.used
             idle = self.idle
             if request.scalars:
-                used.add(request)
                 idle.sub(request)
             else:
                 # Inline for the common request (every placement a session makes).
-                used.cpu += request.cpu
-                used.memory += request.memory
                 idle.cpu -= request.cpu
                 idle.memory -= request.memory
+            counted = task.request
+            if counted.scalars:
+                used.add(counted)
+            else:
+                used.cpu += counted.cpu
+                used.memory += counted.memory
             self.pod_count += 1
             if task.placement.host_ports:
                 self.used_ports = (*self.used_ports, *task.placement.host_ports)
@@ -192,7 +198,7 @@ class NodeInfo:
         stored = self.tasks.pop(task.uid, None)
         if stored is None:
             return
-        request = stored.request
+        request = stored.node_request
         status = stored.status
         if status is TaskStatus.PIPELINED:
             self.pipelined.sub(request)
@@ -201,7 +207,7 @@ class NodeInfo:
             if status is TaskStatus.RELEASING:
                 self.releasing.sub(request)
                 self.releasing_pods -= 1
-            self.used.sub(request)
+            self.used.sub(stored.request)
             self.idle.add(request)
             self.pod_count -= 1
             if stored.placement.host_ports:

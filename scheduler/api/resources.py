@@ -127,7 +127,9 @@ class Resource:
         self.memory += other.memory
         added = other.scalars
         if added:
-            scalars = self._own_scalars()
+            scalars = self.scalars
+            if not isinstance(scalars, dict):  # _own_scalars, inline: a hot path
+                scalars = self.scalars = dict(scalars)
             # A non-empty vector's are a dict (see _NO_SCALARS): read as one, which the
             # compiled core walks without the generic mapping protocol.
             for key, value in (added if isinstance(added, dict) else dict(added)).items():
@@ -140,7 +142,9 @@ class Resource:
         self.memory -= other.memory
         taken = other.scalars
         if taken:
-            scalars = self._own_scalars()
+            scalars = self.scalars
+            if not isinstance(scalars, dict):  # _own_scalars, inline: a hot path
+                scalars = self.scalars = dict(scalars)
             for key, value in (taken if isinstance(taken, dict) else dict(taken)).items():
                 scalars[key] = scalars.get(key, 0) - value
         return self

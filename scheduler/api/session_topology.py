@@ -260,11 +260,11 @@ def pods_room(
         pods = node.pod_count
         while placed < len(tasks):
             task = tasks[placed]
-            if pods >= node.max_pods or not task.request.fits_in(free):
+            if pods >= node.max_pods or not task.node_request.fits_in(free):
                 break
             if not admits(task, node):
                 break
-            free.sub(task.request)
+            free.sub(task.node_request)
             pods += 1
             placed += 1
         if placed == len(tasks):

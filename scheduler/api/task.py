@@ -165,6 +165,7 @@ class TaskInfo:
         "name",
         "namespace",
         "node_name",
+        "node_request",
         "owner_uid",
         "placement",
         "preemption_policy",
@@ -212,11 +213,17 @@ class TaskInfo:
         scale_up_request: str = "",
         ignored_group: str = "",
         devices: PodClaims | None = None,
+        node_request: Resource | None = None,
     ) -> None:
         self.uid = uid
         self.namespace = namespace
         self.name = name
         self.request = request
+        # What a node's room holds for the pod: `request` less the devices its claims count
+        # for its queue (deviceclass/<class>), which no node has and node arithmetic would
+        # only carry along; `request` itself for most pods. The two change together, through
+        # set_request.
+        self.node_request = request if node_request is None else node_request
         self.job = job
         self.role = role
         self.scheduler_name = scheduler_name
@@ -374,7 +381,14 @@ class TaskInfo:
             scale_up_request=self.scale_up_request,
             ignored_group=self.ignored_group,
             devices=self.devices,
+            node_request=self.node_request,
         )
+
+    def set_request(self, request: Resource) -> None:
+        """Make `request` the pod's (with the devices its claims count for its queue, if
+        any); a node's room holds it without those counts (`node_request`)."""
+        self.request = request
+        self.node_request = request.without_devices()
 
     def __repr__(self) -> str:
         return f"TaskInfo({self.key}, {self.status.value}, node={self.node_name or '-'})"

@@ -299,7 +299,7 @@ class World:
             self.cluster_changed()
             self.settled.touch(task.job)
             self.remove_task(uid)
-            task.request = request
+            task.set_request(request)
             self.add_task(task)
 
     def _as_assumed(self, key: str) -> dra.ResourceClaim:

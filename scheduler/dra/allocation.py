@@ -45,11 +45,13 @@ def first_free(claims: list[Claim], free: list[Device], node: str) -> dict[str, 
     at = 0
     for claim in claims:
         picks: list[Pick] = []
+        bound = False
         for choice in claim.choices:
             for _ in range(choice.count):
-                picks.append(Pick(choice, free[at]))
+                device = free[at]
+                picks.append(Pick(choice, device))
+                bound = bound or device.node_bound
                 at += 1
-        bound = any(pick.device.node_bound for pick in picks)
         allocations[claim.key] = Allocation(tuple(picks), node if bound else None)
     return allocations
 

@@ -46,7 +46,8 @@ on the node and how many of those are free, and the devices muster does not allo
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 from scheduler.api import dra, wire
 from scheduler.dra.allocation import Allocation, allocation_held, allows, first_free
@@ -182,7 +183,7 @@ class DeviceAllocator:
     def take_if_fits(self, pod: PodClaims, node: str, gang: str) -> bool:
         """`take`, when `fits` says yes; whether it did."""
         plan = self._plan(pod, node, gang)
-        if not plan.fit.fits:
+        if plan.fit.verdict is not Verdict.FITS:
             return False
         if plan.counted is not None:
             self._take_counted(pod, node, gang, *plan.counted)
@@ -193,7 +194,7 @@ class DeviceAllocator:
     def _take_searched(self, pod: PodClaims, node: str, gang: str, plan: Plan) -> None:
         previous: dict[str, Allocation] = {}
         replaced: dict[str, dra.AllocationResult] = {}
-        record = Take(pod, gang, [], previous, [], replaced)
+        record = Take(pod, pod.key, gang, [], previous, [], replaced)
         # Every re-assigned claim lets go first: another may take over what it held.
         for key in plan.allocations:
             tentative = self._tentative.get(key)
@@ -228,11 +229,12 @@ class DeviceAllocator:
         """`take` of a counted yes: each of the pod's claims, none allocated or taken, takes
         its first free candidates; nothing is re-assigned."""
         allocations = first_free(claims, devices, node)
-        record = Take(pod, gang, list(allocations), NOTHING, [], NOTHING)
+        pod_key = pod.key
+        record = Take(pod, pod_key, gang, list(allocations), NOTHING, [], NOTHING)
         users = self._users
         uid = pod.uid
         for key, allocation in allocations.items():
-            self._tentative[key] = Tentative(gang, allocation, {pod.key: node})
+            self._tentative[key] = Tentative(gang, allocation, {pod_key: node})
             self.holdings.hold_free(key, [pick.device.id for pick in allocation.picks])
             taken = users.get(key)
             if taken is None:
@@ -247,8 +249,9 @@ class DeviceAllocator:
 
     def give_back(self, pod: PodClaims) -> None:
         """Undo the pod's take: exactly when it is the newest (the module docstring)."""
+        pod_key = pod.key
         position = next(
-            (i for i in range(len(self._takes) - 1, -1, -1) if self._takes[i].pod.key == pod.key),
+            (i for i in range(len(self._takes) - 1, -1, -1) if self._takes[i].key == pod_key),
             None,
         )
         if position is None:
@@ -280,7 +283,7 @@ class DeviceAllocator:
         self._changed()
 
     def commit(
-        self, gang: str, pods: Collection[str] | None = None
+        self, gang: str, pods: AbstractSet[str] | None = None
     ) -> dict[str, dra.AllocationResult]:
         """Make the gang's tentative claims allocated for the rest of the session (only those
         the pods `pods`, by key, use, when given); the AllocationResult of each, by claim
@@ -292,26 +295,28 @@ class DeviceAllocator:
         self._takes = [
             take
             for take in self._takes
-            if take.gang != gang or (pods is not None and take.pod.key not in pods)
+            if take.gang != gang or (pods is not None and take.key not in pods)
         ]
         self._changed()
         return results
 
     def tentative_results(
-        self, gang: str, pods: Collection[str] | None = None
+        self, gang: str, pods: AbstractSet[str] | None = None
     ) -> dict[str, dra.AllocationResult]:
         """What `commit` would return now."""
-        return {
-            key: allocation_result(
+        results: dict[str, dra.AllocationResult] = {}
+        for key, tentative in self._tentative.items():
+            if tentative.gang != gang or (pods is not None and pods.isdisjoint(tentative.pods)):
+                continue
+            allocation = tentative.allocation
+            results[key] = allocation_result(
                 self.claims[key],
-                list(tentative.allocation.picks),
-                tentative.allocation.node or next(iter(tentative.pods.values()), None),
+                list(allocation.picks),
+                allocation.node or next(iter(tentative.pods.values()), None),
                 self.classes,
                 self._pinned,
             )
-            for key, tentative in self._tentative.items()
-            if tentative.gang == gang and (pods is None or any(p in pods for p in tentative.pods))
-        }
+        return results
 
     # Preemption --------------------------------------------------------------------------
 
@@ -436,7 +441,7 @@ class DeviceAllocator:
             plan = Plan(self._version, problem.fit)
         # Only a yes is kept, for the take that follows it: a placement asks every node
         # once per pod, and keeping every no would keep pods times nodes answers.
-        if plan.fit.fits:
+        if plan.fit.verdict is Verdict.FITS:
             if len(self._plans) >= _PLANS_KEPT:
                 self._plans.clear()
             self._plans[cache_key] = plan

@@ -19,7 +19,6 @@ node, so that each question about it reads those and nothing else.
 from __future__ import annotations
 
 import itertools
-import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -104,16 +103,24 @@ class PodIndex:
         known = self._asked.get(pod.uid)
         if known is not None and (known[0] is pod or known[0] == pod):
             return known[2]
-        seen = tuple(map(self.claims.get, pod.claims))
         known = self._before.get(pod.uid)
         if (
             known is None
             or not (known[0] is pod or known[0] == pod)
-            or not all(map(operator.is_, known[1], seen))
+            or not self._same_claims(known[1], pod.claims)
         ):
-            known = (pod, seen, self._read(pod))
+            known = (pod, tuple([self.claims.get(key) for key in pod.claims]), self._read(pod))
         self._asked[pod.uid] = known
         return known[2]
+
+    def _same_claims(self, seen: tuple[Claim | None, ...], keys: tuple[str, ...]) -> bool:
+        """Whether the claims `keys` name are the very objects an entry read (`seen`, in
+        the same order): asked of every pod once a session, so a plain loop."""
+        claims = self.claims
+        for key, claim in zip(keys, seen, strict=True):  # noqa: SIM110 (no generator)
+            if claims.get(key) is not claim:
+                return False
+        return True
 
     def _read(self, pod: PodClaims) -> PodEntry:
         claims, waiting = read_claims(pod, self.claims)

@@ -73,7 +73,7 @@ def lay_out_members(
             if node.name not in room:
                 room[node.name] = node.allocatable.clone().sub(taken.get(node.name, Resource()))
                 slots[node.name] = node.max_pods - slots_taken.get(node.name, 0)
-            if slots[node.name] < 1 or not task.request.fits_in(room[node.name]):
+            if slots[node.name] < 1 or not task.node_request.fits_in(room[node.name]):
                 continue
             if not session.admits(task, node).ok:
                 continue
@@ -85,12 +85,12 @@ def lay_out_members(
             if partial:
                 continue
             return None
-        room[chosen.name].sub(task.request)
+        room[chosen.name].sub(task.node_request)
         slots[chosen.name] -= 1
         if task.devices is not None and with_devices is not None:
             with_devices.setdefault(chosen.name, []).append(task)
         amount, pods = layout.get(chosen, (Resource(), 0))
-        layout[chosen] = (amount.add(task.request), pods + 1)
+        layout[chosen] = (amount.add(task.node_request), pods + 1)
     return layout
 
 

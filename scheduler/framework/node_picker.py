@@ -194,7 +194,7 @@ class NodePicker:
                 if shape.reopens:
                     self._to_reopen[id(shape)] = shape
                 continue
-            if task.request.fits_in(node.idle) and (
+            if task.node_request.fits_in(node.idle) and (
                 devices is None or not devices.later(task, node)
             ):
                 chosen = node

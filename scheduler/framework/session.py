@@ -293,7 +293,7 @@ class Session:
         total = Resource()
         for task in tasks:
             total.add(task.request)
-        probe.request = total
+        probe.set_request(total)
         for tier in self._points.get("allocatable", _NO_TIERS):
             for fn in tier:
                 # A refusal's reason is not recorded: the tasks are asked one by one next.

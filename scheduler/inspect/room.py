@@ -93,7 +93,7 @@ def otherwise_fitting_nodes(
             node
             for node in session.node_list
             if any(
-                session.admits(task, node).ok and task.request.fits_in(node.allocatable)
+                session.admits(task, node).ok and task.node_request.fits_in(node.allocatable)
                 for task in tasks
             )
         ]

@@ -179,7 +179,7 @@ class PredicatesPlugin(Plugin[PredicatesArguments]):
         ports = task.placement.host_ports
         if ports and self._ports and node.used_ports and _ports_conflict(task, node):
             return _PORTS_TAKEN
-        if node.pod_count < node.max_pods and task.request.fits_in(node.idle):
+        if node.pod_count < node.max_pods and task.node_request.fits_in(node.idle):
             verdict = self._storage.fits(task, node) if task.placement.claims else OK
         else:
             verdict = _resource_verdict(task, node, self._extended)
@@ -225,7 +225,7 @@ def extended_resources(classes: Iterable[dra.DeviceClass]) -> dict[str, str]:
 
 def _resource_verdict(task: TaskInfo, node: NodeInfo, extended: Mapping[str, str]) -> Status:
     """The slow path: pipelining onto releasing resources, or kube-scheduler's reasons."""
-    request = task.request
+    request = task.node_request
     too_many_pods = node.pod_count + 1 > node.max_pods
     available = node.idle
     if not node.releasing.is_empty():

@@ -66,7 +66,7 @@ def upsert(world: World, pod: wire.Pod) -> None:
         world.invalid.pop(key, None)
     if task.devices is not None:
         # The devices its claims count for its queue (deviceclass/<class>).
-        task.request = world.counted_request(task)
+        task.set_request(world.counted_request(task))
     # Before the task is indexed: muster's first pod of a PodGroup makes it a job to join.
     owners.set_membership(uid, task.job if ours else _named_group(pod), ours=ours)
     settled = world.settled

@@ -314,7 +314,7 @@ def test_a_gang_whose_pods_are_not_all_there_yet_names_its_request_in_advance() 
 def test_a_gang_with_more_pod_shapes_than_a_request_holds_is_not_asked_for_and_says_so() -> None:
     big = gang("big", 33, cpu=4, created=CREATED)
     for index, member in enumerate(sorted(big.tasks.values(), key=lambda t: t.name)):
-        member.request = resources(cpu=4 + index / 1000)
+        member.set_request(resources(cpu=4 + index / 1000))
     result = schedule(cluster(big), SCALE_UP)
     assert result.provisioning_requests == []
     condition = scale_up_condition(result, big)

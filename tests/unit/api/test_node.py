@@ -165,6 +165,30 @@ def test_removing_a_task_undoes_adding_it(status: TaskStatus) -> None:
     assert len(info.tasks) == 1
 
 
+GPUS = "deviceclass/gpu"
+
+
+@pytest.mark.parametrize(
+    "status", [TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.PIPELINED, TaskStatus.BOUND]
+)
+def test_a_node_room_leaves_out_the_devices_claims_count_for_queues(status: TaskStatus) -> None:
+    # No node has deviceclass/<class>: its room never carries the count, its used does
+    # (the cluster's headroom reads it), and removing the pod undoes both exactly.
+    info = node("n1", cpu=4, memory="8Gi")
+    before = (info.used.clone(), info.idle.clone(), info.releasing.clone(), info.pipelined.clone())
+    member = running("gpu", 1, "1Gi", status=status)
+    member.set_request(Resource(1000, GIB, {GPUS: 2}))
+    assert member.node_request == Resource(1000, GIB)
+    assert member.clone().node_request is member.node_request
+    info.add_task(member)
+    for room in (info.idle, info.releasing, info.pipelined):
+        assert GPUS not in room.scalars
+    assert info.used.get(GPUS) == (0 if status is TaskStatus.PIPELINED else 2)
+    assert info.idle.cpu == (4000 if status is TaskStatus.PIPELINED else 3000)
+    info.remove_task(member)
+    assert (info.used, info.idle, info.releasing, info.pipelined) == before
+
+
 def test_removing_an_unknown_task_changes_nothing() -> None:
     info = node("n1", cpu=4)
     version = info.version

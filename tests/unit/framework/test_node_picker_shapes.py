@@ -34,7 +34,7 @@ def test_a_gang_mate_asking_more_does_not_take_the_small_ones_shape() -> None:
     # must not mark the shape of the small ones, picked before and after it, as failed.
     job = gang("g", 3, cpu=1)
     small, big, later = members_sharing_objects(job)
-    big.request = Resource(64_000, 0)
+    big.set_request(Resource(64_000, 0))
     nodes = [node("n1", cpu=4), node("n2", cpu=4)]
     picker = picker_over(snapshot(nodes, [job]))
     first = picker.pick(small)
