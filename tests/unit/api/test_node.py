@@ -177,14 +177,14 @@ def test_a_node_room_leaves_out_the_devices_claims_count_for_queues(status: Task
     info = node("n1", cpu=4, memory="8Gi")
     before = (info.used.clone(), info.idle.clone(), info.releasing.clone(), info.pipelined.clone())
     member = running("gpu", 1, "1Gi", status=status)
-    member.set_request(Resource(1000, GIB, {GPUS: 2}))
-    assert member.node_request == Resource(1000, GIB)
+    member.set_request(Resource(2000, 2 * GIB, {GPUS: 2}))
+    assert member.node_request == Resource(2000, 2 * GIB)
     assert member.clone().node_request is member.node_request
     info.add_task(member)
     for room in (info.idle, info.releasing, info.pipelined):
         assert GPUS not in room.scalars
     assert info.used.get(GPUS) == (0 if status is TaskStatus.PIPELINED else 2)
-    assert info.idle.cpu == (4000 if status is TaskStatus.PIPELINED else 3000)
+    assert info.idle.cpu == (4000 if status is TaskStatus.PIPELINED else 2000)
     info.remove_task(member)
     assert (info.used, info.idle, info.releasing, info.pipelined) == before
 
