@@ -463,7 +463,9 @@ class DeviceAllocator:
                 devices = self.candidates.on_node(lane.nodes, entry.claims[0], node)
             except PodProblem:
                 return None
-        if devices is None or lane.steps > min(self.step_limit, max(self.steps_left, 0)):
+        steps = lane.steps
+        # Over the search's bound, min(step_limit, max(steps_left, 0)), without builtins.
+        if devices is None or steps > self.step_limit or (steps > self.steps_left and steps > 0):
             return None
         free = self.holdings.first_free(devices, lane.need)
         if free is None:

@@ -74,6 +74,10 @@ class PodEntries:
     def __init__(self) -> None:
         self.asked: dict[str, _Kept] = {}
         self.numbers = itertools.count()
+        # The claims by key those entries were read from or checked against (read only):
+        # while a session's are the very same mapping (dra/kept.py gives the same ClaimSet
+        # for the same objects), every claim an entry read is unchanged.
+        self.claims: Mapping[str, Claim] | None = None
 
 
 class PodIndex:
@@ -97,6 +101,8 @@ class PodIndex:
         self._asked: dict[str, _Kept] = {}
         kept.asked = self._asked
         self._numbers = kept.numbers
+        self._claims_unchanged = kept.claims is claims
+        kept.claims = claims
 
     def entry(self, pod: PodClaims) -> PodEntry:
         """The pod's entry (read the first time the pod, or an equal one, is asked)."""
@@ -107,7 +113,7 @@ class PodIndex:
         if (
             known is None
             or not (known[0] is pod or known[0] == pod)
-            or not self._same_claims(known[1], pod.claims)
+            or not (self._claims_unchanged or self._same_claims(known[1], pod.claims))
         ):
             known = (pod, tuple([self.claims.get(key) for key in pod.claims]), self._read(pod))
         self._asked[pod.uid] = known

@@ -61,11 +61,7 @@ def _configuration(
     claim: Claim, picks: list[Pick], classes: Mapping[str, dra.DeviceClass]
 ) -> list[dra.DeviceAllocationConfiguration]:
     config: list[dra.DeviceAllocationConfiguration] = []
-    if not claim.config and not any(
-        (device_class := classes.get(pick.choice.device_class)) is not None
-        and device_class.spec.config
-        for pick in picks
-    ):
+    if not claim.config and not _classes_configured(picks, classes):
         return config
     chosen = {pick.choice.request: pick.choice for pick in picks}
     by_class: dict[str, tuple[int, int]] = {}
@@ -101,6 +97,15 @@ def _configuration(
             ):
                 config.append(entry)
     return config
+
+
+def _classes_configured(picks: list[Pick], classes: Mapping[str, dra.DeviceClass]) -> bool:
+    """Whether the class of any pick has configuration to copy (a loop: asked per claim)."""
+    for pick in picks:
+        device_class = classes.get(pick.choice.device_class)
+        if device_class is not None and device_class.spec.config:
+            return True
+    return False
 
 
 def node_selector(
