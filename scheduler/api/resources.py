@@ -127,9 +127,7 @@ class Resource:
         self.memory += other.memory
         added = other.scalars
         if added:
-            scalars = self.scalars
-            if not isinstance(scalars, dict):  # _own_scalars, inline: a hot path
-                scalars = self.scalars = dict(scalars)
+            scalars = self._own_scalars()
             # A non-empty vector's are a dict (see _NO_SCALARS): read as one, which the
             # compiled core walks without the generic mapping protocol.
             for key, value in (added if isinstance(added, dict) else dict(added)).items():
@@ -142,9 +140,7 @@ class Resource:
         self.memory -= other.memory
         taken = other.scalars
         if taken:
-            scalars = self.scalars
-            if not isinstance(scalars, dict):  # _own_scalars, inline: a hot path
-                scalars = self.scalars = dict(scalars)
+            scalars = self._own_scalars()
             for key, value in (taken if isinstance(taken, dict) else dict(taken)).items():
                 scalars[key] = scalars.get(key, 0) - value
         return self

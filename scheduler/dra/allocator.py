@@ -183,7 +183,7 @@ class DeviceAllocator:
     def take_if_fits(self, pod: PodClaims, node: str, gang: str) -> bool:
         """`take`, when `fits` says yes; whether it did."""
         plan = self._plan(pod, node, gang)
-        if plan.fit.verdict is not Verdict.FITS:
+        if not plan.fit.fits:
             return False
         if plan.counted is not None:
             self._take_counted(pod, node, gang, *plan.counted)
@@ -194,7 +194,7 @@ class DeviceAllocator:
     def _take_searched(self, pod: PodClaims, node: str, gang: str, plan: Plan) -> None:
         previous: dict[str, Allocation] = {}
         replaced: dict[str, dra.AllocationResult] = {}
-        record = Take(pod, pod.key, gang, [], previous, [], replaced)
+        record = Take(pod, gang, [], previous, [], replaced)
         # Every re-assigned claim lets go first: another may take over what it held.
         for key in plan.allocations:
             tentative = self._tentative.get(key)
@@ -230,7 +230,7 @@ class DeviceAllocator:
         its first free candidates; nothing is re-assigned."""
         allocations = first_free(claims, devices, node)
         pod_key = pod.key
-        record = Take(pod, pod_key, gang, list(allocations), NOTHING, [], NOTHING)
+        record = Take(pod, gang, list(allocations), NOTHING, [], NOTHING)
         users = self._users
         uid = pod.uid
         for key, allocation in allocations.items():
@@ -251,7 +251,7 @@ class DeviceAllocator:
         """Undo the pod's take: exactly when it is the newest (the module docstring)."""
         pod_key = pod.key
         position = next(
-            (i for i in range(len(self._takes) - 1, -1, -1) if self._takes[i].key == pod_key),
+            (i for i in range(len(self._takes) - 1, -1, -1) if self._takes[i].pod.key == pod_key),
             None,
         )
         if position is None:
@@ -295,7 +295,7 @@ class DeviceAllocator:
         self._takes = [
             take
             for take in self._takes
-            if take.gang != gang or (pods is not None and take.key not in pods)
+            if take.gang != gang or (pods is not None and take.pod.key not in pods)
         ]
         self._changed()
         return results
@@ -441,7 +441,7 @@ class DeviceAllocator:
             plan = Plan(self._version, problem.fit)
         # Only a yes is kept, for the take that follows it: a placement asks every node
         # once per pod, and keeping every no would keep pods times nodes answers.
-        if plan.fit.verdict is Verdict.FITS:
+        if plan.fit.fits:
             if len(self._plans) >= _PLANS_KEPT:
                 self._plans.clear()
             self._plans[cache_key] = plan
@@ -463,9 +463,7 @@ class DeviceAllocator:
                 devices = self.candidates.on_node(lane.nodes, entry.claims[0], node)
             except PodProblem:
                 return None
-        steps = lane.steps
-        # Over the search's bound, min(step_limit, max(steps_left, 0)), without builtins.
-        if devices is None or steps > self.step_limit or (steps > self.steps_left and steps > 0):
+        if devices is None or lane.steps > self._step_bound():
             return None
         free = self.holdings.first_free(devices, lane.need)
         if free is None:
@@ -522,6 +520,10 @@ class DeviceAllocator:
         )
         return Plan(self._version, FITS_LATER if later else FITS, outcome)
 
+    def _step_bound(self) -> int:
+        """The steps a question may spend: a search's bound, or what the session has left."""
+        return min(self.step_limit, max(self.steps_left, 0))
+
     def _not_here(self, detail: str) -> Plan:
         return Plan(self._version, DeviceFit(Verdict.NODE, NOT_AVAILABLE, detail))
 
@@ -562,9 +564,7 @@ class DeviceAllocator:
     def _search(
         self, units: list[Unit], released: set[str], *, joint: bool
     ) -> dict[str, Allocation] | SearchFailure:
-        search = Search(
-            self.holdings, units, released, min(self.step_limit, max(self.steps_left, 0))
-        )
+        search = Search(self.holdings, units, released, self._step_bound())
         if joint:
             search.most_constrained_first()
         try:

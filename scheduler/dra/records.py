@@ -40,12 +40,11 @@ class Take:
     of those it re-assigned, the claims it added the pod to the users of, and the stale
     allocations (`DeviceAllocator.stale`) it allocated again."""
 
-    __slots__ = ("allocated", "gang", "key", "pod", "previous", "replaced", "users_added")
+    __slots__ = ("allocated", "gang", "pod", "previous", "replaced", "users_added")
 
     def __init__(
         self,
         pod: PodClaims,
-        key: str,
         gang: str,
         allocated: list[str],
         previous: Mapping[str, Allocation],
@@ -53,7 +52,6 @@ class Take:
         replaced: Mapping[str, dra.AllocationResult],
     ) -> None:
         self.pod = pod
-        self.key = key  # the pod's, read by every commit and undo
         self.gang = gang
         self.allocated = allocated
         self.previous = previous

@@ -150,7 +150,7 @@ class DynamicResources:
         devices = task.devices
         if devices is None:
             return None
-        fit = (self._allocator or self.allocator).pod_problem(devices, task.job)
+        fit = self.allocator.pod_problem(devices, task.job)
         if fit is None:
             return None
         if fit.verdict is Verdict.POD and fit.reason.startswith(_WAITING_PREFIXES):
@@ -186,9 +186,8 @@ class DynamicResources:
         devices = task.devices
         if devices is None:
             return OK
-        # The allocator as built (a read of the property each time shows in a session).
-        fit = (self._allocator or self.allocator).fits(devices, node.name, task.job)
-        if fit.verdict is Verdict.FITS:
+        fit = self.allocator.fits(devices, node.name, task.job)
+        if fit.fits:
             return OK
         if fit.detail:
             self._details.setdefault(task.uid, {})[node.name] = fit.detail
@@ -198,9 +197,7 @@ class DynamicResources:
         """Whether the pod fits the node's devices only once pods leaving it let theirs go:
         it may be pipelined there, not bound (asked after `fits` said yes)."""
         devices = task.devices
-        return devices is not None and (self._allocator or self.allocator).later(
-            devices, node.name, task.job
-        )
+        return devices is not None and self.allocator.later(devices, node.name, task.job)
 
     def fits_without(self, task: TaskInfo, node: NodeInfo, leaving: Iterable[TaskInfo]) -> bool:
         """Whether the pod's claims could be allocated on the node were `leaving` evicted
@@ -260,7 +257,7 @@ class DynamicResources:
         devices = task.devices
         if devices is None:
             return
-        allocator = self._allocator or self.allocator
+        allocator = self.allocator
         if task.status in _PLACED:
             allocator.take_if_fits(devices, task.node_name, task.job)
         else:
