@@ -3,13 +3,21 @@
 On 410 Gone (the resourceVersion fell out of the server's history) it lists
 again and deletes what disappeared meanwhile; on an API or transport error it
 backs off (capped at BACKOFF_CAP, so it is back within seconds of a server that
-returns) and resumes the watch from the last resourceVersion it saw; on any
-other error (a bug) it logs it, backs off and lists again, so the task never
-ends while the process lives. Every failed list or watch is reported with the
-answer's HTTP code (`on_failure`). One object that does not decode is skipped and
-reported, never the whole list or watch. How long the watch has been broken, and
-when it last delivered anything (an event, a bookmark or a list), are kept for the
-readiness probe (scheduler/health.py).
+returns) and lists again too; on any other error (a bug) it logs it, backs off
+and lists again, so the task never ends while the process lives. A watch that
+ends normally (its timeout) is resumed from the last resourceVersion it saw.
+
+After a failure the kind counts as broken until that list is in: the list is
+what the server holds then, so what was written while the watch was down is in
+the cache before the scheduler runs a session again. Resuming the watch instead
+would replay it only after the watch opened, and a session in between would
+place pods on room another scheduler had taken meanwhile.
+
+Every failed list or watch is reported with the answer's HTTP code
+(`on_failure`). One object that does not decode is skipped and reported, never
+the whole list or watch. How long the kind has been broken, and when it last
+delivered anything (an event, a bookmark or a list), are kept for the readiness
+probe (scheduler/health.py).
 
 An answer is read for what it is. A 403 or a 404 on a kind muster needs is an error
 retried with backoff, never "there are none": a restarting kube-apiserver answers 403
@@ -186,6 +194,7 @@ class Reflector(Generic[T]):
                 failures = 0
             except Gone:
                 log.info("watch expired; listing again", extra={"resource": self.kind.name})
+                self._broken()
                 self.resource_version = ""
                 self.on_failure("410")
                 self.on_restart("relist")
@@ -216,6 +225,7 @@ class Reflector(Generic[T]):
                     continue
                 failures += 1
                 self._broken()
+                self.resource_version = ""
                 self.on_failure(str(error.code) if isinstance(error, StatusError) else "none")
                 log.warning(
                     "list/watch failed, trying again: %s%s",
@@ -346,9 +356,7 @@ class Reflector(Generic[T]):
         }
         if self.kind.selector:
             params["labelSelector"] = self.kind.selector
-        async for line in self.client.watch(
-            self.path, params, timeout=self.watch_timeout, on_open=self._working
-        ):
+        async for line in self.client.watch(self.path, params, timeout=self.watch_timeout):
             self._last_heard = self.clock()
             event = self._event_decoder.decode(line)
             if event.type == "ERROR":

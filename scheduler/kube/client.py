@@ -236,13 +236,8 @@ class KubeClient:
         params: Mapping[str, str],
         *,
         timeout: float,
-        on_open: Callable[[], None] = lambda: None,
     ) -> AsyncIterator[bytes]:
-        """Yield the raw lines of a watch stream until it ends; raise on a failed start.
-
-        `on_open` runs once the server accepted the watch (a quiet watch sends no line
-        for minutes, so the first line is no sign of a working one).
-        """
+        """Yield the raw lines of a watch stream until it ends; raise on a failed start."""
         headers = self._auth()
         query = dict(params)
         query["watch"] = "true"
@@ -257,7 +252,6 @@ class KubeClient:
             ) as response:
                 if response.status >= 300:
                     raise status_error(response.status, await response.read(), "WATCH", path)
-                on_open()
                 buffer = b""
                 async for chunk in response.content.iter_any():
                     if b"\n" not in chunk:

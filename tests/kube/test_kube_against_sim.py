@@ -202,15 +202,14 @@ def test_a_bind_whose_gate_closes_while_it_waits_for_a_connection_is_never_sent(
         async with KubeClient(
             load_configuration(str(sim.kubeconfig_path)), connections=1
         ) as narrow:
-            # The one connection is held by a watch, so the bind queues for it.
+            # The one connection is held by a watch (open once its first event, the pod's
+            # ADDED, arrives), so the bind queues for it.
             opened = asyncio.Event()
 
             async def hold() -> None:
                 params = {"timeoutSeconds": "1"}
-                async for _ in narrow.watch(
-                    "/api/v1/namespaces/default/pods", params, timeout=1, on_open=opened.set
-                ):
-                    pass
+                async for _ in narrow.watch("/api/v1/namespaces/default/pods", params, timeout=1):
+                    opened.set()
 
             holder = asyncio.get_running_loop().create_task(hold())
             await opened.wait()

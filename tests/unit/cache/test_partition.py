@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 
 from scheduler.api import wire
 from scheduler.api.partition import NodePartition
@@ -36,10 +36,9 @@ class AskedClient(FakeClient):
         params: Mapping[str, str],
         *,
         timeout: float,
-        on_open: Callable[[], None] = lambda: None,
     ) -> AsyncIterator[bytes]:
         self.asked.append(dict(params))
-        async for line in super().watch(path, params, timeout=timeout, on_open=on_open):
+        async for line in super().watch(path, params, timeout=timeout):
             yield line
 
 

@@ -8,9 +8,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import msgspec
+import pytest
 
 from scheduler.cache.reflector import Kind, Reflector
-from scheduler.kube.errors import TransportError
+from scheduler.kube.errors import Gone, TransportError
 
 
 class Item(msgspec.Struct):
@@ -21,7 +22,9 @@ class Item(msgspec.Struct):
 class FakeClient:
     """Serves one list, then the scripted watches, one per call; no sockets."""
 
-    def __init__(self, items: list[Any], watches: list[list[Any] | Exception]) -> None:
+    def __init__(
+        self, items: list[Any], watches: list[list[Any] | Exception | Callable[[], list[Any]]]
+    ) -> None:
         self.items = items
         self.watches = watches
         self.lists = 0
@@ -41,14 +44,14 @@ class FakeClient:
         params: Mapping[str, str],
         *,
         timeout: float,
-        on_open: Callable[[], None] = lambda: None,
     ) -> AsyncIterator[bytes]:
         if not self.watches:
             await asyncio.sleep(3600)
         script = self.watches.pop(0)
         if isinstance(script, Exception):
             raise script
-        on_open()
+        if callable(script):
+            script = script()
         for event in script:
             yield json.dumps(event).encode()
 
@@ -113,7 +116,7 @@ def test_an_unexpected_error_lists_again_instead_of_ending_the_task() -> None:
     assert client.lists >= 2 and store == {"a": 1}
 
 
-def test_a_failing_watch_is_broken_until_one_opens_again() -> None:
+def test_a_failing_watch_is_broken_until_the_kind_is_listed_again() -> None:
     now = [100.0]
     client = FakeClient([], [TransportError("refused"), []])
     reflector, _ = reflector_for(client, {}, clock=lambda: now[0])
@@ -132,3 +135,44 @@ def test_a_failing_watch_is_broken_until_one_opens_again() -> None:
     asyncio.run(scenario())
     assert seen == [100.0]
     assert reflector.broken_since() is None
+    assert client.lists == 2
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [TransportError("connection reset"), Gone(410, "Expired", "too old", "WATCH", "/things")],
+    ids=["transport", "gone"],
+)
+def test_what_was_written_while_the_watch_was_down_is_in_the_cache_once_it_works(
+    failure: Exception,
+) -> None:
+    """A session runs only while no reflector is broken: so whenever it counts as working
+    after a failure, the cache must already hold what another writer did meanwhile (a pod
+    bound by someone else), not get it later from a resumed watch's replay."""
+    store: dict[str, int] = {}
+    client = FakeClient([item("a", 1), item("gone", 0)], [])
+    failed = asyncio.Event()
+
+    def fail() -> list[Any]:
+        # Written while the watch is down: a changed object, a new one, a deleted one.
+        client.items = [item("a", 2), item("b", 3)]
+        failed.set()
+        raise failure
+
+    client.watches = [fail, []]
+    reflector, _ = reflector_for(client, store)
+    # What a session would see, asked between any two steps of the reflector.
+    seen_working: list[dict[str, int]] = []
+
+    async def scenario() -> None:
+        task = asyncio.get_running_loop().create_task(reflector.run())
+        await failed.wait()
+        while client.lists < 2 or reflector.broken_since() is not None:
+            if reflector.broken_since() is None:
+                seen_working.append(dict(store))
+            await asyncio.sleep(0)
+        seen_working.append(dict(store))
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=30))
+    assert seen_working and all(seen == {"a": 2, "b": 3} for seen in seen_working)

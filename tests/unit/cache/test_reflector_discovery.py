@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from scheduler.api.native import PODGROUPS, VERSIONS, WORKLOADS
@@ -51,13 +51,11 @@ class Server:
         params: Mapping[str, str],
         *,
         timeout: float,
-        on_open: Callable[[], None] = lambda: None,
     ) -> AsyncIterator[bytes]:
         self.watched.append(path)
         version = path.strip("/").split("/")[2]
         if version not in self.served:
             raise NotFound(404, "NotFound", "not found", "WATCH", path)
-        on_open()
         while not self.upgraded:
             await asyncio.sleep(0.001)
         raise NotFound(404, "NotFound", "not found", "WATCH", path)
