@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -169,7 +170,9 @@ def _die_with_parent() -> None:
 
 
 def kubeconfig_access(kubeconfig: Path) -> tuple[str, ssl.SSLContext | None, str | None]:
-    """The server URL, an SSL context trusting its CA, and the bearer token of a kubeconfig."""
+    """The server URL, an SSL context trusting its CA (and presenting the user's client
+    certificate, as kind's and kubeadm's admin kubeconfigs authenticate), and the bearer
+    token of a kubeconfig."""
     doc = yaml.safe_load(kubeconfig.read_text())
     context = {c["name"]: c["context"] for c in doc["contexts"]}[doc["current-context"]]
     cluster = {c["name"]: c["cluster"] for c in doc["clusters"]}[context["cluster"]]
@@ -182,7 +185,28 @@ def kubeconfig_access(kubeconfig: Path) -> tuple[str, ssl.SSLContext | None, str
             cadata=base64.b64decode(ca_data).decode() if ca_data else None,
             cafile=cluster.get("certificate-authority"),
         )
+        if user.get("client-certificate-data") or user.get("client-certificate"):
+            _present_client_certificate(ssl_context, kubeconfig, user)
     return url, ssl_context, user.get("token")
+
+
+def _present_client_certificate(
+    ssl_context: ssl.SSLContext, kubeconfig: Path, user: dict[str, Any]
+) -> None:
+    """Load a kubeconfig user's client certificate and key into the context, from their
+    files or from their inline data (ssl reads only files: a private temporary directory,
+    removed once they are loaded)."""
+    with tempfile.TemporaryDirectory(prefix="muster-e2e-") as scratch:
+        paths = []
+        for field_name in ("client-certificate", "client-key"):
+            inline = user.get(f"{field_name}-data")
+            if inline:
+                path = Path(scratch) / f"{field_name}.pem"
+                path.write_bytes(base64.b64decode(inline))
+                paths.append(str(path))
+            else:
+                paths.append(str(kubeconfig.parent / str(user[field_name])))
+        ssl_context.load_cert_chain(certfile=paths[0], keyfile=paths[1])
 
 
 class Sim:
