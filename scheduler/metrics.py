@@ -165,7 +165,8 @@ class Metrics:
                 self.status_writes.labels(kind, result)
         self.watch_broken = Gauge(
             "muster_watch_broken_seconds",
-            "How long a kind's list or watch has been failing (0 while it works).",
+            "How long a kind's list or watch has been failing, until the list after the failure "
+            "is in (0 while it works).",
             ["resource"],
             registry=r,
         )

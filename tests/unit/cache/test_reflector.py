@@ -10,8 +10,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from scheduler.cache import reflector as reflector_module
 from scheduler.cache.reflector import Kind, Reflector
-from scheduler.kube.errors import Gone, TransportError
+from scheduler.kube.errors import Gone, StatusError, TransportError
 
 
 class Item(msgspec.Struct):
@@ -176,3 +177,32 @@ def test_what_was_written_while_the_watch_was_down_is_in_the_cache_once_it_works
 
     asyncio.run(asyncio.wait_for(scenario(), timeout=30))
     assert seen_working and all(seen == {"a": 2, "b": 3} for seen in seen_working)
+
+
+def test_failures_back_off_longer_each_time_and_a_working_watch_starts_again_short(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pause after a failure grows with the failures in a row (so a server that is down
+    is not hammered), and a watch that worked resets it (so the next blip is retried at
+    once); each failure is counted by its answer's code and each restart by its reason."""
+    pauses: list[int] = []
+    monkeypatch.setattr(reflector_module, "_backoff", lambda failures: pauses.append(failures) or 0)
+    expired = Gone(410, "Expired", "too old", "WATCH", "/things")
+    unavailable = StatusError(503, "ServiceUnavailable", "busy", "WATCH", "/things")
+    refused = TransportError("refused")
+    bug = RuntimeError("a bug")
+    client = FakeClient([], [refused, unavailable, refused, [], refused, expired, bug, []])
+    failures: list[str] = []
+    restarts: list[str] = []
+    kind = Kind("thing", "/things", Item, lambda o: o.metadata["name"], print, print)
+    reflector: Reflector[Item] = Reflector(
+        client,  # type: ignore[arg-type]
+        kind,
+        on_failure=failures.append,
+        on_restart=restarts.append,
+    )
+    asyncio.run(run_until(reflector, lambda: not client.watches))
+    # An expired watch is listed again at once, with no pause and no reset.
+    assert pauses == [1, 2, 3, 1, 2]
+    assert failures == ["none", "503", "none", "none", "410"]
+    assert restarts == ["error", "error", "error", "error", "relist", "crash"]

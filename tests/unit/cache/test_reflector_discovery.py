@@ -145,3 +145,29 @@ def test_an_upgrade_that_drops_the_version_in_use_moves_the_watch_to_the_next() 
     assert server.listed[-1] == "/apis/scheduling.k8s.io/v1beta1/podgroups"
     assert world.served_versions[PODGROUPS] == "v1beta1"
     assert store == {"a": 1, "b": 2}
+
+
+def test_a_version_served_after_an_upgrade_is_listed_without_a_restart() -> None:
+    """A cluster that turns the API on later (an upgrade, a feature gate) is read once
+    discovery finds it, by the reflector that found none before."""
+    server = Server(["v1"], [item("a", 1)])
+    world = World()
+    store: dict[str, int] = {}
+    reflector = reflector_for(server, world, store)
+
+    async def scenario() -> None:
+        task = asyncio.get_running_loop().create_task(reflector.run())
+        while not reflector.is_synced():
+            await asyncio.sleep(0.001)
+        server.served = ["v1", "v1alpha2"]
+        for _ in range(3000):
+            if server.watched:
+                break
+            await asyncio.sleep(0.001)
+        assert not task.done(), "the reflector task must never end"
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert server.listed == ["/apis/scheduling.k8s.io/v1alpha2/podgroups"]
+    assert world.served_versions[PODGROUPS] == "v1alpha2"
+    assert store == {"a": 1}
