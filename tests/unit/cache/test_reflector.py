@@ -77,12 +77,17 @@ def reflector_for(
     return reflector, skipped
 
 
+async def polled(done: Callable[[], bool], tries: int = 3000) -> None:
+    """Return once `done()` holds, or after `tries` milliseconds or so (the caller asserts)."""
+    for _ in range(tries):
+        if done():
+            return
+        await asyncio.sleep(0.001)
+
+
 async def run_until(reflector: Reflector[Item], done: Callable[[], bool]) -> None:
     task = asyncio.get_running_loop().create_task(reflector.run())
-    for _ in range(3000):
-        if done():
-            break
-        await asyncio.sleep(0.001)
+    await polled(done)
     assert not task.done(), "the reflector task must never end"
     task.cancel()
 

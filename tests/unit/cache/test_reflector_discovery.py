@@ -14,7 +14,7 @@ from scheduler.cache.kinds.base import Versions
 from scheduler.cache.reflector import Kind, Reflector
 from scheduler.cache.world import World
 from scheduler.kube.errors import NotFound
-from tests.unit.cache.test_reflector import Item, item, run_until
+from tests.unit.cache.test_reflector import Item, item, polled, run_until
 
 
 class Server:
@@ -127,18 +127,12 @@ def test_an_upgrade_that_drops_the_version_in_use_moves_the_watch_to_the_next() 
 
     async def scenario() -> None:
         task = asyncio.get_running_loop().create_task(reflector.run())
-        for _ in range(2000):
-            if server.watched:
-                break
-            await asyncio.sleep(0.001)
+        await polled(lambda: bool(server.watched))
         # kube-apiserver 1.37: v1beta1 served, v1alpha2 gone
         server.served = ["v1beta1"]
         server.items = [item("a", 1), item("b", 2)]
         server.upgraded = True
-        for _ in range(3000):
-            if "b" in store:
-                break
-            await asyncio.sleep(0.001)
+        await polled(lambda: "b" in store)
         task.cancel()
 
     asyncio.run(scenario())
@@ -157,13 +151,9 @@ def test_a_version_served_after_an_upgrade_is_listed_without_a_restart() -> None
 
     async def scenario() -> None:
         task = asyncio.get_running_loop().create_task(reflector.run())
-        while not reflector.is_synced():
-            await asyncio.sleep(0.001)
+        await polled(reflector.is_synced)
         server.served = ["v1", "v1alpha2"]
-        for _ in range(3000):
-            if server.watched:
-                break
-            await asyncio.sleep(0.001)
+        await polled(lambda: bool(server.watched))
         assert not task.done(), "the reflector task must never end"
         task.cancel()
 
