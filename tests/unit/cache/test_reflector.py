@@ -62,8 +62,12 @@ def item(name: str, size: Any) -> dict[str, Any]:
 
 
 def reflector_for(
-    client: FakeClient, store: dict[str, int], clock: Callable[[], float] = lambda: 0.0
+    client: FakeClient,
+    store: dict[str, int],
+    clock: Callable[[], float] = lambda: 0.0,
+    **options: Any,
 ) -> tuple[Reflector[Item], list[str]]:
+    """A reflector of things into `store`, naming what it skips; `options` go to Reflector."""
     skipped: list[str] = []
     kind = Kind(
         "thing",
@@ -73,7 +77,7 @@ def reflector_for(
         lambda o: store.__setitem__(o.metadata["name"], o.size),
         lambda key: store.pop(key, None),  # type: ignore[arg-type,return-value]
     )
-    reflector = Reflector(client, kind, on_undecodable=skipped.append, clock=clock)  # type: ignore[arg-type]
+    reflector = Reflector(client, kind, on_undecodable=skipped.append, clock=clock, **options)  # type: ignore[arg-type]
     return reflector, skipped
 
 
@@ -199,13 +203,7 @@ def test_failures_back_off_longer_each_time_and_a_working_watch_starts_again_sho
     client = FakeClient([], [refused, unavailable, refused, [], refused, expired, bug, []])
     failures: list[str] = []
     restarts: list[str] = []
-    kind = Kind("thing", "/things", Item, lambda o: o.metadata["name"], print, print)
-    reflector: Reflector[Item] = Reflector(
-        client,  # type: ignore[arg-type]
-        kind,
-        on_failure=failures.append,
-        on_restart=restarts.append,
-    )
+    reflector, _ = reflector_for(client, {}, on_failure=failures.append, on_restart=restarts.append)
     asyncio.run(run_until(reflector, lambda: not client.watches))
     # An expired watch is listed again at once, with no pause and no reset.
     assert pauses == [1, 2, 3, 1, 2]

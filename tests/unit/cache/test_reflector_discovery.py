@@ -62,7 +62,11 @@ class Server:
         yield b""  # an async generator
 
 
-def reflector_for(server: Server, world: World, store: dict[str, int]) -> Reflector[Item]:
+def reflector_for(server: Server) -> tuple[Reflector[Item], World, dict[str, int]]:
+    """A reflector of native PodGroups from `server`, the World it tells the version found,
+    and the store it keeps the objects in."""
+    world = World()
+    store: dict[str, int] = {}
     versions = Versions("scheduling.k8s.io", PODGROUPS, VERSIONS)
 
     async def discover(client: Any) -> str | None:
@@ -78,14 +82,12 @@ def reflector_for(server: Server, world: World, store: dict[str, int]) -> Reflec
         discover=discover,
     )
     fake: Any = server
-    return Reflector(fake, kind, absent_recheck=0.001)
+    return Reflector(fake, kind, absent_recheck=0.001), world, store
 
 
 def test_v1beta1_is_watched_when_the_server_serves_it() -> None:
     server = Server(["v1alpha2", "v1beta1"], [item("a", 1)])
-    world = World()
-    store: dict[str, int] = {}
-    reflector = reflector_for(server, world, store)
+    reflector, world, store = reflector_for(server)
     asyncio.run(run_until(reflector, lambda: bool(server.watched)))
     assert server.listed == ["/apis/scheduling.k8s.io/v1beta1/podgroups"]
     assert world.served_versions[PODGROUPS] == "v1beta1"
@@ -94,8 +96,7 @@ def test_v1beta1_is_watched_when_the_server_serves_it() -> None:
 
 def test_v1alpha2_is_watched_on_a_136_server() -> None:
     server = Server(["v1alpha2"], [item("a", 1)])
-    world = World()
-    reflector = reflector_for(server, world, {})
+    reflector, world, _ = reflector_for(server)
     asyncio.run(run_until(reflector, lambda: bool(server.watched)))
     assert server.listed == ["/apis/scheduling.k8s.io/v1alpha2/podgroups"]
     assert world.served_versions[PODGROUPS] == "v1alpha2"
@@ -103,16 +104,14 @@ def test_v1alpha2_is_watched_on_a_136_server() -> None:
 
 def test_a_version_served_without_its_podgroups_does_not_count() -> None:
     server = Server(["v1alpha2", "v1beta1"], [], without=("v1beta1",))
-    reflector = reflector_for(server, World(), {})
+    reflector, _, _ = reflector_for(server)
     asyncio.run(run_until(reflector, lambda: bool(server.watched)))
     assert server.listed == ["/apis/scheduling.k8s.io/v1alpha2/podgroups"]
 
 
 def test_a_server_with_neither_version_is_synced_with_none_and_not_broken() -> None:
     server = Server(["v1"], [item("a", 1)])
-    world = World()
-    store: dict[str, int] = {}
-    reflector = reflector_for(server, world, store)
+    reflector, world, store = reflector_for(server)
     asyncio.run(run_until(reflector, reflector.is_synced))
     assert reflector.is_synced() and reflector.broken_since() is None
     assert store == {} and server.listed == []
@@ -121,9 +120,7 @@ def test_a_server_with_neither_version_is_synced_with_none_and_not_broken() -> N
 
 def test_an_upgrade_that_drops_the_version_in_use_moves_the_watch_to_the_next() -> None:
     server = Server(["v1alpha2"], [item("a", 1)])
-    world = World()
-    store: dict[str, int] = {}
-    reflector = reflector_for(server, world, store)
+    reflector, world, store = reflector_for(server)
 
     async def scenario() -> None:
         task = asyncio.get_running_loop().create_task(reflector.run())
@@ -145,9 +142,7 @@ def test_a_version_served_after_an_upgrade_is_listed_without_a_restart() -> None
     """A cluster that turns the API on later (an upgrade, a feature gate) is read once
     discovery finds it, by the reflector that found none before."""
     server = Server(["v1"], [item("a", 1)])
-    world = World()
-    store: dict[str, int] = {}
-    reflector = reflector_for(server, world, store)
+    reflector, world, store = reflector_for(server)
 
     async def scenario() -> None:
         task = asyncio.get_running_loop().create_task(reflector.run())
