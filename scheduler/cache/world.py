@@ -243,8 +243,10 @@ class World:
         known = self._totals
         if known is not None and known[0] is classes and known[1] is slices:
             return known[2]
+        # The inventory the next session's allocator reads too (dra/kept.py): decoded once.
+        inventory = self.selector_memo.inventory(list(slices.values()), {})
         totals = Resource(
-            scalars=class_totals(classes.values(), slices.values(), self.selector_memo) or None
+            scalars=class_totals(classes.values(), inventory, self.selector_memo) or None
         )
         self._totals = (classes, slices, totals)
         return totals

@@ -64,13 +64,12 @@ def queue_devices(claims: Iterable[Claim]) -> DeviceCounts:
 
 
 def class_totals(
-    classes: Iterable[dra.DeviceClass], slices: Iterable[dra.ResourceSlice], memo: SelectorMemo
+    classes: Iterable[dra.DeviceClass], inventory: Inventory, memo: SelectorMemo
 ) -> dict[str, int]:
-    """How many devices each DeviceClass selects in the cluster, by `deviceclass/<class>`:
-    what queues' shares of a class are shares of. Counted: the devices of complete, valid
-    pools that muster allocates and that every selector of the class matches (a selector
-    that fails to evaluate on a device does not count it)."""
-    inventory = Inventory(slices, {})
+    """How many devices each DeviceClass selects in the cluster's inventory, by
+    `deviceclass/<class>`: what queues' shares of a class are shares of. Counted: the
+    devices of complete, valid pools that muster allocates and that every selector of the
+    class matches (a selector that fails to evaluate on a device does not count it)."""
     devices = [d for d in inventory.devices if d.pool.usable and d.refusal is None]
     totals: dict[str, int] = {}
     for device_class in classes:

@@ -1,6 +1,12 @@
 """The `device` variable a selector reads, built as kube-scheduler builds it: driver;
 attributes and capacity by domain, an unqualified name under the driver's domain, an
-unknown domain an empty map; allowMultipleAllocations."""
+unknown domain an empty map; allowMultipleAllocations.
+
+Most class selectors read the driver alone (`device.driver == "gpu.example.com"`), and
+building the attribute and capacity maps is most of an evaluation's cost: for a selector
+that reads only the plain fields (`Selector.reads_maps`), `device_fields` builds those
+alone, and the answer is the same for every device with the same fields, once
+`unrepresentable` finds no attribute that fails every selector."""
 
 from __future__ import annotations
 
@@ -32,14 +38,42 @@ def device_value(driver: str, device: dra.Device) -> Any:
         capacity.setdefault(domain, {})[ident] = Quantity(parse_quantity(entry.value))
     return ct.MapType(
         {
-            ct.StringType("driver"): ct.StringType(driver),
-            ct.StringType("allowMultipleAllocations"): ct.BoolType(
-                bool(device.allow_multiple_allocations)
-            ),
+            **_fields(driver, device),
             ct.StringType("attributes"): _domains(attributes),
             ct.StringType("capacity"): _domains(capacity),
         }
     )
+
+
+def unrepresentable(device: dra.Device) -> SelectorError | None:
+    """What `device_value` answers for a device with an attribute muster cannot represent,
+    found without building the maps; None for a device without one."""
+    for name, attribute in device.attributes.items():
+        if attribute.version_value is not None or (
+            attribute.int_value is None
+            and attribute.bool_value is None
+            and attribute.string_value is None
+        ):
+            value = _attribute_value(attribute)
+            if isinstance(value, SelectorError):
+                return SelectorError(f"attribute {name}: {value}")
+    return None
+
+
+def device_fields(driver: str, device: dra.Device) -> Any:
+    """The `device` variable with its plain fields alone, for a selector that reads
+    neither attributes nor capacity (its answer is the same for every device with these
+    fields and no attribute `unrepresentable` names)."""
+    return ct.MapType(_fields(driver, device))
+
+
+def _fields(driver: str, device: dra.Device) -> dict[Any, Any]:
+    return {
+        ct.StringType("driver"): ct.StringType(driver),
+        ct.StringType("allowMultipleAllocations"): ct.BoolType(
+            bool(device.allow_multiple_allocations)
+        ),
+    }
 
 
 def split_name(name: str, driver: str) -> tuple[str, str]:

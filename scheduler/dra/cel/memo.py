@@ -4,7 +4,8 @@ The answer of one selector for one device depends on nothing else, so it is kept
 (slice, device) across sessions; a slice is known by name, uid, resourceVersion and
 generation, so a changed slice is a new key, and `keep_only` drops the slices no longer
 listed. An evaluation costs tens of microseconds; a cluster has thousands of devices and a
-handful of selectors.
+handful of selectors. A selector that reads only a device's plain fields (most class
+selectors: `device.driver == ...`) is evaluated once per driver, not per device.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.api import dra
-from scheduler.dra.cel.device import device_value
+from scheduler.dra.cel.device import device_fields, device_value, unrepresentable
 from scheduler.dra.cel.errors import SelectorError
 from scheduler.dra.cel.selector import Selector
 
@@ -43,6 +44,9 @@ class SelectorMemo:
     def __init__(self) -> None:
         self._selectors: dict[str, Selector] = {}
         self._slices: dict[SliceKey, _SliceMemo] = {}
+        # The answers of selectors that read only a device's plain fields, by (selector,
+        # driver, allowMultipleAllocations): a handful, whatever the devices.
+        self._plain: dict[tuple[str, str, bool], bool | str] = {}
         self.evaluations = 0
 
     def selector(self, text: str) -> Selector:
@@ -73,12 +77,26 @@ class SelectorMemo:
     def _evaluate(
         self, text: str, memo: _SliceMemo, index: int, driver: str, device: dra.Device
     ) -> bool | str:
+        selector = self.selector(text)
+        if not selector.reads_maps:
+            # Its answer depends on the device's plain fields alone (device.py).
+            problem = unrepresentable(device)
+            if problem is not None:
+                return self._run(selector, problem)
+            plain = (text, driver, bool(device.allow_multiple_allocations))
+            answer = self._plain.get(plain)
+            if answer is None:
+                answer = self._plain[plain] = self._run(selector, device_fields(driver, device))
+            return answer
         value = memo.values.get(index)
         if value is None:
             value = memo.values[index] = device_value(driver, device)
+        return self._run(selector, value)
+
+    def _run(self, selector: Selector, value: Any) -> bool | str:
         self.evaluations += 1
         try:
-            return self.selector(text).matches(value)
+            return selector.matches(value)
         except SelectorError as problem:
             return str(problem)
 

@@ -27,6 +27,10 @@ from scheduler.dra.cel.library.equality import type_name
 from scheduler.dra.cel.library.values import NAMESPACES
 from scheduler.dra.cel.syntax import parse, rewritten
 
+# Where a selector reads one of the device's plain fields; one that reads `device` in no
+# other way needs no attribute or capacity maps (device.py).
+_PLAIN_FIELD = re.compile(r"\bdevice\s*\.\s*(?:driver|allowMultipleAllocations)\b")
+_DEVICE = re.compile(r"\bdevice\b")
 _HAS = re.compile(
     r"lambda activation: (not isinstance\(celpy\.evaluation\.result\(.*\), CELEvalError\))$", re.M
 )
@@ -38,10 +42,13 @@ _GLOBALS: dict[str, Any] = {**vars(celpy_evaluation), "scheduler": sys.modules["
 class Selector:
     """One compiled selector: `matches(device)` or a compile error, and its cost bound."""
 
-    __slots__ = ("_run", "compile_error", "cost", "text")
+    __slots__ = ("_run", "compile_error", "cost", "reads_maps", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
+        # Whether it may read device.attributes or device.capacity: any use of `device`
+        # but its plain fields, a string literal that names it included, counts.
+        self.reads_maps = bool(_DEVICE.search(_PLAIN_FIELD.sub("", text)))
         self.cost = 0
         self.compile_error: str | None = None
         self._run: Any = None

@@ -252,3 +252,63 @@ def test_the_memo_keeps_a_runtime_error_as_an_answer() -> None:
         with pytest.raises(SelectorError, match="no such key: model"):
             memo.matches(f'{A}.model == "x"', slice_key(item), 0, DRIVER, item.spec.devices[0])
     assert memo.evaluations == 1
+
+
+@pytest.mark.parametrize(
+    ("expression", "reads_maps"),
+    [
+        (f'device.driver == "{DRIVER}"', False),
+        ("device . driver.startsWith('gpu') && !device.allowMultipleAllocations", False),
+        (f'{A}.model == "a100"', True),
+        ('device.capacity["x"].memory.isGreaterThan(quantity("1Gi"))', True),
+        ('device["driver"] == "x"', True),
+        ("size(device) == 2", True),
+        ("device.driverx == 1", True),
+        ('"device" == "device"', True),
+    ],
+)
+def test_a_selector_reads_the_maps_unless_it_reads_only_plain_fields(
+    expression: str, reads_maps: bool
+) -> None:
+    # What reads `device` but through .driver or .allowMultipleAllocations counts, so that
+    # nothing a selector could see is left out of the variable it is given.
+    assert Selector(expression).reads_maps is reads_maps
+
+
+def test_a_plain_field_selector_runs_once_per_driver_and_answers_as_on_the_whole_device() -> None:
+    ours = node_slice("n1", gpu("gpu-0", model="a100"), gpu("gpu-1", model="h100"))
+    theirs = node_slice("n2", gpu("nic-0"), driver="nic.example.com")
+    memo = SelectorMemo()
+    for text in (f'device.driver == "{DRIVER}"', "!device.allowMultipleAllocations"):
+        for item in (ours, theirs):
+            for index, device in enumerate(item.spec.devices):
+                whole = Selector(text).matches(device_value(item.spec.driver, device))
+                found = memo.matches(text, slice_key(item), index, item.spec.driver, device)
+                assert found is whole, (text, item.spec.driver, index)
+    # Two selectors, two drivers: four evaluations for six answers.
+    assert memo.evaluations == 4
+
+
+def test_an_unrepresentable_attribute_fails_a_plain_field_selector_on_that_device_only() -> None:
+    item = node_slice(
+        "n1", gpu("gpu-0", numbers={"ints": [1, 2]}), gpu("gpu-1", model="a100"), gpu("gpu-2")
+    )
+    memo = SelectorMemo()
+    text = f'device.driver == "{DRIVER}"'
+    key = slice_key(item)
+    with pytest.raises(SelectorError, match="attribute numbers: unsupported attribute value"):
+        memo.matches(text, key, 0, DRIVER, item.spec.devices[0])
+    assert memo.matches(text, key, 1, DRIVER, item.spec.devices[1])
+    assert memo.matches(text, key, 2, DRIVER, item.spec.devices[2])
+
+
+def test_a_bad_version_attribute_fails_a_plain_field_selector_as_it_fails_any() -> None:
+    item = node_slice("n1", gpu("gpu-0", firmware=version("not-a-version")))
+    device = item.spec.devices[0]
+    text = f'device.driver == "{DRIVER}"'
+    with pytest.raises(SelectorError) as whole:
+        Selector(text).matches(device_value(DRIVER, device))
+    with pytest.raises(SelectorError) as found:
+        SelectorMemo().matches(text, slice_key(item), 0, DRIVER, device)
+    assert str(found.value) == str(whole.value)
+    assert str(found.value).startswith("attribute firmware: parse semantic version")
