@@ -3,6 +3,7 @@
     .venv/bin/python bench/cluster_bench.py [--nodes 1000] [--pods 10000] [--gang 8-64]
         [--rate 0] [--runners ceiling,naive,muster] [--repeat 3] [--kubeconfig FILE]
         [--scheduler-cmd [NAME=]CMD ...] [--scheduler-name NAME] [--core plain|compiled]
+        [--dra-gpus N]
     .venv/bin/python bench/cluster_bench.py --scale      # the scale curve (many minutes)
 
 Each run starts a fresh `muster sim` with the nodes (or, with --kubeconfig, uses that cluster's
@@ -19,6 +20,12 @@ pods until all are bound. Runners:
            arguments may hold {kubeconfig}, {namespace}, {scheduler_name}, {metrics_port}, {out};
            every run's pods carry `spec.schedulerName` = --scheduler-name (default muster)
 
+With --dra-gpus N every node publishes N simulated GPUs through Dynamic Resource Allocation
+(sim's driver gpu.sim.muster.dev; on a --kubeconfig cluster the bench publishes them on the
+nodes --create-nodes makes) and every pod claims one from the ResourceClaimTemplate one-gpu.
+Only muster and --scheduler-cmd runners take part (ceiling and naive bind without allocating
+devices), and a run in which a bound pod does not hold a GPU of its node fails the bench.
+
 It writes bench/out/cluster-bench.json and .png and prints a table (medians [min-max]).
 """
 
@@ -34,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.claims import publish_gpus
 from harness.cluster import client, ensure_nodes, env_with_bench_path
 from harness.core import CORES, tree_of, write_bytecode
 from harness.memory import cache_bytes
@@ -47,7 +55,14 @@ from harness.report import (
     table,
     write_json,
 )
-from harness.runners import RUNNERS, ExternalScheduler, Options, RunResult, run
+from harness.runners import (
+    BINDS_WITHOUT_DEVICES,
+    RUNNERS,
+    ExternalScheduler,
+    Options,
+    RunResult,
+    run,
+)
 from harness.workload import Workload
 
 from scheduler.kube.config import load_configuration
@@ -115,7 +130,51 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--scale-budget", type=float, default=1800, help="skip what is left after this many s"
     )
     parser.add_argument("--scale-png", type=Path, help="also write the scale plot here")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--dra-gpus",
+        type=int,
+        default=0,
+        metavar="N",
+        help="simulated GPUs every node publishes through DRA, one claimed by every pod from "
+        "the ResourceClaimTemplate one-gpu (muster and --scheduler-cmd runners only); "
+        "0: no devices, no claims",
+    )
+    args = parser.parse_args(argv)
+    refusal = dra_refusal(args)
+    if refusal:
+        parser.error(refusal)
+    return args
+
+
+def dra_refusal(args: argparse.Namespace) -> str:
+    """Why --dra-gpus cannot run with the other flags, "" when it can (or is off)."""
+    gpus = args.dra_gpus
+    if gpus < 0:
+        return f"--dra-gpus {gpus}: give the GPUs per node, 0 (none) or more"
+    if not gpus:
+        return ""
+    if args.scale:
+        return "--dra-gpus: the scale curve (--scale) times its sessions without claims"
+    named = [r.strip() for r in args.runners.split(",") if r.strip()]
+    baseline = next((r for r in named if r in BINDS_WITHOUT_DEVICES), "")
+    if baseline:
+        return (
+            f"--dra-gpus {gpus} with --runners {baseline}: the {baseline} runner binds pods "
+            "without allocating their claims' devices, a figure of work not done; leave it out "
+            "(muster and --scheduler-cmd runners allocate them)"
+        )
+    if args.kubeconfig and not args.create_nodes:
+        return (
+            "--dra-gpus with --kubeconfig needs --create-nodes: the bench publishes GPUs "
+            "(a ResourceSlice per node) only on the nodes it makes"
+        )
+    if args.nodes * gpus < args.pods:
+        return (
+            f"--dra-gpus {gpus}: {args.nodes} nodes x {gpus} GPUs = {args.nodes * gpus} GPUs, "
+            f"fewer than the {args.pods} pods that claim one each; give --dra-gpus "
+            f"{math.ceil(args.pods / args.nodes)} or more, or more --nodes"
+        )
+    return ""
 
 
 def options_of(args: argparse.Namespace, profile: str) -> Options:
@@ -145,9 +204,11 @@ def options_of(args: argparse.Namespace, profile: str) -> Options:
 
 
 def runners_of(args: argparse.Namespace, options: Options) -> list[str]:
-    """--runners, or the built-in runners and every --scheduler-cmd; unknown names refused."""
+    """--runners, or the built-in runners and every --scheduler-cmd (with --dra-gpus, those
+    that allocate devices); unknown names refused."""
     runners = [r.strip() for r in args.runners.split(",") if r.strip()]
-    runners = runners or [*RUNNERS, *options.external]
+    built_in = [r for r in RUNNERS if not (args.dra_gpus and r in BINDS_WITHOUT_DEVICES)]
+    runners = runners or [*built_in, *options.external]
     unknown = [r for r in runners if r not in RUNNERS and r not in options.external]
     if unknown:
         known = ", ".join([*RUNNERS, *options.external])
@@ -176,12 +237,14 @@ def workload_of(args: argparse.Namespace, nodes: int, pods: int, rate: float) ->
         scheduler_name=args.scheduler_name,
         mixed=args.mixed,
         running=args.running,
+        dra_gpus=args.dra_gpus,
     )
 
 
-async def _create_nodes(kubeconfig: Path, workload: Workload) -> int:
+async def _create_nodes(kubeconfig: Path, workload: Workload) -> tuple[int, int]:
     async with client(kubeconfig) as kube:
-        return await ensure_nodes(kube, workload)
+        made = await ensure_nodes(kube, workload)
+        return made, await publish_gpus(kube, workload) if workload.dra_gpus else 0
 
 
 def side_by_side_main(args: argparse.Namespace) -> int:
@@ -193,8 +256,12 @@ def side_by_side_main(args: argparse.Namespace) -> int:
     if args.create_nodes:
         if args.kubeconfig is None:
             raise SystemExit("--create-nodes needs --kubeconfig (muster sim makes its own nodes)")
-        made = asyncio.run(_create_nodes(args.kubeconfig, workload))
+        made, slices = asyncio.run(_create_nodes(args.kubeconfig, workload))
         print(f"created {made} Node objects on {server_of(args.kubeconfig)}", flush=True)
+        if workload.dra_gpus:
+            print(f"published {slices} ResourceSlices of {workload.dra_gpus} GPUs", flush=True)
+    if workload.dra_gpus and not args.runners:
+        print(f"--dra-gpus: {' and '.join(BINDS_WITHOUT_DEVICES)} left out (no devices)")
     print(f"{workload.label()}; runners {', '.join(runners)} x {args.repeat}", flush=True)
     results: list[RunResult] = []
     for attempt in range(args.repeat):
@@ -210,14 +277,38 @@ def side_by_side_main(args: argparse.Namespace) -> int:
                 f"{result.cpu_ms_per_pod:6.3f} CPU ms/pod  ({time.perf_counter() - began:.0f} s)",
                 flush=True,
             )
+            if result.unallocated:
+                return refuse_unallocated(result, attempt + 1)
     memory = cache_bytes(workload)
     summary = side_by_side(results, memory, server_of(args.kubeconfig), args.gang)
     print()
     print(table(results, summary))
-    write_json(args.out / "cluster-bench.json", results, summary, workload=workload.label())
+    write_json(
+        args.out / "cluster-bench.json",
+        results,
+        summary,
+        workload=workload.label(),
+        dra_gpus=workload.dra_gpus,
+    )
     plot_side_by_side(args.out / "cluster-bench.png", results, workload.label())
     print(f"\nwrote {args.out / 'cluster-bench.json'} and {args.out / 'cluster-bench.png'}")
     return 0
+
+
+def refuse_unallocated(result: RunResult, attempt: int) -> int:
+    """Say loudly that a run bound pods without their GPUs (its figure counts work not done);
+    the bench's exit status."""
+    shown = "\n".join(f"  {line}" for line in result.unallocated[:10])
+    more = len(result.unallocated) - 10
+    print(
+        f"\nFAILED: run {attempt} of {result.runner}: {len(result.unallocated)} problems with "
+        f"the claims of its {result.bound} bound pods; its {result.pods_per_s:,.0f} pods/s "
+        f"would mislead, so no figure is reported:\n{shown}"
+        + (f"\n  ... and {more} more" if more > 0 else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+    return 1
 
 
 def scale_main(args: argparse.Namespace) -> int:

@@ -106,16 +106,22 @@ async def run_bounded(count: int, concurrency: int, make: Callable[[int], Awaita
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
+def bench_pool(workload: Workload) -> NodePool:
+    """The nodes --create-nodes makes on a cluster: bench-node-NNNN of the workload's shape."""
+    cpu, memory_gi, slots = workload.node_shape()
+    return NodePool("bench-node", workload.nodes, str(cpu), f"{memory_gi}Gi", pods=slots)
+
+
 async def ensure_nodes(kube: KubeClient, workload: Workload) -> int:
     """Create the workload's Node objects (as `muster sim` makes them) that the cluster lacks,
     for a real API server with no kubelets; returns how many were created. Nodes that a
     create answers without status (a server that drops it) get it through the status
     subresource, so they show their room and are Ready."""
-    cpu, memory_gi, slots = workload.node_shape()
-    pool = NodePool("bench-node", workload.nodes, str(cpu), f"{memory_gi}Gi", pods=slots)
     have = msgspec.json.decode(await kube.request("GET", "/api/v1/nodes"))["items"]
     names = {n["metadata"]["name"] for n in have}
-    missing = [n for n in node_objects([pool]) if n["metadata"]["name"] not in names]
+    missing = [
+        n for n in node_objects([bench_pool(workload)]) if n["metadata"]["name"] not in names
+    ]
 
     async def create(index: int) -> None:
         node = {k: v for k, v in missing[index].items() if k != "metadata"}
@@ -154,6 +160,27 @@ async def _untaint_not_ready(kube: KubeClient) -> None:
         await kube.patch(f"/api/v1/nodes/{node['metadata']['name']}", {"spec": {"taints": kept}})
 
     await run_bounded(len(tainted), 32, untaint)
+
+
+# How long a pod refused for want of its namespace's default ServiceAccount is sent again: a
+# real API server refuses pods until kube-controller-manager has made it, a moment after the
+# namespace (sim makes no ServiceAccounts and needs none).
+ACCOUNT_WAIT = 30.0
+
+
+async def create_pod(kube: KubeClient, namespace: str, manifest: dict[str, object]) -> None:
+    """Create the pod, sent again while the server waits for the namespace's default
+    ServiceAccount (ACCOUNT_WAIT)."""
+    deadline = time.monotonic() + ACCOUNT_WAIT
+    while True:
+        try:
+            await kube.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
+            return
+        except StatusError as error:
+            waiting = error.code == 403 and 'serviceaccount "default" not found' in error.message
+            if not waiting or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.2)
 
 
 async def create_namespace(kube: KubeClient, namespace: str) -> None:
@@ -213,10 +240,11 @@ class Creator:
         beside the bench's, which the bench does not watch."""
         namespace = f"{self.namespace}-running"
         await create_namespace(self.kube, namespace)
-        path = f"/api/v1/namespaces/{namespace}/pods"
 
         async def pod(index: int) -> None:
-            await self.kube.create(path, running_pod_manifest(self.workload, namespace, index))
+            await create_pod(
+                self.kube, namespace, running_pod_manifest(self.workload, namespace, index)
+            )
 
         await run_bounded(self.workload.running, concurrency, pod)
 
@@ -235,7 +263,7 @@ class Creator:
 
     async def _create_pod(self, group: str, member: int) -> None:
         manifest = pod_manifest(self.workload, self.namespace, group, member)
-        await self.kube.create(f"/api/v1/namespaces/{self.namespace}/pods", manifest)
+        await create_pod(self.kube, self.namespace, manifest)
         name = manifest["metadata"]["name"]
         self.created[name] = time.perf_counter()
         self.gang_of[name] = group

@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.claims import (
+    await_claims_made,
+    create_claim_template,
+    delete_claims,
+    unallocated_claims_in,
+)
 from harness.cluster import (
     REPO,
     Creator,
@@ -32,6 +38,9 @@ from harness.observe import BindWatcher, Sampler, cpu_seconds, memory_kib
 from harness.workload import Workload
 
 RUNNERS = ("ceiling", "naive", "muster")
+# The baselines bind with no decision about devices: pods claiming some (--dra-gpus) would be
+# bound with their claims never allocated, a figure of work not done.
+BINDS_WITHOUT_DEVICES = ("ceiling", "naive")
 # What an external scheduler's command may name; each is replaced in every argument.
 COMMAND_FIELDS = ("kubeconfig", "namespace", "scheduler_name", "metrics_port", "out")
 
@@ -125,6 +134,9 @@ class RunResult:
     # On a fresh sim, muster's writes (harness.cluster.scheduler_writes): in all, while binding.
     writes: dict[str, list[int]] = field(default_factory=dict)
     gangs: int = 0
+    # With --dra-gpus, the bound pods that do not hold a GPU of their node once the run is
+    # done (harness.claims.unallocated_claims): any makes the run's figure misleading.
+    unallocated: list[str] = field(default_factory=list)
 
 
 def free_port() -> int:
@@ -161,6 +173,8 @@ async def _run(
     namespace = f"muster-bench-{runner}-{secrets.token_hex(3)}"
     async with client(kubeconfig) as kube:
         await create_namespace(kube, namespace)
+        if workload.dra_gpus:
+            await create_claim_template(kube, namespace)
         process: subprocess.Popen[bytes] | None = None
         profiler: subprocess.Popen[bytes] | None = None
         background: list[asyncio.Task[Any]] = []
@@ -172,6 +186,8 @@ async def _run(
                 await creator.running()
             if not workload.rate:
                 await creator.backlog()
+                if workload.dra_gpus:
+                    await await_claims_made(kube, namespace, workload.pods)
             metrics_port = free_port()
             process, profile_path = _start(
                 runner, workload, options, kubeconfig, namespace, metrics_port
@@ -194,6 +210,7 @@ async def _run(
             with contextlib.suppress(OSError):
                 hwm = max(hwm, memory_kib(process.pid).get("VmHWM", 0))
             writes = await scheduler_writes(kube) if options.kubeconfig is None else {}
+            unallocated = await unallocated_claims_in(kube, namespace) if workload.dra_gpus else []
         finally:
             for task in background:
                 task.cancel()
@@ -206,8 +223,11 @@ async def _run(
             stop(process, grace=20)
             if options.kubeconfig is not None:
                 await delete_namespace(kube, namespace)
+                if workload.dra_gpus:
+                    await delete_claims(kube, namespace)
     result = _result(runner, workload, watcher, creator, sampler, started, cpu, hwm, profile_path)
     result.writes = writes
+    result.unallocated = unallocated
     return result
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import dataclass
 from typing import Any
+
+from muster_sim.cluster.devices import DRIVER
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 MIB = 2**20
@@ -13,6 +16,11 @@ HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 # Zones the nodes are spread over when some gangs spread over zones (--mixed).
 ZONES = 10
+# --dra-gpus: the ResourceClaimTemplate every pod claims one GPU from, the name of that claim
+# in the pod, and the DeviceClass of sim's simulated GPUs (muster_sim/cluster/devices.py).
+CLAIM_TEMPLATE = "one-gpu"
+POD_CLAIM = "gpu"
+GPU_CLASS = DRIVER
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,9 @@ class Workload:
     mixed: float = 0.0
     # Pods already running before the backlog (another scheduler's, on the nodes round-robin).
     running: int = 0
+    # Simulated GPUs every node publishes through DRA; when above 0, every pod of every gang
+    # claims one of them from the ResourceClaimTemplate CLAIM_TEMPLATE.
+    dra_gpus: int = 0
 
     def gang_sizes(self) -> list[int]:
         """Sizes that add up to `pods`: fixed, or drawn uniformly from "LO-HI" with the seed."""
@@ -63,10 +74,11 @@ class Workload:
         return cpu, memory_gi, slots
 
     def label(self) -> str:
-        """A short name for tables: nodes x pods, gangs, arrival."""
+        """A short name for tables: nodes x pods, gangs, devices, arrival."""
         arrival = f"{self.rate:g} pods/s" if self.rate else "backlog"
         extra = f", {self.mixed:g} with pod-to-pod terms" if self.mixed else ""
         extra += f", {self.running} running before" if self.running else ""
+        extra += f", {self.dra_gpus} GPUs per node, one claimed per pod" if self.dra_gpus else ""
         return f"{self.nodes} nodes x {self.pods} pods, gangs {self.gang}{extra}, {arrival}"
 
     def terms(self, index: int) -> dict[str, Any]:
@@ -93,9 +105,31 @@ def podgroup_manifest(namespace: str, name: str, size: int) -> dict[str, Any]:
     }
 
 
+def claim_template_manifest(namespace: str) -> dict[str, Any]:
+    """The ResourceClaimTemplate of one GPU of sim's DeviceClass, which every pod claims from
+    with --dra-gpus (the resourceclaim controller makes each pod's claim from it)."""
+    request = {"name": POD_CLAIM, "exactly": {"deviceClassName": GPU_CLASS, "count": 1}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": CLAIM_TEMPLATE, "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
 def pod_manifest(workload: Workload, namespace: str, group: str, index: int) -> dict[str, Any]:
-    """One member of a gang (group "gNNNNN", its pod-to-pod terms by its number)."""
+    """One member of a gang (group "gNNNNN", its pod-to-pod terms by its number), claiming
+    one GPU from CLAIM_TEMPLATE when the nodes publish some."""
     terms = workload.terms(int(group[1:])) if group[1:].isdigit() else {}
+    resources: dict[str, Any] = {
+        "requests": {"cpu": f"{workload.pod_cpu_m}m", "memory": f"{workload.pod_memory_mi}Mi"}
+    }
+    claims: dict[str, Any] = {}
+    if workload.dra_gpus:
+        resources["claims"] = [{"name": POD_CLAIM}]
+        claims["resourceClaims"] = [
+            {"name": POD_CLAIM, "resourceClaimTemplateName": CLAIM_TEMPLATE}
+        ]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -107,20 +141,10 @@ def pod_manifest(workload: Workload, namespace: str, group: str, index: int) -> 
         },
         "spec": {
             **terms,
+            **claims,
             "schedulerName": workload.scheduler_name,
             "restartPolicy": "Never",
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox:1.36",
-                    "resources": {
-                        "requests": {
-                            "cpu": f"{workload.pod_cpu_m}m",
-                            "memory": f"{workload.pod_memory_mi}Mi",
-                        }
-                    },
-                }
-            ],
+            "containers": [{"name": "main", "image": "busybox:1.36", "resources": resources}],
         },
     }
 
@@ -129,10 +153,12 @@ def node_pools_yaml(workload: Workload) -> str:
     """A `muster sim --node-pools` file for the workload's nodes (in ZONES pools of a zone
     each when some gangs spread over zones)."""
     cpu, memory_gi, slots = workload.node_shape()
+    # sim's simulated DRA driver publishes a ResourceSlice of draGpus GPUs for each node
+    gpus = f"  draGpus: {workload.dra_gpus}\n" if workload.dra_gpus else ""
     if not workload.mixed:
         return (
             f"- name: sim-node\n  count: {workload.nodes}\n  cpu: '{cpu}'\n"
-            f"  memory: {memory_gi}Gi\n  pods: {slots}\n"
+            f"  memory: {memory_gi}Gi\n  pods: {slots}\n{gpus}"
         )
     pools = []
     for zone in range(ZONES):
@@ -140,15 +166,15 @@ def node_pools_yaml(workload: Workload) -> str:
         pools.append(
             f"- name: sim-node-z{zone}\n  count: {count}\n  cpu: '{cpu}'\n"
             f"  memory: {memory_gi}Gi\n  pods: {slots}\n"
-            f"  labels: {{{ZONE}: zone-{zone}}}\n"
+            f"  labels: {{{ZONE}: zone-{zone}}}\n{gpus}"
         )
     return "".join(pools)
 
 
 def running_pod_manifest(workload: Workload, namespace: str, index: int) -> dict[str, Any]:
     """A pod another scheduler already placed, on the nodes round-robin (node names as
-    node_pools_yaml makes them)."""
-    manifest = pod_manifest(workload, namespace, "running", index)
+    node_pools_yaml makes them); it claims no device, as no scheduler allocated one for it."""
+    manifest = pod_manifest(dataclasses.replace(workload, dra_gpus=0), namespace, "running", index)
     manifest["metadata"] = {"name": f"running-{index}", "namespace": namespace}
     manifest["spec"]["schedulerName"] = "default-scheduler"
     manifest["spec"]["nodeName"] = running_node(workload, index)
