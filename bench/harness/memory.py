@@ -1,4 +1,8 @@
-"""Bytes per cached pod and node: a World built in-process under tracemalloc."""
+"""Bytes per cached pod and node: a World built in-process under tracemalloc.
+
+With --dra-gpus each pod is cached as the scheduler sees it once the resourceclaim controller
+has made its claim (named in its status.resourceClaimStatuses), and each claim is cached
+too: its bytes are reported apart (`bytes_per_claim`), beside the pod's."""
 
 from __future__ import annotations
 
@@ -8,11 +12,11 @@ import uuid
 
 import msgspec
 
-from harness.workload import Workload, pod_manifest, podgroup_manifest
+from harness.workload import GPU_CLASS, POD_CLAIM, Workload, pod_manifest, podgroup_manifest
 from muster_sim.cluster.nodes import NodePool, node_objects
-from scheduler.api import wire
+from scheduler.api import dra, wire
 from scheduler.cache.kinds import nodes as cached_nodes
-from scheduler.cache.kinds import podgroups
+from scheduler.cache.kinds import podgroups, resourceclaims
 from scheduler.cache.kinds import pods as cached_pods
 from scheduler.cache.world import World
 
@@ -27,8 +31,40 @@ def _as_served(manifest: dict[str, object], serial: int) -> bytes:
     )
     served = dict(manifest, metadata=meta)
     if manifest.get("kind") == "Pod":
-        served["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+        status: dict[str, object] = {"phase": "Pending", "qosClass": "Burstable"}
+        if (manifest.get("spec") or {}).get("resourceClaims"):  # type: ignore[attr-defined]
+            made = {"name": POD_CLAIM, "resourceClaimName": _claim_name(str(meta["name"]))}
+            status["resourceClaimStatuses"] = [made]
+        served["status"] = status
     return msgspec.json.encode(served)
+
+
+def _claim_name(pod: str) -> str:
+    """The name the resourceclaim controller gives the pod's claim (a random suffix)."""
+    return f"{pod}-{POD_CLAIM}-{uuid.uuid5(uuid.NAMESPACE_DNS, pod).hex[:5]}"
+
+
+def _claim(pod: bytes) -> bytes:
+    """The claim the resourceclaim controller makes for the pod, as the API server serves
+    it: owned by the pod, annotated with its claim's name, one GPU of sim's class."""
+    served = msgspec.json.decode(pod)
+    meta, spec = served["metadata"], served["spec"]
+    template = {"deviceClassName": GPU_CLASS, "allocationMode": "ExactCount", "count": 1}
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+    claim = {
+        "metadata": {
+            "name": served["status"]["resourceClaimStatuses"][0]["resourceClaimName"],
+            "namespace": meta["namespace"],
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_OID, meta["uid"])),
+            "resourceVersion": meta["resourceVersion"],
+            "creationTimestamp": meta["creationTimestamp"],
+            "annotations": {dra.POD_CLAIM_NAME_ANNOTATION: POD_CLAIM},
+            "ownerReferences": [dict(owner, controller=True, blockOwnerDeletion=True)],
+        },
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": template}]}},
+    }
+    assert spec["resourceClaims"][0]["name"] == POD_CLAIM
+    return msgspec.json.encode(claim)
 
 
 def cache_bytes(workload: Workload) -> dict[str, float]:
@@ -45,7 +81,9 @@ def cache_bytes(workload: Workload) -> dict[str, float]:
     ]
     decode_node = msgspec.json.Decoder(wire.Node)
     decode_group = msgspec.json.Decoder(wire.PodGroup)
+    claims = [_claim(raw) for raw in pods] if workload.dra_gpus else []
     decode_pod = msgspec.json.Decoder(wire.Pod)
+    decode_claim = msgspec.json.Decoder(dra.ResourceClaim)
     gc.collect()
     tracemalloc.start()
     try:
@@ -61,6 +99,10 @@ def cache_bytes(workload: Workload) -> dict[str, float]:
             cached_pods.upsert(world, decode_pod.decode(raw))
         gc.collect()
         after_pods = tracemalloc.get_traced_memory()[0]
+        for raw in claims:
+            resourceclaims.upsert(world, decode_claim.decode(raw))
+        gc.collect()
+        after_claims = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
     assert len(world.tasks) == workload.pods
@@ -69,4 +111,5 @@ def cache_bytes(workload: Workload) -> dict[str, float]:
         "bytes_per_podgroup": (after_groups - after_nodes) / max(1, len(gangs)),
         "bytes_per_pod": (after_pods - after_groups) / workload.pods,
         "bytes_per_pod_with_its_podgroup": (after_pods - after_nodes) / workload.pods,
+        "bytes_per_claim": (after_claims - after_pods) / len(claims) if claims else 0.0,
     }

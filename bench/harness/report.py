@@ -283,6 +283,10 @@ def targets(summary: dict[str, Any]) -> list[str]:
             f"{node:,.0f} B/node (targets <= {TARGET_BYTES_PER_POD:,} / "
             f"{TARGET_BYTES_PER_NODE:,}: {_met(fits)})"
         )
+        if memory.get("bytes_per_claim"):
+            lines.append(
+                f"cache: {memory['bytes_per_claim']:,.0f} B per ResourceClaim beside its pod's"
+            )
     return lines
 
 

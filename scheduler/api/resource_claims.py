@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from scheduler.api import wire
 
@@ -36,7 +37,9 @@ class PodClaims:
     name: str
     uid: str
     claims: tuple[str, ...]
-    from_template: frozenset[str] = frozenset()
+    # A tuple, not a set: a pod names a claim or two, and a small set costs four times the
+    # memory in every cached pod.
+    from_template: tuple[str, ...] = ()
     # Why the pod cannot be considered yet (a template's claim not made yet), in
     # kube-scheduler's words.
     waiting: str | None = None
@@ -64,21 +67,27 @@ def pod_claims(
     resourceclaim controller wrote in the pod's status (kube-scheduler's rule: until it
     is there, the pod waits; a status entry without a claim name means none is needed)."""
     made = {status.name: status for status in statuses}
-    sources = tuple(
-        ClaimSource(
-            claim.name, claim.resource_claim_name or "", claim.resource_claim_template_name or ""
+    sources = _shared(
+        tuple(
+            ClaimSource(
+                claim.name,
+                claim.resource_claim_name or "",
+                claim.resource_claim_template_name or "",
+            )
+            for claim in claims
         )
-        for claim in claims
     )
-    used = tuple(
-        dict.fromkeys(
-            (entry.name, entry.request or "")
-            for container in containers
-            for entry in container.resources.claims
+    used = _shared(
+        tuple(
+            dict.fromkeys(
+                (entry.name, entry.request or "")
+                for container in containers
+                for entry in container.resources.claims
+            )
         )
     )
     keys: list[str] = []
-    templated: set[str] = set()
+    templated: list[str] = []
     for claim in claims:
         if claim.resource_claim_name:
             keys.append(f"{namespace}/{claim.resource_claim_name}")
@@ -97,13 +106,16 @@ def pod_claims(
         if status.resource_claim_name:
             key = f"{namespace}/{status.resource_claim_name}"
             keys.append(key)
-            templated.add(key)
+            templated.append(key)
+    claim_keys = tuple(dict.fromkeys(keys))
+    made_keys = tuple(dict.fromkeys(templated))
     return PodClaims(
         namespace,
         name,
         uid,
-        tuple(dict.fromkeys(keys)),
-        frozenset(templated),
+        claim_keys,
+        # One tuple where both are the same (every claim from a template).
+        claim_keys if made_keys == claim_keys else made_keys,
         sources=sources,
         container_claims=used,
     )
@@ -123,3 +135,22 @@ def of_pod(pod: wire.Pod) -> PodClaims | None:
         pod.status.resource_claim_statuses,
         (*spec.init_containers, *spec.containers),
     )
+
+
+_Shared = TypeVar("_Shared", bound=tuple[object, ...])
+# Equal tuples seen before: the members of a gang, made from one template, write the same
+# claims in their specs and containers, and every cached pod keeps them (bounded, as
+# api/task.py's label sets are).
+_SHARED: dict[tuple[object, ...], tuple[object, ...]] = {}
+
+
+def _shared(value: _Shared) -> _Shared:
+    """An equal tuple seen before, else this one."""
+    if not value:
+        return value
+    shared = _SHARED.get(value)
+    if shared is None:
+        if len(_SHARED) >= 8192:
+            _SHARED.clear()
+        shared = _SHARED[value] = value
+    return shared  # type: ignore[return-value]

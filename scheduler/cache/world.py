@@ -140,12 +140,15 @@ class World:
         self.resource_slices: ReadOnlyTable[dra.ResourceSlice] = Table(read_only)
         self.resource_claims: ReadOnlyTable[dra.ResourceClaim] = Table(read_only)
         self.selector_memo = DeviceMemo()
-        self.claim_users: dict[str, set[str]] = {}
+        # By claim key: the uid of its one pod (most claims: made from a template for it), or
+        # a set once several pods use it (a 1-tuple costs a quarter of a set's memory).
+        self.claim_users: dict[str, tuple[str] | set[str]] = {}
         self.assumed_claims: dict[str, AssumedClaim] = {}
         # What each claim adds to its queue (`deviceclass/<class>` counts), read once per
         # claim (its spec never changes); the cluster's devices per class, worked out again
         # when classes or slices change.
         self._claim_counts: dict[str, Resource] = {}
+        self._shared_counts: dict[tuple[tuple[str, int], ...], Resource] = {}
         self._totals: tuple[object, object, Resource] | None = None
         self._device_view = NO_DEVICES
         self._viewed_claims: Mapping[str, dra.ResourceClaim] | None = None
@@ -258,8 +261,19 @@ class World:
         self._claim_counts.pop(key, None)
         if claim is not None:
             counts = claim_devices(claim_from_wire(claim)).devices
-            self._claim_counts[key] = Resource(scalars=counts or None)
+            self._claim_counts[key] = self._counts_alike(counts)
         self.recount(key)
+
+    def _counts_alike(self, counts: dict[str, int]) -> Resource:
+        """The counts as a vector, shared by every claim that asks the same (those of one
+        template): read only, never written to (counted_request adds it to a copy)."""
+        alike = tuple(sorted(counts.items()))
+        shared = self._shared_counts.get(alike)
+        if shared is None:
+            if len(self._shared_counts) >= 1024:
+                self._shared_counts.clear()
+            shared = self._shared_counts[alike] = Resource(scalars=counts or None)
+        return shared
 
     def counted_request(self, task: TaskInfo) -> Resource:
         """The pod's request with the devices its claims add to its queue: a claim counts
@@ -388,7 +402,13 @@ class World:
         self.tasks[task.uid] = task
         if task.devices is not None:
             for key in task.devices.claims:
-                self.claim_users.setdefault(key, set()).add(task.uid)
+                users = self.claim_users.get(key)
+                if users is None:
+                    self.claim_users[key] = (task.uid,)
+                elif isinstance(users, set):
+                    users.add(task.uid)
+                elif users[0] != task.uid:
+                    self.claim_users[key] = {users[0], task.uid}
         placed = task.node_name and task.status not in TERMINAL_STATUSES
         if placed and task.node_name not in self.live.nodes:
             self.waiting_for_node.setdefault(task.node_name, {})[task.uid] = task
@@ -402,10 +422,10 @@ class World:
         if task.devices is not None:
             for key in task.devices.claims:
                 users = self.claim_users.get(key)
-                if users is not None:
+                if isinstance(users, set):
                     users.discard(uid)
-                    if not users:
-                        del self.claim_users[key]
+                if users is not None and (not users or users == (uid,)):
+                    del self.claim_users[key]
         live = self.live
         if task.node_name:
             node = live.nodes.get(task.node_name)

@@ -72,7 +72,29 @@ def test_a_pods_claims_are_read_from_its_spec_and_the_controllers_status() -> No
     task = world.tasks["uid-p"]
     assert task.devices is not None and task.devices.claims == ("ns/shared", "ns/p-gpu-x")
     assert world.generation > generation, "the claim made for the pod asks for a session"
-    assert world.claim_users == {"ns/shared": {"uid-p"}, "ns/p-gpu-x": {"uid-p"}}
+    assert {key: set(uids) for key, uids in world.claim_users.items()} == {
+        "ns/shared": {"uid-p"},
+        "ns/p-gpu-x": {"uid-p"},
+    }
+
+
+def test_a_claim_shared_by_pods_knows_each_user_until_the_last_is_gone() -> None:
+    world = ready_world()
+    for name in ("p", "q", "r"):
+        pods.upsert(world, pod(name, "shared"))
+    assert set(world.claim_users["ns/shared"]) == {"uid-p", "uid-q", "uid-r"}
+    pods.upsert(world, pod("q", "shared"))  # the same pod again: still one user of three
+    assert set(world.claim_users["ns/shared"]) == {"uid-p", "uid-q", "uid-r"}
+    for name, left in (("q", {"uid-p", "uid-r"}), ("p", {"uid-r"})):
+        world.remove_task(f"uid-{name}")
+        assert set(world.claim_users["ns/shared"]) == left
+    world.remove_task("uid-r")
+    assert "ns/shared" not in world.claim_users
+    pods.upsert(world, pod("p", "shared"))
+    pods.upsert(world, pod("p", "shared"))
+    assert set(world.claim_users["ns/shared"]) == {"uid-p"}
+    world.remove_task("uid-p")
+    assert "ns/shared" not in world.claim_users
 
 
 def test_a_claim_event_touches_the_gangs_of_the_pods_that_use_it() -> None:

@@ -95,7 +95,7 @@ def test_a_pods_claims_are_named_ones_and_those_the_controller_made_from_templat
     )
     read = pod_claims("ns", "p", "p-uid", claims, statuses)
     assert read.claims == ("ns/shared", "ns/p-b-x7")
-    assert read.from_template == {"ns/p-b-x7"}
+    assert read.from_template == ("ns/p-b-x7",)
     assert read.waiting is None
     waiting = pod_claims("ns", "p", "p-uid", claims, statuses[1:])
     assert waiting.waiting == 'pod "ns/p": ResourceClaim not created yet'
