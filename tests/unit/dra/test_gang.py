@@ -348,7 +348,7 @@ def test_a_pod_waits_for_its_claims_in_kube_schedulers_words() -> None:
     waiting = PodClaims("ns", "p", "p-uid", (), waiting='pod "ns/p": ResourceClaim not created yet')
     missing = pod("p", "nowhere")
     going = pod("p", "going")
-    theirs = PodClaims("ns", "p", "p-uid", ("ns/theirs",), frozenset({"ns/theirs"}))
+    theirs = PodClaims("ns", "p", "p-uid", ("ns/theirs",), ("ns/theirs",))
     answers = [devices.fits(p, "n1", "g") for p in (waiting, missing, going, theirs)]
     assert {fit.verdict for fit in answers} == {Verdict.POD}
     assert [fit.reason for fit in answers] == [
