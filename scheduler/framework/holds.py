@@ -74,7 +74,7 @@ from scheduler.api.resources import Resource, describe
 from scheduler.api.task import TaskInfo
 from scheduler.api.timestamps import format_rfc3339, parse_rfc3339
 from scheduler.api.verdicts import Starving
-from scheduler.framework.hold_layout import lay_out_members, needed_members
+from scheduler.framework.hold_layout import lay_out_members, needed_members, positive
 from scheduler.framework.session import Session
 
 # How long a gang may wait before it starves, when neither its PodGroup nor the `sla`
@@ -317,7 +317,11 @@ class Holds:
         for task in members:
             need.add(task.request)
         with_devices: dict[str, list[TaskInfo]] = {}
-        layout = self._layout(members, partial=True, with_devices=with_devices) or {}
+        # It needs its room now (its bound members wait for the rest; the capacity was made
+        # for it): the room free now first (framework/hold_layout.py).
+        layout = (
+            self._layout(members, partial=True, with_devices=with_devices, free_first=True) or {}
+        )
         hold = Hold(job, since, need, len(members), kind=kind, with_devices=with_devices)
         hold.unplaced = len(members) - sum(pods for _, pods in layout.values())
         return self._take(hold, layout)
@@ -344,7 +348,7 @@ class Holds:
     def _take(self, hold: Hold, layout: dict[NodeInfo, tuple[Resource, int]]) -> Hold:
         """Hold on each node of the layout what is free now, up to what it needs there."""
         for node, (amount, pods) in layout.items():
-            taken = amount.minimum(_positive(node.idle))
+            taken = amount.minimum(positive(node.idle))
             slots = max(min(pods, node.max_pods - node.pod_count), 0)
             if taken.is_empty() and not slots:
                 continue
@@ -450,9 +454,10 @@ class Holds:
         *,
         partial: bool,
         with_devices: dict[str, list[TaskInfo]] | None = None,
+        free_first: bool = False,
     ) -> dict[NodeInfo, tuple[Resource, int]] | None:
-        """Where the members would go on nodes emptied of all but older holds
-        (framework/hold_layout.py)."""
+        """Where the members would go on nodes emptied of all but older holds, with
+        `free_first` on the room free now first (framework/hold_layout.py)."""
         if not members:
             return {}
         taken_by_older: dict[str, Resource] = {}
@@ -470,6 +475,7 @@ class Holds:
             devices.could_fit if devices is not None else None,
             partial=partial,
             with_devices=with_devices,
+            free_first=free_first,
         )
 
     def _describe(self, hold: Hold, layout: dict[NodeInfo, tuple[Resource, int]]) -> str:
@@ -499,7 +505,7 @@ class Holds:
         nodes = self.session.nodes
         for name, amount in list(hold.amounts.items()):
             node = nodes[name]
-            taken = amount.minimum(_positive(node.idle))
+            taken = amount.minimum(positive(node.idle))
             slots = max(min(hold.pods[name], node.max_pods - node.pod_count), 0)
             node.hold(taken, slots)
             hold.amounts[name] = taken
@@ -512,15 +518,3 @@ def _roles_short(job: JobInfo) -> bool:
         return False
     placed = placed_by_role(job)
     return any(placed.get(role, 0) < need for role, need in job.min_task_member.items())
-
-
-def _positive(resource: Resource) -> Resource:
-    """The vector with negative dimensions (a node over-committed by another scheduler's
-    pods) read as zero."""
-    return Resource(
-        max(resource.cpu, 0),
-        max(resource.memory, 0),
-        {name: max(value, 0) for name, value in resource.scalars.items()}
-        if resource.scalars
-        else None,
-    )

@@ -151,6 +151,44 @@ def test_a_partly_bound_gang_that_cannot_complete_holds_its_room_against_every_o
     assert waits is not None and "partly bound gangs: default/cut" in waits.message
 
 
+def test_a_partly_bound_gang_spread_over_its_nodes_holds_every_cpu_free_there() -> None:
+    # Four nodes of 4 cpu; the dead leader bound 8 of 16 members two to a node; another
+    # scheduler's pod sits on a cpu of n3. The 8 missing members need the 7 free cpus and
+    # the squatter's: laid out on nodes emptied of their pods they would all go on two
+    # nodes, and only those two nodes' free cpus would be held; the other three would go
+    # to `eager`, and the cut gang could never complete.
+    statuses = (B,) * 8 + (P,) * 8
+    cut = gang(
+        "cut",
+        16,
+        cpu=1,
+        phase=PodGroupPhase.INQUEUE,
+        queue="a",
+        statuses=statuses,
+        on=["n0", "n1", "n2", "n3"],
+        bound_at=format_rfc3339(BOUND_AT),
+        created=format_rfc3339(NOW - 30),
+    )
+    squatter = running_gang("squatter", 1, on=["n3"], queue="b")
+    nodes = [node(f"n{i}", cpu=4) for i in range(4)]
+    snap = snapshot(nodes, [cut, eager_gang(), squatter], [queue("a"), queue("b")])
+    snap.now = NOW
+
+    result = schedule(snap, CONFIG)
+
+    assert result.binds == [] and result.evictions == []
+    (held,) = result.holds
+    assert (held.job, held.kind) == ("default/cut", "partly-bound")
+    assert held.nodes == {
+        "n0": resources(2),
+        "n1": resources(2),
+        "n2": resources(2),
+        "n3": resources(1),
+    }
+    waits = condition(result, "eager", "Unschedulable")
+    assert waits is not None and "partly bound gangs: default/cut" in waits.message
+
+
 def test_a_partly_bound_gang_is_not_undone_before_its_time() -> None:
     snap = cluster(cut_gang(), eager_gang(), now=BOUND_AT + 59)
 
