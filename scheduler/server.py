@@ -247,10 +247,11 @@ class SchedulerProcess:
         self, background: list[asyncio.Task[Any]], endpoints: EndpointThread
     ) -> None:
         log.info("shutting down: finishing binds in flight")
-        await self.effects.finish_binds()
-        await self.effects.finish_writes()
+        answered = await self.effects.finish_binds()
+        answered = await self.effects.finish_writes() and answered
         if self.elector is not None:
-            await self.elector.release()
+            # A write still unanswered may yet land: no successor may lead before it has.
+            await self.elector.release(give_up=answered)
         await self.effects.close()
         for task in background:
             task.cancel()

@@ -57,6 +57,8 @@ log = logging.getLogger("muster.scheduler")
 BIND_DRAIN_SECONDS = 2.0
 BIND_ANSWER_SECONDS = 5.0
 WRITE_DRAIN_SECONDS = 1.0
+# How long, once the fence is closed, the writes already on the wire get for their answers.
+WRITE_ANSWER_SECONDS = 5.0
 # Connections of the status writer's lane, one write at a time on each: as many as its two
 # keyed lanes (effects/lanes.py) write at once together.
 STATUS_CONNECTIONS = 32
@@ -361,34 +363,52 @@ class Effects:
         """The evictions sent and not yet answered."""
         return frozenset(self._evictions)
 
-    async def finish_binds(self) -> None:
+    async def finish_binds(self) -> bool:
         """On shutdown, before the lease is released: binds waiting to be sent again are
         given up, those queued get BIND_DRAIN_SECONDS to go out, then none is begun and
         those on the wire get their answers. What is given up is pending again, and the
-        next leader places it (a gang part bound is finished by it, on the room it has)."""
+        next leader places it (a gang part bound is finished by it, on the room it has).
+        Whether every bind begun was answered (else the lease is left to expire: one on
+        the wire may still land)."""
         self.binder.stop_retrying()
         try:
             await asyncio.wait_for(self.binder.drain(), timeout=BIND_DRAIN_SECONDS)
-            return
+            return True
         except TimeoutError:
             self.binder.fence()
         try:
             await asyncio.wait_for(self.binder.drain(), timeout=BIND_ANSWER_SECONDS)
+            return True
         except TimeoutError:
             log.warning("shutdown: some binds were not answered in time")
+            return False
 
-    async def finish_writes(self) -> None:
+    async def finish_writes(self) -> bool:
         """On shutdown, after finish_binds and before the lease is released: the status
         writes, scale-up writes and events queued get WRITE_DRAIN_SECONDS to go out, then
-        the fence closes: none is sent after the lease is given up, so none can land over a
-        successor's. Evictions in flight are left: they ask the fence too, and the next
-        leader decides again over what the API server holds."""
-        drained = asyncio.gather(self.writer.drain(), self.scale_up.drain(), self.recorder.drain())
+        the fence closes: none is begun after the lease is given up, so none can land over a
+        successor's. Those already on the wire, and evictions in flight (they ask the fence
+        at each call), get WRITE_ANSWER_SECONDS for their answers: a write the API server
+        has not answered may still land. Whether all were answered: only then is the lease
+        given up at once (server.py); else it is left to expire."""
         try:
-            await asyncio.wait_for(drained, timeout=WRITE_DRAIN_SECONDS)
+            await asyncio.wait_for(self._writes_drained(), timeout=WRITE_DRAIN_SECONDS)
         except TimeoutError:
             log.warning("shutdown: some writes did not go out in time; the next leader makes them")
         self.fence.close()
+        # What has not begun is fenced at once now; what is on the wire gets its answer.
+        evictions = asyncio.gather(*self._evictions, return_exceptions=True)
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(self._writes_drained(), evictions), timeout=WRITE_ANSWER_SECONDS
+            )
+            return True
+        except TimeoutError:
+            log.warning("shutdown: some writes were not answered in time")
+            return False
+
+    async def _writes_drained(self) -> None:
+        await asyncio.gather(self.writer.drain(), self.scale_up.drain(), self.recorder.drain())
 
     async def close(self) -> None:
         """On shutdown, after finish_writes: stop the event writers and the binder, and close

@@ -8,7 +8,8 @@ connection, just before its first byte is written (kube/client.py), so a write q
 this replica led is not sent once it no longer does: a process stopped past its lease (a
 SIGSTOP, a node frozen) and resumed, or one whose renewals failed, sends nothing after its
 term, whatever waited in its queues. On shutdown the fence is closed once the writes had
-their time, before the lease is released (server.py): nothing of this leader's goes out
+their time, and the writes already on the wire get their answers before the lease is
+released (server.py; unanswered, it is left to expire): nothing of this leader's lands
 after a successor may lead.
 """
 

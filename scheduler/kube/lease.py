@@ -123,11 +123,21 @@ class LeaderElector:
         until_expiry = self._expires_at - time.monotonic() + EXPIRY_MARGIN
         return max(EXPIRY_MARGIN, min(period, until_expiry))
 
-    async def release(self) -> None:
-        """Stop campaigning and give the lease up if we hold it (on shutdown)."""
+    async def release(self, *, give_up: bool = True) -> None:
+        """Stop campaigning and give the lease up if we hold it (on shutdown). Without
+        `give_up` (a write of ours may still land), stop leading but leave the lease to
+        expire, so that no successor leads before the write has landed or failed."""
         self._stopped = True
         async with self._attempt:
-            await self._give_up()
+            if give_up:
+                await self._give_up()
+            elif self._leading:
+                self._set_leading(False)
+                log.warning(
+                    "lease %s/%s left to expire: writes of this leader were not answered",
+                    self.namespace,
+                    self.name,
+                )
 
     async def _give_up(self) -> None:
         if not self._leading:

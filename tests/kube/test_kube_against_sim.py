@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import time
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -192,6 +193,47 @@ def test_two_electors_one_leader_and_release_hands_over_at_once(sim: SimServer) 
             await asyncio.gather(*tasks, return_exceptions=True)
 
     run(sim, work)
+
+
+def test_a_lease_not_given_up_passes_to_the_standby_only_once_it_expires(sim: SimServer) -> None:
+    async def work(client: KubeClient) -> tuple[bool, float]:
+        def elector(name: str) -> LeaderElector:
+            return LeaderElector(
+                client,
+                namespace="default",
+                name="kept-lock",
+                identity=name,
+                lease_duration=2,
+                renew_deadline=1.5,
+                retry_period=0.05,
+            )
+
+        first = elector("first")
+        first_task = asyncio.get_running_loop().create_task(first.run())
+        second = elector("second")
+        second_task: asyncio.Task[None] | None = None
+        try:
+            await wait_until(lambda: first.is_leader)
+            second_task = asyncio.get_running_loop().create_task(second.run())
+            first_task.cancel()
+            # Shutdown with a write of the leader's unanswered: the lease is left to expire.
+            stopped = time.monotonic()
+            await first.release(give_up=False)
+            leading_after_release = first.is_leader
+            await wait_until(lambda: second.is_leader, timeout=10)
+            return leading_after_release, time.monotonic() - stopped
+        finally:
+            for task in (first_task, second_task):
+                if task is not None:
+                    task.cancel()
+            await asyncio.gather(
+                *(t for t in (first_task, second_task) if t is not None), return_exceptions=True
+            )
+
+    leading, waited = run(sim, work)
+    assert leading is False, "a replica that stopped leads no more, whatever its lease"
+    # Not at once, as a released lease would pass: at its expiry (2 s after the last renewal).
+    assert waited > 1.0
 
 
 def test_a_bind_whose_gate_closes_while_it_waits_for_a_connection_is_never_sent(

@@ -229,9 +229,13 @@ def test_an_empty_result_still_tells_the_writer_every_list() -> None:
 def test_finish_drains_binds_statuses_and_events_then_stops_the_event_writers_and_binder() -> None:
     journal = Journal()
     asyncio.run(effects(journal).finish())
+    # The writes are drained, and once the fence is closed drained again: the second
+    # waits for the answers of what was still on the wire.
     assert journal.calls == [
         ("binder", "stop_retrying", None),
         ("binder", "drain", None),
+        ("writer", "drain", None),
+        ("recorder", "drain", None),
         ("writer", "drain", None),
         ("recorder", "drain", None),
         ("recorder", "close", None),
@@ -245,7 +249,8 @@ def test_binds_that_do_not_drain_in_time_are_fenced_and_only_those_on_the_wire_a
     monkeypatch.setattr("scheduler.effects.apply.BIND_DRAIN_SECONDS", 0.01)
     monkeypatch.setattr("scheduler.effects.apply.BIND_ANSWER_SECONDS", 0.01)
     journal = Journal()
-    asyncio.run(effects(journal, drain_forever=True).finish_binds())
+    answered = asyncio.run(effects(journal, drain_forever=True).finish_binds())
+    assert answered is False, "a bind on the wire may still land: the lease must not go"
     assert journal.calls == [
         ("binder", "stop_retrying", None),
         ("binder", "drain", None),

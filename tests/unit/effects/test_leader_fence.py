@@ -246,3 +246,67 @@ def test_shutdown_closes_the_fence_on_writes_that_outlast_their_time(
 
     asyncio.run(main())
     assert "shutdown: some writes did not go out in time" in caplog.text
+
+
+class WireWriter:
+    """A status writer with one write on the wire: answered `seconds` after it was sent,
+    whatever the fence says now (it was asked before the write was sent)."""
+
+    def __init__(self, journal: Journal, seconds: float) -> None:
+        self.journal = journal
+        self.answered = asyncio.Event()
+        self.seconds = seconds
+        self.task: asyncio.Task[None] | None = None
+
+    async def _answer(self) -> None:
+        await asyncio.sleep(self.seconds)
+        self.journal.add("writer", "answered")
+        self.answered.set()
+
+    async def drain(self) -> None:
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._answer())
+        await self.answered.wait()
+
+
+def on_the_wire(journal: Journal, fence: LeaderFence, seconds: float) -> Effects:
+    return Effects(
+        cache=FakeCache(journal),
+        binder=FakeBinder(journal),
+        writer=WireWriter(journal, seconds),  # type: ignore[arg-type]
+        evictor=FakeEvictor(journal),
+        recorder=Recorder(journal),
+        fence=fence,
+    )
+
+
+def test_a_write_on_the_wire_past_the_drain_time_is_answered_before_shutdown_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("scheduler.effects.apply.WRITE_DRAIN_SECONDS", 0.01)
+    monkeypatch.setattr("scheduler.effects.apply.WRITE_ANSWER_SECONDS", 5.0)
+
+    async def main() -> tuple[bool, bool]:
+        journal = Journal()
+        fence = LeaderFence(lambda: True)
+        answered = await on_the_wire(journal, fence, 0.2).finish_writes()
+        # The lease is released only after this returns: the write has landed by then.
+        return answered, ("writer", "answered", None) in journal.calls
+
+    assert asyncio.run(main()) == (True, True)
+
+
+def test_a_write_never_answered_keeps_the_lease_from_being_given_up(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("scheduler.effects.apply.WRITE_DRAIN_SECONDS", 0.01)
+    monkeypatch.setattr("scheduler.effects.apply.WRITE_ANSWER_SECONDS", 0.05)
+
+    async def main() -> bool:
+        fence = LeaderFence(lambda: True)
+        answered = await on_the_wire(Journal(), fence, 10.0).finish_writes()
+        assert fence.closed
+        return answered
+
+    assert asyncio.run(main()) is False
+    assert "shutdown: some writes were not answered in time" in caplog.text
