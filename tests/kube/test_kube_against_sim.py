@@ -163,20 +163,29 @@ def test_reflector_relists_after_history_is_compacted_and_forgets_deleted_object
     run(sim, work)
 
 
+def elector(
+    client: KubeClient,
+    identity: str,
+    *,
+    lock: str = "lock",
+    lease_duration: float = 30,
+    renew_deadline: float = 20,
+) -> LeaderElector:
+    """An elector for a lease in the default namespace, trying every 0.05 s."""
+    return LeaderElector(
+        client,
+        namespace="default",
+        name=lock,
+        identity=identity,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=0.05,
+    )
+
+
 def test_two_electors_one_leader_and_release_hands_over_at_once(sim: SimServer) -> None:
     async def work(client: KubeClient) -> None:
-        def elector(name: str) -> LeaderElector:
-            return LeaderElector(
-                client,
-                namespace="default",
-                name="lock",
-                identity=name,
-                lease_duration=30,
-                renew_deadline=20,
-                retry_period=0.05,
-            )
-
-        first, second = elector("first"), elector("second")
+        first, second = elector(client, "first"), elector(client, "second")
         tasks = [asyncio.get_running_loop().create_task(e.run()) for e in (first, second)]
         try:
             await wait_until(lambda: first.is_leader or second.is_leader)
@@ -197,20 +206,12 @@ def test_two_electors_one_leader_and_release_hands_over_at_once(sim: SimServer) 
 
 def test_a_lease_not_given_up_passes_to_the_standby_only_once_it_expires(sim: SimServer) -> None:
     async def work(client: KubeClient) -> tuple[bool, float]:
-        def elector(name: str) -> LeaderElector:
-            return LeaderElector(
-                client,
-                namespace="default",
-                name="kept-lock",
-                identity=name,
-                lease_duration=2,
-                renew_deadline=1.5,
-                retry_period=0.05,
-            )
+        def short(name: str) -> LeaderElector:
+            return elector(client, name, lock="kept-lock", lease_duration=2, renew_deadline=1.5)
 
-        first = elector("first")
+        first = short("first")
         first_task = asyncio.get_running_loop().create_task(first.run())
-        second = elector("second")
+        second = short("second")
         second_task: asyncio.Task[None] | None = None
         try:
             await wait_until(lambda: first.is_leader)
