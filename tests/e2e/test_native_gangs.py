@@ -161,10 +161,20 @@ def room_for_three_then_four(
     create_native(cluster, namespace, version, podgroup_body("train", version, 4, workload="train"))
     for index in range(4):
         cluster.create_pod(namespace, member(f"train-{index}", "train"))
+    # A session may run before the last pod is created: its condition says the gang waits
+    # for the pods it has not yet ("2/2 tasks ... waiting for 2 more"), as it should. The
+    # condition of a session that sees all four is the one this looks at.
     waiting = wait_for(
-        lambda: scheduled(cluster, namespace, version, "train"),
+        lambda: (
+            (found := scheduled(cluster, namespace, version, "train"))
+            and found["message"].startswith("4/4 tasks")
+            and found
+        ),
         10,
-        message=lambda: f"the scheduled condition written\n{cluster.describe(namespace)}",
+        message=lambda: (
+            f"the scheduled condition of the four pods: "
+            f"{scheduled(cluster, namespace, version, 'train')}\n{cluster.describe(namespace)}"
+        ),
     )
     assert (waiting["status"], waiting["reason"]) == ("False", "Unschedulable"), waiting
     assert waiting["message"].startswith("4/4 tasks in gang unschedulable: "), waiting
