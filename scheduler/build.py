@@ -27,6 +27,7 @@ import sys
 
 COMPILED_MODULES = (
     "scheduler.api.resources",
+    "scheduler.api.alike",
     "scheduler.api.task",
     "scheduler.api.selectors",
     "scheduler.api.placement",

@@ -247,12 +247,10 @@ class SchedulerProcess:
         self, background: list[asyncio.Task[Any]], endpoints: EndpointThread
     ) -> None:
         log.info("shutting down: finishing binds in flight")
-        answered = await self.effects.finish_binds()
-        answered = await self.effects.finish_writes() and answered
-        if self.elector is not None:
-            # A write still unanswered may yet land: no successor may lead before it has.
-            await self.elector.release(give_up=answered)
-        await self.effects.close()
+        elector = self.elector
+        await self.effects.finish(
+            None if elector is None else lambda answered: elector.release(give_up=answered)
+        )
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

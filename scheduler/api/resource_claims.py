@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from scheduler.api import wire
+from scheduler.api.alike import alike
+
+_Tuple = TypeVar("_Tuple", bound=tuple[object, ...])
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,20 +140,11 @@ def of_pod(pod: wire.Pod) -> PodClaims | None:
     )
 
 
-_Shared = TypeVar("_Shared", bound=tuple[object, ...])
 # Equal tuples seen before: the members of a gang, made from one template, write the same
-# claims in their specs and containers, and every cached pod keeps them (bounded, as
-# api/task.py's label sets are).
-_SHARED: dict[tuple[object, ...], tuple[object, ...]] = {}
+# claims in their specs and containers, and every cached pod keeps them.
+_SHARED: dict[object, object] = {}
 
 
-def _shared(value: _Shared) -> _Shared:
+def _shared(value: _Tuple) -> _Tuple:
     """An equal tuple seen before, else this one."""
-    if not value:
-        return value
-    shared = _SHARED.get(value)
-    if shared is None:
-        if len(_SHARED) >= 8192:
-            _SHARED.clear()
-        shared = _SHARED[value] = value
-    return shared  # type: ignore[return-value]
+    return value if not value else alike(_SHARED, value, value)  # type: ignore[return-value]

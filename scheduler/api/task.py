@@ -17,6 +17,7 @@ from types import MappingProxyType
 import msgspec
 
 from scheduler.api import wire
+from scheduler.api.alike import alike
 from scheduler.api.annotations import UNPROTECTED, PodProtection, pod_protection
 from scheduler.api.names import (
     CONSUME_PROVISIONING_REQUEST,
@@ -117,13 +118,7 @@ def _shared_labels(labels: dict[str, str]) -> Mapping[str, str]:
         return _NO_LABELS
     if len(labels) > 16:
         return labels  # big, rarely shared sets are not worth the key
-    key = tuple(labels.items())
-    shared = _LABEL_SETS.get(key)
-    if shared is None:
-        if len(_LABEL_SETS) >= 8192:
-            _LABEL_SETS.clear()  # bounded: the sets of long-gone pods are not kept for ever
-        shared = _LABEL_SETS[key] = labels
-    return shared
+    return alike(_LABEL_SETS, tuple(labels.items()), labels)
 
 
 _LABEL_SETS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}

@@ -24,6 +24,7 @@ from types import MappingProxyType
 import msgspec
 
 from scheduler.api import dra, wire
+from scheduler.api.alike import alike
 from scheduler.api.budgets import DisruptionBudget
 from scheduler.api.errors import InvalidObject
 from scheduler.api.gang_state import HAS_BEEN_READY_PHASES, gang_ready
@@ -267,13 +268,8 @@ class World:
     def _counts_alike(self, counts: dict[str, int]) -> Resource:
         """The counts as a vector, shared by every claim that asks the same (those of one
         template): read only, never written to (counted_request adds it to a copy)."""
-        alike = tuple(sorted(counts.items()))
-        shared = self._shared_counts.get(alike)
-        if shared is None:
-            if len(self._shared_counts) >= 1024:
-                self._shared_counts.clear()
-            shared = self._shared_counts[alike] = Resource(scalars=counts or None)
-        return shared
+        key = tuple(sorted(counts.items()))
+        return alike(self._shared_counts, key, Resource(scalars=counts or None), 1024)
 
     def counted_request(self, task: TaskInfo) -> Resource:
         """The pod's request with the devices its claims add to its queue: a claim counts

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from functools import partial
 from typing import Protocol
 
@@ -418,10 +418,14 @@ class Effects:
         for pool in self.pools:
             await pool.close()
 
-    async def finish(self) -> None:
-        """On shutdown, in one go: finish_binds, finish_writes, close."""
-        await self.finish_binds()
-        await self.finish_writes()
+    async def finish(self, release: Callable[[bool], Awaitable[None]] | None = None) -> None:
+        """On shutdown, in order: finish_binds, finish_writes, `release` the lease (told
+        whether every bind and write begun was answered: only then may it be given up at
+        once, else it is left to expire), close."""
+        answered = await self.finish_binds()
+        answered = await self.finish_writes() and answered
+        if release is not None:
+            await release(answered)
         await self.close()
 
     async def _evict(self, group: list[Evict]) -> None:

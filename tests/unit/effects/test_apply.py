@@ -228,7 +228,11 @@ def test_an_empty_result_still_tells_the_writer_every_list() -> None:
 
 def test_finish_drains_binds_statuses_and_events_then_stops_the_event_writers_and_binder() -> None:
     journal = Journal()
-    asyncio.run(effects(journal).finish())
+
+    async def release(answered: bool) -> None:
+        journal.add("lease", "release", answered)
+
+    asyncio.run(effects(journal).finish(release))
     # The writes are drained, and once the fence is closed drained again: the second
     # waits for the answers of what was still on the wire.
     assert journal.calls == [
@@ -238,6 +242,7 @@ def test_finish_drains_binds_statuses_and_events_then_stops_the_event_writers_an
         ("recorder", "drain", None),
         ("writer", "drain", None),
         ("recorder", "drain", None),
+        ("lease", "release", True),
         ("recorder", "close", None),
         ("binder", "close", None),
     ]
@@ -290,3 +295,16 @@ def test_a_gangs_first_running_waits_for_its_binds_to_be_answered(
         cache.whole.add(key)
     answered(key)
     assert podgroup_writes() == written
+
+
+def test_a_bind_never_answered_leaves_the_lease_to_expire(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("scheduler.effects.apply.BIND_DRAIN_SECONDS", 0.01)
+    monkeypatch.setattr("scheduler.effects.apply.BIND_ANSWER_SECONDS", 0.01)
+    journal = Journal()
+
+    async def release(answered: bool) -> None:
+        journal.add("lease", "release", answered)
+
+    asyncio.run(effects(journal, drain_forever=True).finish(release))
+    assert ("lease", "release", False) in journal.calls
+    assert ("lease", "release", True) not in journal.calls
